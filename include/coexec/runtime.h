@@ -1,0 +1,123 @@
+/*
+ * coexec/runtime.h: starting and stopping the runtime, its configuration,
+ * and what kind of caller the current code is.
+ *
+ * Configuration: coexec_config_init() fills the defaults; the caller may
+ * change fields; coexec_init() then applies the COEXEC_* environment
+ * variables on top, so a job script can tune a binary without rebuilding it:
+ *
+ *   COEXEC_NUM_XSTREAMS   streams started by init, the primary included (>= 1)
+ *   COEXEC_STACK_SIZE     default ULT stack, bytes; K/M/G suffixes accepted
+ *   COEXEC_SCHED          main scheduler of each stream: basic | basic_wait
+ *   COEXEC_EVENT_FREQ     scheduler iterations between event checks (>= 1)
+ *   COEXEC_AFFINITY       1 = pin streams to cores (hwloc), 0 = do not
+ *   COEXEC_IDLE_SPIN_US   basic_wait: microseconds an idle stream spins
+ *                         before parking (0 parks at once)
+ *   COEXEC_GUARD_PAGES    1 = an inaccessible page below every ULT stack
+ *   COEXEC_PRINT_CONFIG   1 = print the configuration on stderr at init
+ *   COEXEC_QUIET          1 = no one-line warnings on stderr
+ *
+ * A malformed value makes coexec_init() fail with COEXEC_EENV; the message
+ * naming the variable is printed on stderr and returned by
+ * coexec_init_error(). Boolean variables take 0/1, yes/no, true/false, on/off.
+ */
+#ifndef COEXEC_RUNTIME_H
+#define COEXEC_RUNTIME_H
+
+#include <stddef.h>
+
+#include "defs.h"
+#include "types.h"
+
+typedef enum coexec_sched_kind {
+    COEXEC_SCHED_BASIC = 0,     /* takes from its pools in order; spins */
+    COEXEC_SCHED_BASIC_WAIT = 1 /* the same; parks when every pool is empty */
+} coexec_sched_kind_t;
+
+typedef struct coexec_config {
+    size_t size;                    /* sizeof(coexec_config_t); set by _init */
+    int num_xstreams;               /* default 1 */
+    size_t stack_size;              /* default 16 KiB */
+    coexec_sched_kind_t sched_kind; /* default COEXEC_SCHED_BASIC_WAIT */
+    unsigned event_freq;            /* default 64 */
+    int affinity;                   /* default 1 */
+    unsigned idle_spin_us;          /* default 50 */
+    int guard_pages;                /* default 0 */
+    int print_config;               /* default 0 */
+    int quiet;                      /* default 0 */
+} coexec_config_t;
+
+COEXEC_BEGIN_DECLS
+
+/*
+ * Fills cfg with the defaults (environment not applied).
+ * Context: any thread, before or after init. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL if cfg is NULL.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_config_init(coexec_config_t *cfg);
+
+/*
+ * Starts the runtime. The calling thread becomes the primary xstream (rank
+ * 0) and its code the primary's main ULT; cfg->num_xstreams - 1 secondary
+ * streams are created with the default setup. cfg may be NULL (defaults).
+ * COEXEC_* environment variables override cfg.
+ * Context: an external thread (any thread when the runtime is not running).
+ * Switches: never; creating streams starts OS threads.
+ * Returns: COEXEC_OK; COEXEC_EINIT if already initialized; COEXEC_EENV for a
+ * malformed environment variable; COEXEC_EINVAL for a bad cfg field;
+ * COEXEC_ENOMEM / COEXEC_EAGAIN when memory or threads cannot be had. On
+ * failure nothing is left running and init may be called again.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_init(const coexec_config_t *cfg);
+
+/*
+ * Stops the runtime: asks every secondary xstream to finish the units in its
+ * pools, joins and frees them, frees the default pools and schedulers, and
+ * releases every cache. Objects the user created and did not free are
+ * reported in one warning line (unless quiet) and reclaimed.
+ * Context: the primary's main ULT, on the primary xstream (the code that
+ * called coexec_init). Switches: may run other units while streams drain;
+ * blocks until secondary streams have stopped.
+ * Returns: COEXEC_OK; COEXEC_ENOTINIT if the runtime is not running (also a
+ * second finalize); COEXEC_ECONTEXT from any other caller.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_finalize(void);
+
+/*
+ * 1 while the runtime is initialized, 0 otherwise.
+ * Context: any thread. Switches: never.
+ */
+COEXEC_API int coexec_initialized(void);
+
+/*
+ * Copies the configuration in force (after the environment was applied).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL if out is NULL; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_get_config(coexec_config_t *out);
+
+/*
+ * The message of the last failed coexec_init (for COEXEC_EENV it names the
+ * variable and the value), or "" if the last init succeeded.
+ * Context: any thread. Switches: never.
+ */
+COEXEC_API const char *coexec_init_error(void);
+
+/*
+ * What kind of code is calling: a ULT, a tasklet, a scheduler loop or an
+ * external thread (also any thread while the runtime is not initialized).
+ * Context: any. Switches: never.
+ */
+COEXEC_API coexec_caller_t coexec_self_caller(void);
+
+/*
+ * Prints the configuration in force and the placement of the streams on
+ * stream f (a FILE *; NULL means stderr).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_print_config(void *f);
+
+COEXEC_END_DECLS
+
+#endif /* COEXEC_RUNTIME_H */

@@ -1,0 +1,204 @@
+/*
+ * coexec/thread.h: user-level threads (ULTs) and tasklets.
+ *
+ * A ULT has its own stack: it may yield, join, suspend and be resumed. Its
+ * stack is taken from the stream's cache the first time it runs, so a ULT
+ * that has not started holds none. A tasklet has no stack: its function runs
+ * on the scheduler's stack and returns COEXEC_READY when done (or
+ * COEXEC_PENDING after storing its waker, to be polled again once woken; see
+ * coexec/waker.h). Tasklets may not block: yield, join, suspend and the
+ * blocking waits return COEXEC_ECONTEXT when called from one.
+ *
+ * Joining a unit that has not started runs it at once, in place, on the
+ * joiner's turn. Joining a finished unit never suspends. A unit created with
+ * a NULL handle pointer is detached: it is freed when it finishes.
+ *
+ * Units keep their descriptor until freed: a joinable unit must be freed with
+ * coexec_thread_free / coexec_tasklet_free (which join first if needed).
+ */
+#ifndef COEXEC_THREAD_H
+#define COEXEC_THREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "defs.h"
+#include "types.h"
+
+typedef enum coexec_unit_state {
+    COEXEC_UNIT_READY = 0,     /* created or queued, waiting to run */
+    COEXEC_UNIT_RUNNING = 1,   /* running on some xstream */
+    COEXEC_UNIT_BLOCKED = 2,   /* suspended, parked or waiting in a join */
+    COEXEC_UNIT_TERMINATED = 3 /* its function has returned */
+} coexec_unit_state_t;
+
+typedef struct coexec_thread_attr {
+    size_t size;       /* sizeof(coexec_thread_attr_t); set by _init */
+    size_t stack_size; /* 0 = the runtime's stack size */
+    void *stack;       /* a stack the caller provides (stack_size bytes,
+                          16-byte aligned, kept alive until the ULT is freed),
+                          or NULL */
+} coexec_thread_attr_t;
+
+COEXEC_BEGIN_DECLS
+
+/*
+ * Fills attr with the defaults (runtime stack size, runtime-owned stack).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL if attr is NULL.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_thread_attr_init(coexec_thread_attr_t *attr);
+
+/*
+ * Creates a ULT running fn(arg) and queues it into pool. attr may be NULL.
+ * out NULL makes the ULT detached.
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL, stack_size too small or a
+ * user stack not 16-byte aligned); COEXEC_EHANDLE (bad pool);
+ * COEXEC_EACCESS; COEXEC_ENOMEM; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_thread_create(coexec_pool_t pool, coexec_thread_fn_t fn, void *arg,
+                     const coexec_thread_attr_t *attr, coexec_thread_t *out);
+
+/*
+ * The same, into the main pool of xstream xs.
+ * Returns as coexec_thread_create, COEXEC_EHANDLE also for a bad xs.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
+                        const coexec_thread_attr_t *attr, coexec_thread_t *out);
+
+/*
+ * Waits until t has finished. If t has not started it runs now, in place.
+ * Context: a ULT (may switch), or an external thread (sleeps on a futex).
+ * Returns: COEXEC_OK; COEXEC_EHANDLE (freed or foreign t); COEXEC_EDEADLK
+ * (t is the caller); COEXEC_EINVAL (t is detached); COEXEC_ECONTEXT (from a
+ * tasklet or a scheduler); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_join(coexec_thread_t t);
+
+/*
+ * Joins *t if it has not finished, releases it and clears *t.
+ * Context, Switches and Returns: as coexec_thread_join, plus COEXEC_EINVAL
+ * for t NULL and COEXEC_EPERM for the primary's main ULT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_free(coexec_thread_t *t);
+
+/*
+ * The calling ULT.
+ * Context: a ULT. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL); COEXEC_ECONTEXT (not a ULT);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_self(coexec_thread_t *out);
+
+/*
+ * The identifier of t: unique among the units of this runtime, never 0.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_get_id(coexec_thread_t t,
+                                                     uint64_t *id);
+
+/*
+ * The identifier of the calling unit (ULT or tasklet).
+ * Context: a ULT or a tasklet. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_ECONTEXT; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_self_id(uint64_t *id);
+
+/*
+ * The state of t (see coexec_unit_state_t).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_get_state(coexec_thread_t t,
+                                                        coexec_unit_state_t *s);
+
+/*
+ * Lets the other ready units of the caller's pool run; the caller is queued
+ * behind them.
+ * Context: a ULT. Switches: yes.
+ * Returns: COEXEC_OK; COEXEC_ECONTEXT (tasklet, scheduler or external
+ * thread); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_yield(void);
+
+/*
+ * Ends the calling ULT as if its function had returned. Does not return on
+ * success.
+ * Context: a ULT other than the primary's main ULT. Switches: yes, for good.
+ * Returns: COEXEC_ECONTEXT (not a ULT); COEXEC_EPERM (main ULT);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_exit(void);
+
+/*
+ * Suspends the calling ULT until coexec_thread_resume (or a waker) makes it
+ * ready again. A resume that arrived before the suspend is not lost: the
+ * suspend then returns at once.
+ * Context: a ULT. Switches: yes.
+ * Returns: COEXEC_OK; COEXEC_ECONTEXT; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_self_suspend(void);
+
+/*
+ * Makes a suspended ULT ready again, queued in its home pool. If t is still
+ * running, the resume is remembered and its next suspend returns at once;
+ * resuming twice is the same as once.
+ * Context: any thread (another xstream, a tasklet, an external thread).
+ * Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_ESTATE (t has finished);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_resume(coexec_thread_t t);
+
+/*
+ * The unit handle of a ULT or a tasklet, for coexec_pool_push.
+ */
+COEXEC_API coexec_unit_t coexec_thread_unit(coexec_thread_t t);
+COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k);
+
+/*
+ * Creates a tasklet running fn(cx, arg) and queues it into pool. out NULL
+ * makes it detached.
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL); COEXEC_EHANDLE;
+ * COEXEC_EACCESS; COEXEC_ENOMEM; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_create(coexec_pool_t pool,
+                                                      coexec_tasklet_fn_t fn,
+                                                      void *arg,
+                                                      coexec_tasklet_t *out);
+
+/* The same, into the main pool of xstream xs. */
+COEXEC_API COEXEC_NODISCARD int
+coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
+                         void *arg, coexec_tasklet_t *out);
+
+/*
+ * Waits until k has returned COEXEC_READY. If k has not started it runs now,
+ * in place.
+ * Context: a ULT (may switch) or an external thread (sleeps).
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (k is the caller);
+ * COEXEC_EINVAL (detached); COEXEC_ECONTEXT (from a tasklet or scheduler);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_join(coexec_tasklet_t k);
+
+/* Joins *k if needed, releases it and clears *k. As coexec_tasklet_join. */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_free(coexec_tasklet_t *k);
+
+/*
+ * The state of k.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_get_state(coexec_tasklet_t k,
+                                                         coexec_unit_state_t *s);
+
+COEXEC_END_DECLS
+
+#endif /* COEXEC_THREAD_H */

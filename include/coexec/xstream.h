@@ -1,0 +1,153 @@
+/*
+ * coexec/xstream.h: execution streams.
+ *
+ * An xstream is one OS thread pinned to a core (hwloc), running its main
+ * scheduler over that scheduler's pools. The primary xstream (rank 0) is the
+ * thread that called coexec_init; secondary ones are created here.
+ * States: CREATED -> READY -> RUNNING -> TERMINATED.
+ *
+ * The default setup of a stream (attr NULL, or attr->sched null) is one
+ * MPMC LIFO pool of its own (newest unit first, so fork-join code runs
+ * depth-first; a yielding unit goes behind the others) and the configured
+ * main scheduler with stealing on: when its own pool is empty it takes the
+ * oldest unit from the default pools of the other streams.
+ *
+ * Placement: stream k goes on the k-th core of the process's own CPU binding
+ * (so MPI ranks bound to different cores stay apart); with more streams
+ * than cores placement wraps around and one warning is printed.
+ */
+#ifndef COEXEC_XSTREAM_H
+#define COEXEC_XSTREAM_H
+
+#include "defs.h"
+#include "types.h"
+
+typedef enum coexec_xstream_state {
+    COEXEC_XSTREAM_CREATED = 0,
+    COEXEC_XSTREAM_READY = 1,
+    COEXEC_XSTREAM_RUNNING = 2,
+    COEXEC_XSTREAM_TERMINATED = 3
+} coexec_xstream_state_t;
+
+typedef struct coexec_xstream_attr {
+    size_t size;          /* sizeof(coexec_xstream_attr_t); set by _init */
+    int cpu;              /* logical CPU index to pin to; -1 = automatic */
+    coexec_sched_t sched; /* main scheduler; null = the default setup */
+} coexec_xstream_attr_t;
+
+COEXEC_BEGIN_DECLS
+
+/*
+ * Fills attr with the defaults (automatic placement, default setup).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL if attr is NULL.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_attr_init(coexec_xstream_attr_t *attr);
+
+/*
+ * Creates and starts a secondary xstream. attr may be NULL (defaults). A
+ * given scheduler must not be in use by another stream.
+ * Context: any thread while the runtime runs. Switches: never (starts an OS
+ * thread).
+ * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL, bad cpu); COEXEC_EHANDLE (bad
+ * sched); COEXEC_EBUSY (sched already in use); COEXEC_ENOMEM; COEXEC_EAGAIN
+ * (no thread); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_create(const coexec_xstream_attr_t *attr, coexec_xstream_t *out);
+
+/*
+ * Asks xs to stop once its main scheduler's pools are empty and waits until
+ * it has terminated. Units still queued are run first.
+ * Context: a ULT or an external thread not running on xs. Switches: a ULT
+ * caller yields while it waits; an external thread sleeps.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM for the primary;
+ * COEXEC_EDEADLK when called from xs itself; COEXEC_ECONTEXT from a tasklet;
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_join(coexec_xstream_t xs);
+
+/*
+ * Joins *xs if needed, frees it and its default pool and scheduler, and
+ * clears *xs.
+ * Context, Switches and Returns: as coexec_xstream_join; also COEXEC_EINVAL
+ * if xs is NULL.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_free(coexec_xstream_t *xs);
+
+/*
+ * The xstream running the caller.
+ * Context: a ULT, tasklet or scheduler. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL); COEXEC_ECONTEXT from an
+ * external thread; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_self(coexec_xstream_t *out);
+
+/*
+ * The rank of the xstream running the caller (the primary is 0; ranks are
+ * given in creation order and reused after a free).
+ * Context and Returns: as coexec_xstream_self.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_self_rank(int *rank);
+
+/*
+ * The rank of xs.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_rank(coexec_xstream_t xs,
+                                                        int *rank);
+
+/*
+ * The live xstream of the given rank.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL); COEXEC_ENOENT (no such
+ * stream); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_by_rank(int rank,
+                                                       coexec_xstream_t *out);
+
+/*
+ * The number of live xstreams, the primary included.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_num(int *num);
+
+/*
+ * The state of xs.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_get_state(coexec_xstream_t xs, coexec_xstream_state_t *state);
+
+/*
+ * The logical CPU xs is pinned to, or -1 when it is not pinned.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_cpu(coexec_xstream_t xs,
+                                                       int *cpu);
+
+/*
+ * The main scheduler of xs.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_get_main_sched(coexec_xstream_t xs, coexec_sched_t *out);
+
+/*
+ * The first pool of xs's main scheduler: where coexec_thread_create_on and
+ * coexec_tasklet_create_on put units.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_get_main_pool(coexec_xstream_t xs, coexec_pool_t *out);
+
+COEXEC_END_DECLS
+
+#endif /* COEXEC_XSTREAM_H */

@@ -1,0 +1,44 @@
+/*
+ * src/arch/context.h: the machine-context switch contract.
+ *
+ * A context is identified by one pointer, its "saved stack pointer": what
+ * coexec__ctx_switch stored when the context was left, or what
+ * coexec__ctx_make returned for a fresh one. The backend is chosen by CMake
+ * (COEXEC_CONTEXT=asm: src/arch/<isa>/context.S; =ucontext:
+ * src/arch/context_ucontext.c); callers never see which.
+ *
+ * The asm backends save only what the ABI says a callee must preserve: the
+ * callee-saved integer registers, the frame and stack pointers, and the FP
+ * control words (x86-64: MXCSR and the x87 control word; AArch64: d8-d15 and
+ * FPCR). Everything else is dead across a call by the ABI.
+ *
+ * This layer knows nothing of sanitizers or units; src/thread/ wraps it.
+ */
+#ifndef COEXEC_ARCH_CONTEXT_H
+#define COEXEC_ARCH_CONTEXT_H
+
+#include <stddef.h>
+
+typedef void (*coexec__ctx_entry_t)(void *arg);
+
+/*
+ * Saves the calling context, stores its saved stack pointer in *from_sp and
+ * resumes the context saved at to_sp. Returns when another switch resumes
+ * the saved context.
+ */
+void coexec__ctx_switch(void **from_sp, void *to_sp);
+
+/*
+ * Prepares a fresh context on the stack [stack, stack + size) such that the
+ * first switch to it calls entry(arg) on that stack with the ABI's stack
+ * alignment. entry must never return: it leaves by switching away for good.
+ * Returns the saved stack pointer to switch to. stack must be 16-byte
+ * aligned and size a multiple of 16 of at least COEXEC__CTX_MIN_STACK.
+ */
+void *coexec__ctx_make(void *stack, size_t size, coexec__ctx_entry_t entry,
+                       void *arg);
+
+/* The smallest stack coexec__ctx_make accepts (the ucontext record included). */
+#define COEXEC__CTX_MIN_STACK 4096
+
+#endif /* COEXEC_ARCH_CONTEXT_H */

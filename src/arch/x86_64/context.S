@@ -1,0 +1,58 @@
+/*
+ * x86-64 System V context switch (see src/arch/context.h).
+ *
+ * Saved frame, from the saved stack pointer upwards:
+ *   [sp+0]  MXCSR (4 bytes), x87 control word (2 bytes), padding
+ *   [sp+8]  r15, r14, r13, r12, rbx, rbp
+ *   [sp+56] return address
+ */
+    .text
+    .globl  coexec__ctx_switch
+    .hidden coexec__ctx_switch
+    .type   coexec__ctx_switch, @function
+    .p2align 4
+coexec__ctx_switch:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %rsp, (%rdi)
+    movq    %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    addq    $8, %rsp
+    popq    %r15
+    popq    %r14
+    popq    %r13
+    popq    %r12
+    popq    %rbx
+    popq    %rbp
+    ret
+    .cfi_endproc
+    .size   coexec__ctx_switch, .-coexec__ctx_switch
+
+/*
+ * First code run by a fresh context: coexec__ctx_make left the entry
+ * function in r12 and its argument in r13. rsp is 16-byte aligned here, so
+ * the call gives entry the alignment the ABI promises.
+ */
+    .globl  coexec__ctx_trampoline
+    .hidden coexec__ctx_trampoline
+    .type   coexec__ctx_trampoline, @function
+    .p2align 4
+coexec__ctx_trampoline:
+    .cfi_startproc
+    .cfi_undefined rip
+    movq    %r13, %rdi
+    callq   *%r12
+    ud2
+    .cfi_endproc
+    .size   coexec__ctx_trampoline, .-coexec__ctx_trampoline
+
+    .section .note.GNU-stack,"",@progbits
