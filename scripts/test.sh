@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# scripts/test.sh: build libcoexec from scratch and run every test stage.
+#
+# usage: scripts/test.sh [--keep] [--no-deps] [STAGE...]
+#
+# Stages (all by default, in this order):
+#   default   Debug build (COEXEC_CHECKS on), ctest
+#   asan      ASan + UBSan build, ctest
+#   tsan      TSan build, ctest
+#   ucontext  Debug build with the ucontext context switch, ctest
+#   ao        Debug build with the libatomic_ops atomics, ctest
+#   cross     AArch64 context switch under qemu (tests/arch/cross-aarch64.sh)
+#   install   Release build, install into a temporary prefix, build and run
+#             a consumer four ways (tests/install/check.sh)
+# Before them, scripts/deps.sh installs missing Debian packages (--no-deps
+# skips it). Each build directory is build/<preset>, removed first unless
+# --keep is given. Logs go to build/test-logs/<stage>.log.
+#
+# Environment:
+#   COEXEC_JOBS         parallel compile jobs (default: number of CPUs)
+#   COEXEC_CTEST_JOBS   parallel tests for every stage (default: per stage)
+#   COEXEC_TEST_BUDGET  seconds for the whole run (default 5100); a stage
+#                       gets at most what is left, minus a reserve for the
+#                       stages after it, and is stopped when it runs over
+#
+# Prints a summary table, then one line "N passed, M failed" counting the
+# stages; exits non-zero if any stage failed.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+self="$root/scripts/test.sh"
+jobs=${COEXEC_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# Tests that oversubscribe the cores are slowed down badly under the
+# sanitizers, so those stages run one test at a time.
+declare -A ctest_jobs=([default]=2 [asan]=1 [tsan]=1 [ucontext]=2 [ao]=2)
+# Longest a stage may take, seconds, and what is kept back for each later stage.
+declare -A cap=([deps]=900 [default]=1200 [asan]=1500 [tsan]=1800 [ucontext]=1200
+                [ao]=1200 [cross]=600 [install]=900)
+reserve=180
+all_stages=(default asan tsan ucontext ao cross install)
+
+# ---- one stage, run in a child process (so that it can be timed out) -------
+ctest_stage() {
+  local p=$1
+  [[ -n "${COEXEC_KEEP:-}" ]] || rm -rf "build/$p"
+  cmake --preset "$p" || return 1
+  cmake --build --preset "$p" -j "$jobs" || return 1
+  ctest --preset "$p" -j "${COEXEC_CTEST_JOBS:-${ctest_jobs[$p]:-1}}"
+}
+
+run_stage() {
+  case "$1" in
+    deps) exec "$root/scripts/deps.sh" all ;;
+    default|asan|tsan|ucontext|ao) ctest_stage "$1" ;;
+    cross)
+      if [[ -f tests/arch/cross-aarch64.sh ]]; then
+        exec bash tests/arch/cross-aarch64.sh
+      fi
+      echo "note: tests/arch/cross-aarch64.sh does not exist yet; AArch64 stage skipped"
+      exit 77 ;;
+    install)
+      [[ -n "${COEXEC_KEEP:-}" ]] || rm -rf build/release
+      cmake --preset release || return 1
+      cmake --build --preset release -j "$jobs" || return 1
+      exec bash tests/install/check.sh build/release ;;
+    *) echo "unknown stage $1"; return 2 ;;
+  esac
+}
+
+if [[ "${1:-}" == __stage ]]; then
+  run_stage "$2"
+  exit $?
+fi
+
+# ---- driver ------------------------------------------------------------------
+deps=1
+stages=()
+for a in "$@"; do
+  case "$a" in
+    --keep) export COEXEC_KEEP=1 ;;
+    --no-deps) deps=0 ;;
+    -h|--help) sed -n '2,30p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    default|asan|tsan|ucontext|ao|cross|install) stages+=("$a") ;;
+    *) echo "test.sh: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+[[ ${#stages[@]} -gt 0 ]] || stages=("${all_stages[@]}")
+[[ $deps -eq 1 ]] && stages=(deps "${stages[@]}")
+
+budget=${COEXEC_TEST_BUDGET:-5100}
+logdir="$root/build/test-logs"
+mkdir -p "$logdir"
+start=$SECONDS
+declare -A result=() took=()
+npass=0 nfail=0 nskip=0
+
+fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+for ((i = 0; i < ${#stages[@]}; i++)); do
+  s=${stages[$i]}
+  later=$(( ${#stages[@]} - i - 1 ))
+  left=$(( budget - (SECONDS - start) - later * reserve ))
+  limit=${cap[$s]}
+  (( left < limit )) && limit=$left
+  printf '\n======== stage %s (time limit %s) ========\n' "$s" "$(fmt_time $(( limit > 0 ? limit : 0 )))"
+  t0=$SECONDS
+  if (( limit < 60 )); then
+    echo "no time left in the budget of ${budget}s"
+    rc=124
+  else
+    timeout -k 30 "$limit" "$self" __stage "$s" 2>&1 | tee "$logdir/$s.log"
+    rc=${PIPESTATUS[0]}
+  fi
+  took[$s]=$(( SECONDS - t0 ))
+  case $rc in
+    0)   result[$s]=passed; npass=$((npass + 1)) ;;
+    77)  result[$s]=skipped; nskip=$((nskip + 1)) ;;
+    124|137) result[$s]="FAILED (timed out)"; nfail=$((nfail + 1)) ;;
+    *)   result[$s]="FAILED (exit $rc)"; nfail=$((nfail + 1)) ;;
+  esac
+  echo "---- stage $s: ${result[$s]} in $(fmt_time ${took[$s]})"
+done
+
+echo
+echo "======== summary ========"
+printf '%-10s %-20s %s\n' stage result time
+for s in "${stages[@]}"; do
+  printf '%-10s %-20s %s\n' "$s" "${result[$s]}" "$(fmt_time ${took[$s]})"
+done
+printf '%-10s %-20s %s\n' total "" "$(fmt_time $(( SECONDS - start )))"
+echo "logs: build/test-logs/"
+echo
+if (( nskip > 0 )); then
+  echo "$npass passed, $nfail failed, $nskip skipped"
+else
+  echo "$npass passed, $nfail failed"
+fi
+(( nfail == 0 ))
