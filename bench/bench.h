@@ -1,0 +1,71 @@
+/*
+ * bench/bench.h: the harness shared by the coexec-bench sources.
+ *
+ * A benchmark is a function that runs `warmups` untimed and `reps` timed
+ * repetitions of its work and hands each timed figure to bench_sample().
+ * It returns 0 on success, or -1 after bench_fail() explained what went
+ * wrong (the driver then prints `name NA n/a`).
+ */
+#ifndef COEXEC_BENCH_H
+#define COEXEC_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define BENCH_MAX_SAMPLES 4096
+
+typedef struct bench_run {
+    const char *name;
+    int reps;     /* timed repetitions */
+    int warmups;  /* untimed repetitions before them */
+    int nsamples; /* filled by bench_sample */
+    double samples[BENCH_MAX_SAMPLES];
+    char setup[512]; /* optional: how the benchmark was set up */
+    char error[512]; /* why it failed */
+} bench_run_t;
+
+typedef int (*bench_fn_t)(bench_run_t *r);
+
+typedef struct bench_def {
+    const char *name;
+    const char *unit;
+    const char *desc;
+    bench_fn_t fn;
+    int decimals; /* digits printed after the point */
+} bench_def_t;
+
+/* CPUs the process was allowed to run on at start, in increasing order. */
+extern int bench_cpus[];
+extern int bench_ncpus;
+
+static inline uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_sample(bench_run_t *r, double value);
+int bench_fail(bench_run_t *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void bench_setup(bench_run_t *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Pins the calling thread to one CPU; 0 or an errno value. */
+int bench_pin_self(int cpu);
+/* Gives the calling thread back the CPU set the process started with. */
+void bench_restore_affinity(void);
+
+/* The benchmark tables of each source file, ended by a {NULL} entry. */
+extern const bench_def_t bench_raw_defs[];
+extern const bench_def_t bench_ult_defs[];
+extern const bench_def_t bench_peer_defs[];
+
+/* ult_memory runs in a fresh process: this is its body (ult.c). */
+int bench_memory_child(void);
+
+#define BENCH_LIKELY(x) __builtin_expect(!!(x), 1)
+#define BENCH_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#endif /* COEXEC_BENCH_H */

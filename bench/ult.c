@@ -1,0 +1,609 @@
+/*
+ * bench/ult.c: the libcoexec benchmarks proper: ULT and tasklet
+ * create/join, yield, fork-join fib, and the memory held by blocked ULTs.
+ *
+ * Each benchmark starts its own runtime (1 or 2 xstreams, the default setup,
+ * streams pinned by the library) and finalizes it; every call is checked.
+ * Where the measured body is empty, the two untimed warm-ups run a body that
+ * marks its own slot and the marks are checked after each join, so the
+ * create/join machinery is verified without adding work to the timed reps.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <coexec.h>
+
+#include "bench.h"
+
+#define CK(call)                                                               \
+    do {                                                                       \
+        int rc_ = (call);                                                      \
+        if (BENCH_UNLIKELY(rc_ != COEXEC_OK)) {                                \
+            bench_fail(r, "%s: %s (%s)", #call, coexec_err_name(rc_),          \
+                       coexec_strerror(rc_));                                  \
+            goto out;                                                          \
+        }                                                                      \
+    } while (0)
+
+/* ---- runtime setup ---------------------------------------------------------- */
+
+static const char *kind_name(coexec_pool_kind_t k)
+{
+    return k == COEXEC_POOL_LIFO ? "LIFO" : k == COEXEC_POOL_FIFO ? "FIFO" : "?";
+}
+
+static const char *access_name(coexec_pool_access_t a)
+{
+    static const char *const n[] = {"PRIV", "SPSC", "MPSC", "SPMC", "MPMC"};
+    return (unsigned)a < 5 ? n[a] : "?";
+}
+
+/*
+ * Starts the runtime with nxs streams and the default setup, checks it got
+ * them, describes the placement in r->setup and returns the main pool of
+ * the stream running the caller (xstream 0).
+ */
+static int rt_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
+{
+    coexec_config_t cfg;
+    int rc = coexec_config_init(&cfg);
+    if (rc != COEXEC_OK)
+        return bench_fail(r, "coexec_config_init: %s", coexec_err_name(rc));
+    cfg.num_xstreams = nxs;
+    cfg.affinity = 1;
+    rc = coexec_init(&cfg);
+    if (rc != COEXEC_OK)
+        return bench_fail(r, "coexec_init: %s (%s)", coexec_err_name(rc),
+                          coexec_init_error());
+    int num = 0;
+    coexec_xstream_t self;
+    if ((rc = coexec_xstream_get_num(&num)) != COEXEC_OK || num != nxs) {
+        bench_fail(r, "coexec_xstream_get_num: %s, %d streams instead of %d",
+                   coexec_err_name(rc), num, nxs);
+        goto fail;
+    }
+    if ((rc = coexec_xstream_self(&self)) != COEXEC_OK ||
+        (rc = coexec_xstream_get_main_pool(self, main_pool)) != COEXEC_OK) {
+        bench_fail(r, "main pool of xstream 0: %s", coexec_err_name(rc));
+        goto fail;
+    }
+    coexec_config_t in_force;
+    if ((rc = coexec_get_config(&in_force)) != COEXEC_OK) {
+        bench_fail(r, "coexec_get_config: %s", coexec_err_name(rc));
+        goto fail;
+    }
+    int len = snprintf(r->setup, sizeof r->setup, "[%d xstream%s, sched %s:",
+                       nxs, nxs > 1 ? "s" : "",
+                       in_force.sched_kind == COEXEC_SCHED_BASIC
+                           ? "basic"
+                           : "basic_wait");
+    for (int k = 0; k < nxs; k++) {
+        coexec_xstream_t xs;
+        coexec_pool_t pool;
+        coexec_pool_kind_t kind = 0;
+        coexec_pool_access_t acc = 0;
+        int cpu = -1;
+        if ((rc = coexec_xstream_by_rank(k, &xs)) != COEXEC_OK ||
+            (rc = coexec_xstream_get_cpu(xs, &cpu)) != COEXEC_OK ||
+            (rc = coexec_xstream_get_main_pool(xs, &pool)) != COEXEC_OK ||
+            (rc = coexec_pool_get_info(pool, &kind, &acc)) != COEXEC_OK) {
+            bench_fail(r, "describing xstream %d: %s", k, coexec_err_name(rc));
+            goto fail;
+        }
+        if (len < (int)sizeof r->setup)
+            len += snprintf(r->setup + len, sizeof r->setup - (size_t)len,
+                            " xs%d on CPU %d, pool %s/%s;", k, cpu,
+                            kind_name(kind), access_name(acc));
+    }
+    if (len < (int)sizeof r->setup)
+        snprintf(r->setup + len, sizeof r->setup - (size_t)len, "%s]",
+                 nxs > 1 ? " default setup, stealing on" : " default setup");
+    return 0;
+fail:
+    rc = coexec_finalize(); /* the first error is the one reported */
+    bench_restore_affinity();
+    return -1;
+}
+
+static int rt_stop(bench_run_t *r)
+{
+    int rc = coexec_finalize();
+    bench_restore_affinity();
+    if (rc != COEXEC_OK)
+        return bench_fail(r, "coexec_finalize: %s", coexec_err_name(rc));
+    return 0;
+}
+
+static void append_setup(bench_run_t *r, const char *text)
+{
+    size_t len = strlen(r->setup);
+    snprintf(r->setup + len, sizeof r->setup - len, "%s%s", len ? " " : "",
+             text);
+}
+
+/* ---- ult_create_join_1es / _2es ------------------------------------------ */
+
+#define CJ_UNITS 10000
+
+static void ult_empty(void *arg) { (void)arg; }
+
+static void ult_mark(void *arg) { *(volatile unsigned char *)arg = 1; }
+
+static int ult_create_join(bench_run_t *r, int nxs)
+{
+    coexec_thread_t *t = calloc(CJ_UNITS, sizeof *t);
+    unsigned char *mark = calloc(CJ_UNITS, 1);
+    coexec_pool_t pool;
+    int started = 0;
+    if (!t || !mark) {
+        bench_fail(r, "out of memory");
+        goto out;
+    }
+    if (rt_start(r, nxs, &pool) != 0)
+        goto out;
+    started = 1;
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        if (rep < r->warmups) { /* verified, untimed */
+            memset(mark, 0, CJ_UNITS);
+            for (int i = 0; i < CJ_UNITS; i++)
+                CK(coexec_thread_create(pool, ult_mark, &mark[i], NULL, &t[i]));
+            for (int i = 0; i < CJ_UNITS; i++) {
+                CK(coexec_thread_free(&t[i]));
+                if (!mark[i] || t[i].p) {
+                    bench_fail(r, "ULT %d not finished after its free", i);
+                    goto out;
+                }
+            }
+            continue;
+        }
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < CJ_UNITS; i++)
+            CK(coexec_thread_create(pool, ult_empty, NULL, NULL, &t[i]));
+        for (int i = 0; i < CJ_UNITS; i++)
+            CK(coexec_thread_free(&t[i]));
+        uint64_t t1 = bench_now_ns();
+        bench_sample(r, (double)(t1 - t0) / CJ_UNITS);
+    }
+    append_setup(r, nxs > 1 ? "main ULT creates into xstream 0's pool, "
+                              "xstream 1 steals; coexec_thread_free joins"
+                            : "main ULT creates into its pool; "
+                              "coexec_thread_free joins");
+out:
+    if (started && rt_stop(r) != 0)
+        r->nsamples = 0;
+    free(t);
+    free(mark);
+    return r->error[0] ? -1 : 0;
+}
+
+static int bench_ult_create_join_1es(bench_run_t *r)
+{
+    return ult_create_join(r, 1);
+}
+
+static int bench_ult_create_join_2es(bench_run_t *r)
+{
+    return ult_create_join(r, 2);
+}
+
+/* ---- tasklet_create_join_1es ------------------------------------------------ */
+
+static coexec_poll_status_t tasklet_empty(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    return COEXEC_READY;
+}
+
+static coexec_poll_status_t tasklet_mark(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    *(volatile unsigned char *)arg = 1;
+    return COEXEC_READY;
+}
+
+static int bench_tasklet_create_join_1es(bench_run_t *r)
+{
+    coexec_tasklet_t *k = calloc(CJ_UNITS, sizeof *k);
+    unsigned char *mark = calloc(CJ_UNITS, 1);
+    coexec_pool_t pool;
+    int started = 0;
+    if (!k || !mark) {
+        bench_fail(r, "out of memory");
+        goto out;
+    }
+    if (rt_start(r, 1, &pool) != 0)
+        goto out;
+    started = 1;
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        if (rep < r->warmups) {
+            memset(mark, 0, CJ_UNITS);
+            for (int i = 0; i < CJ_UNITS; i++)
+                CK(coexec_tasklet_create(pool, tasklet_mark, &mark[i], &k[i]));
+            for (int i = 0; i < CJ_UNITS; i++) {
+                CK(coexec_tasklet_free(&k[i]));
+                if (!mark[i] || k[i].p) {
+                    bench_fail(r, "tasklet %d not finished after its free", i);
+                    goto out;
+                }
+            }
+            continue;
+        }
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < CJ_UNITS; i++)
+            CK(coexec_tasklet_create(pool, tasklet_empty, NULL, &k[i]));
+        for (int i = 0; i < CJ_UNITS; i++)
+            CK(coexec_tasklet_free(&k[i]));
+        uint64_t t1 = bench_now_ns();
+        bench_sample(r, (double)(t1 - t0) / CJ_UNITS);
+    }
+    append_setup(r, "main ULT creates into its pool; coexec_tasklet_free joins");
+out:
+    if (started && rt_stop(r) != 0)
+        r->nsamples = 0;
+    free(k);
+    free(mark);
+    return r->error[0] ? -1 : 0;
+}
+
+/* ---- ult_yield_1es ----------------------------------------------------------- */
+
+#define YIELDS 1000000
+
+struct yielder {
+    long done;
+    int rc;
+};
+
+static void ult_yielder(void *arg)
+{
+    struct yielder *y = arg;
+    long i;
+    for (i = 0; i < YIELDS; i++) {
+        int rc = coexec_yield();
+        if (BENCH_UNLIKELY(rc != COEXEC_OK)) {
+            y->rc = rc;
+            break;
+        }
+    }
+    y->done = i;
+}
+
+static int bench_ult_yield_1es(bench_run_t *r)
+{
+    coexec_pool_t pool;
+    coexec_thread_t t[2];
+    struct yielder y[2];
+    if (rt_start(r, 1, &pool) != 0)
+        return -1;
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        memset(y, 0, sizeof y);
+        uint64_t t0 = bench_now_ns();
+        CK(coexec_thread_create(pool, ult_yielder, &y[0], NULL, &t[0]));
+        CK(coexec_thread_create(pool, ult_yielder, &y[1], NULL, &t[1]));
+        CK(coexec_thread_free(&t[0]));
+        CK(coexec_thread_free(&t[1]));
+        uint64_t t1 = bench_now_ns();
+        for (int i = 0; i < 2; i++)
+            if (y[i].rc != COEXEC_OK || y[i].done != YIELDS) {
+                bench_fail(r, "yielder %d: %ld yields, coexec_yield: %s", i,
+                           y[i].done, coexec_err_name(y[i].rc));
+                goto out;
+            }
+        if (rep >= r->warmups)
+            bench_sample(r, (double)(t1 - t0) / (2.0 * YIELDS));
+    }
+    append_setup(r, "2 ULTs x 1,000,000 yields; create and join included");
+out:
+    if (rt_stop(r) != 0)
+        r->nsamples = 0;
+    return r->error[0] ? -1 : 0;
+}
+
+/* ---- fib_ult_1es / _2es ------------------------------------------------------ */
+
+#define FIB_N 24
+#define FIB_RESULT 46368
+
+static atomic_int fib_rc; /* first error seen, COEXEC_OK if none */
+
+struct fib_arg {
+    int n;
+    long result;
+};
+
+static long fib_rec(coexec_pool_t pool, int n);
+
+/* A ULT computing fib(n) into its own stream's main pool. */
+static void fib_ult(void *p)
+{
+    struct fib_arg *a = p;
+    coexec_xstream_t xs;
+    coexec_pool_t pool;
+    int rc = coexec_xstream_self(&xs);
+    if (rc == COEXEC_OK)
+        rc = coexec_xstream_get_main_pool(xs, &pool);
+    if (BENCH_UNLIKELY(rc != COEXEC_OK)) {
+        int ok = COEXEC_OK;
+        atomic_compare_exchange_strong(&fib_rc, &ok, rc);
+        a->result = -1;
+        return;
+    }
+    a->result = fib_rec(pool, a->n);
+}
+
+/* fib(n): a ULT computes fib(n-1) while the caller computes fib(n-2). */
+static long fib_rec(coexec_pool_t pool, int n)
+{
+    if (n < 2)
+        return n;
+    struct fib_arg child = {n - 1, 0};
+    coexec_thread_t t;
+    int rc = coexec_thread_create(pool, fib_ult, &child, NULL, &t);
+    if (BENCH_UNLIKELY(rc != COEXEC_OK)) {
+        int ok = COEXEC_OK;
+        atomic_compare_exchange_strong(&fib_rc, &ok, rc);
+        return -1;
+    }
+    long y = fib_rec(pool, n - 2);
+    rc = coexec_thread_free(&t);
+    if (BENCH_UNLIKELY(rc != COEXEC_OK)) {
+        int ok = COEXEC_OK;
+        atomic_compare_exchange_strong(&fib_rc, &ok, rc);
+        return -1;
+    }
+    return child.result + y;
+}
+
+static int fib_ult_bench(bench_run_t *r, int nxs)
+{
+    coexec_pool_t pool;
+    if (rt_start(r, nxs, &pool) != 0)
+        return -1;
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        atomic_store(&fib_rc, COEXEC_OK);
+        uint64_t t0 = bench_now_ns();
+        long v = fib_rec(pool, FIB_N);
+        uint64_t t1 = bench_now_ns();
+        int rc = atomic_load(&fib_rc);
+        if (rc != COEXEC_OK) {
+            bench_fail(r, "a create, join or free failed: %s (%s)",
+                       coexec_err_name(rc), coexec_strerror(rc));
+            goto out;
+        }
+        if (v != FIB_RESULT) {
+            bench_fail(r, "fib(%d) = %ld, expected %d", FIB_N, v, FIB_RESULT);
+            goto out;
+        }
+        if (rep >= r->warmups)
+            bench_sample(r, (double)(t1 - t0) / 1e6);
+    }
+    append_setup(r, "fib(24), 75,024 ULTs, each into its stream's main pool");
+out:
+    if (rt_stop(r) != 0)
+        r->nsamples = 0;
+    return r->error[0] ? -1 : 0;
+}
+
+static int bench_fib_ult_1es(bench_run_t *r) { return fib_ult_bench(r, 1); }
+static int bench_fib_ult_2es(bench_run_t *r) { return fib_ult_bench(r, 2); }
+
+/* ---- ult_memory / ult_memory_vsz ----------------------------------------------- */
+
+#define MEM_ULTS 100000
+
+static long mem_started, mem_resumed;
+static int mem_rc;
+
+static void ult_blocked(void *arg)
+{
+    (void)arg;
+    mem_started++;
+    int rc = coexec_self_suspend();
+    if (rc != COEXEC_OK)
+        mem_rc = rc;
+    mem_resumed++;
+}
+
+/* Pages of address space and of resident memory, from /proc/self/statm. */
+static int read_statm(long *size, long *resident)
+{
+    char buf[256];
+    int fd = open("/proc/self/statm", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return sscanf(buf, "%ld %ld", size, resident) == 2 ? 0 : -1;
+}
+
+/*
+ * The body of the fresh process (coexec-bench --memory-child): on a cold
+ * runtime, 100,000 ULTs are created and run until each is suspended; the
+ * growth of statm is divided by their number. Prints "rss B", "vsz B" and
+ * "setup text" lines on stdout, errors on stderr.
+ */
+int bench_memory_child(void)
+{
+    static bench_run_t run;
+    bench_run_t *r = &run;
+    coexec_pool_t pool;
+    long page = sysconf(_SC_PAGESIZE);
+    long vsz0, rss0, vsz1, rss1;
+    int started = 0;
+    coexec_thread_t *t = malloc(MEM_ULTS * sizeof *t);
+    if (!t) {
+        bench_fail(r, "out of memory");
+        goto out;
+    }
+    memset(t, 0, MEM_ULTS * sizeof *t); /* touched before the baseline */
+    if (rt_start(r, 1, &pool) != 0)
+        goto out;
+    started = 1;
+    if (read_statm(&vsz0, &rss0) != 0) {
+        bench_fail(r, "cannot read /proc/self/statm");
+        goto out;
+    }
+    for (int i = 0; i < MEM_ULTS; i++)
+        CK(coexec_thread_create(pool, ult_blocked, NULL, NULL, &t[i]));
+    /* A yield queues the main ULT behind all of them: each runs and
+     * suspends. Bounded in case the scheduler order differs. */
+    for (int i = 0; i < 1000 && mem_started < MEM_ULTS; i++)
+        CK(coexec_yield());
+    if (mem_started != MEM_ULTS) {
+        bench_fail(r, "only %ld of %d ULTs ran", mem_started, MEM_ULTS);
+        goto out;
+    }
+    if (read_statm(&vsz1, &rss1) != 0) {
+        bench_fail(r, "cannot read /proc/self/statm");
+        goto out;
+    }
+    for (int i = 0; i < MEM_ULTS; i++)
+        CK(coexec_thread_resume(t[i]));
+    for (int i = 0; i < MEM_ULTS; i++)
+        CK(coexec_thread_free(&t[i]));
+    if (mem_resumed != MEM_ULTS || mem_rc != COEXEC_OK) {
+        bench_fail(r, "%ld of %d ULTs resumed; coexec_self_suspend: %s",
+                   mem_resumed, MEM_ULTS, coexec_err_name(mem_rc));
+        goto out;
+    }
+    printf("rss %.1f\nvsz %.1f\nsetup %s 100,000 ULTs suspended at once "
+           "(RSS +%ld KiB, VSZ +%ld KiB)\n",
+           (double)(rss1 - rss0) * page / MEM_ULTS,
+           (double)(vsz1 - vsz0) * page / MEM_ULTS, r->setup,
+           (rss1 - rss0) * page / 1024, (vsz1 - vsz0) * page / 1024);
+    fflush(stdout);
+out:
+    if (started)
+        (void)rt_stop(r);
+    free(t);
+    if (r->error[0]) {
+        fprintf(stderr, "# ult_memory (child): %s\n", r->error);
+        return 1;
+    }
+    return 0;
+}
+
+/* Runs the child once; both figures come from the same run. */
+static int mem_done, mem_ok;
+static double mem_rss, mem_vsz;
+static char mem_setup[512], mem_error[512];
+
+static void run_memory_child(void)
+{
+    mem_done = 1;
+    int fd[2];
+    if (pipe(fd) != 0) {
+        snprintf(mem_error, sizeof mem_error, "pipe failed");
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        snprintf(mem_error, sizeof mem_error, "fork failed");
+        return;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        if (dup2(fd[1], STDOUT_FILENO) < 0)
+            _exit(126);
+        close(fd[1]);
+        execl("/proc/self/exe", "coexec-bench", "--memory-child", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char out[2048];
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof out - 1 &&
+           (n = read(fd[0], out + len, sizeof out - 1 - len)) != 0) {
+        if (n < 0)
+            continue; /* EINTR */
+        len += (size_t)n;
+    }
+    out[len] = '\0';
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(mem_error, sizeof mem_error,
+                 "the measuring process failed (status %d; see its message)",
+                 status);
+        return;
+    }
+    char *s = strstr(out, "setup ");
+    if (sscanf(out, "rss %lf vsz %lf", &mem_rss, &mem_vsz) != 2 || !s) {
+        snprintf(mem_error, sizeof mem_error,
+                 "unexpected output from the measuring process");
+        return;
+    }
+    s += 6;
+    s[strcspn(s, "\n")] = '\0';
+    snprintf(mem_setup, sizeof mem_setup, "%s", s);
+    mem_ok = 1;
+}
+
+static int memory_result(bench_run_t *r, double value)
+{
+    if (!mem_done)
+        run_memory_child();
+    bench_setup(r, "%s", mem_ok ? mem_setup : "");
+    if (!mem_ok)
+        return bench_fail(r, "%s", mem_error);
+    bench_sample(r, value);
+    return 0;
+}
+
+static int bench_ult_memory(bench_run_t *r)
+{
+    if (!mem_done)
+        run_memory_child();
+    return memory_result(r, mem_rss);
+}
+
+static int bench_ult_memory_vsz(bench_run_t *r)
+{
+    if (!mem_done)
+        run_memory_child();
+    return memory_result(r, mem_vsz);
+}
+
+const bench_def_t bench_ult_defs[] = {
+    {"ult_create_join_1es", "ns/op",
+     "1 xstream: create 10,000 empty ULTs, then join+free each; per ULT",
+     bench_ult_create_join_1es, 1},
+    {"ult_create_join_2es", "ns/op",
+     "the same on 2 xstreams (default setup: xstream 1 steals)",
+     bench_ult_create_join_2es, 1},
+    {"ult_yield_1es", "ns/yield",
+     "1 xstream: 2 ULTs each yield 1,000,000 times; per yield",
+     bench_ult_yield_1es, 2},
+    {"tasklet_create_join_1es", "ns/op",
+     "1 xstream: create 10,000 empty tasklets, then join+free each",
+     bench_tasklet_create_join_1es, 1},
+    {"fib_ult_1es", "ms",
+     "1 xstream: fork-join fib(24), one ULT per call with n >= 2",
+     bench_fib_ult_1es, 3},
+    {"fib_ult_2es", "ms", "the same on 2 xstreams (default setup)",
+     bench_fib_ult_2es, 3},
+    {"ult_memory", "B/ULT",
+     "resident memory per suspended ULT, 100,000 of them, cold runtime",
+     bench_ult_memory, 0},
+    {"ult_memory_vsz", "B/ULT",
+     "address space per suspended ULT (same run as ult_memory)",
+     bench_ult_memory_vsz, 0},
+    {NULL, NULL, NULL, NULL, 0},
+};
