@@ -2,14 +2,15 @@
  * coexec-bench: the libcoexec benchmark suite (definitions and figures to
  * beat: BENCH.md in the project's shared notes).
  *
- * Usage: coexec-bench [--json FILE|-] [--reps N] [--list] [name ...]
+ * Usage: coexec-bench [--json [FILE|-]] [--reps N] [--list] [name ...]
  *
  *   (no name)     runs every benchmark; with names, only those
  *                 (xes_spin_pingpong, the cross-stream floor, runs always)
  *   --reps N      timed repetitions per benchmark (default and minimum
  *                 for published figures: 11); 2 untimed warm-ups precede
- *   --json FILE   also writes the figures as JSON to FILE; with "-" the
- *                 JSON goes to stdout and the text lines to stderr
+ *   --json FILE   also writes the figures as JSON to FILE; with "-" (or
+ *                 no FILE) the JSON goes to stdout and the text lines to
+ *                 stderr
  *   --list        prints every benchmark's name, unit and description
  *
  * Output: one `name value unit` line per benchmark on stdout, the median of
@@ -289,10 +290,16 @@ static void probe_config(void)
 static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
-            "usage: %s [--json FILE|-] [--reps N] [--list] [name ...]\n"
-            "  runs every benchmark, or only the ones named; prints\n"
-            "  `name value unit` on stdout, the spread on stderr\n",
-            argv0);
+            "usage: %s [--json [FILE|-]] [--reps N] [--list] [name ...]\n"
+            "  Runs every benchmark, or only the ones named (the floor\n"
+            "  xes_spin_pingpong always runs). Prints `name value unit` on\n"
+            "  stdout, the median of the timed reps; the spread and the setup\n"
+            "  on stderr.\n"
+            "  --json [FILE|-]  also write the figures as JSON (stdout when\n"
+            "                   FILE is - or absent; text lines then go to stderr)\n"
+            "  --reps N         timed repetitions (default %d), after %d warm-ups\n"
+            "  --list           list the benchmarks with their units\n",
+            argv0, DEFAULT_REPS, WARMUPS);
 }
 
 static int is_two_stream(const char *name)
@@ -313,8 +320,16 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--memory-child") == 0)
             return bench_memory_child();
-        if (strcmp(a, "--json") == 0 && i + 1 < argc) {
-            json_path = argv[++i];
+        if (strcmp(a, "--json") == 0) {
+            /* FILE is optional: none, an option or a benchmark name next
+             * means stdout. */
+            if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 &&
+                !find_def(argv[i + 1]))
+                json_path = argv[++i];
+            else
+                json_path = "-";
+        } else if (strncmp(a, "--json=", 7) == 0) {
+            json_path = a[7] ? a + 7 : "-";
         } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
