@@ -1,0 +1,208 @@
+/*
+ * src/core/config.c: configuration defaults and the COEXEC_* environment
+ * variables. A malformed value is an error that names the variable; it is
+ * never ignored.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/config.h"
+#include "core/internal.h"
+
+static char init_error[256];
+
+COEXEC_API const char *coexec_init_error(void)
+{
+    return init_error;
+}
+
+void coexec__set_init_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(init_error, sizeof init_error, fmt, ap);
+    va_end(ap);
+}
+
+COEXEC_API int coexec_config_init(coexec_config_t *cfg)
+{
+    if (!cfg)
+        return COEXEC_EINVAL;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->size = sizeof *cfg;
+    cfg->num_xstreams = 1;
+    cfg->stack_size = 16 * 1024;
+    cfg->sched_kind = COEXEC_SCHED_BASIC_WAIT;
+    cfg->event_freq = 64;
+    cfg->affinity = 1;
+    cfg->idle_spin_us = 50;
+    cfg->guard_pages = 0;
+    cfg->print_config = 0;
+    cfg->quiet = 0;
+    return COEXEC_OK;
+}
+
+/* Parses a whole unsigned decimal number with an optional K/M/G suffix
+ * (when `suffixes`). Returns false on anything else. */
+static bool parse_u64(const char *s, bool suffixes, uint64_t *out)
+{
+    if (!s || !*s || !isdigit((unsigned char)*s))
+        return false;
+    int saved = errno;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    bool overflow = errno == ERANGE;
+    errno = saved;
+    if (overflow || end == s)
+        return false;
+    uint64_t mul = 1;
+    if (suffixes && *end) {
+        switch (*end) {
+        case 'k': case 'K': mul = 1ull << 10; break;
+        case 'm': case 'M': mul = 1ull << 20; break;
+        case 'g': case 'G': mul = 1ull << 30; break;
+        default: return false;
+        }
+        end++;
+        if (*end == 'b' || *end == 'B' || *end == 'i')
+            end += (*end == 'i' && (end[1] == 'B' || end[1] == 'b')) ? 2 : 1;
+    }
+    if (*end)
+        return false;
+    if (v > UINT64_MAX / mul)
+        return false;
+    *out = (uint64_t)v * mul;
+    return true;
+}
+
+static bool parse_bool(const char *s, int *out)
+{
+    static const char *yes[] = {"1", "yes", "true", "on"};
+    static const char *no[] = {"0", "no", "false", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (!strcasecmp(s, yes[i])) {
+            *out = 1;
+            return true;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *out = 0;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int env_error(const char *var, const char *val, const char *want)
+{
+    coexec__set_init_error("coexec_init: %s=\"%s\" is malformed: expected %s",
+                           var, val, want);
+    fprintf(stderr, "%s\n", init_error);
+    return COEXEC_EENV;
+}
+
+#define ENV_U64(var, min, max, suffixes, want, field, T)                       \
+    do {                                                                       \
+        const char *v_ = getenv(var);                                          \
+        uint64_t x_;                                                           \
+        if (v_) {                                                              \
+            if (!parse_u64(v_, suffixes, &x_) || x_ + 1 < (uint64_t)(min) + 1 ||     \
+                x_ > (max))     \
+                return env_error(var, v_, want);                               \
+            cfg->field = (T)x_;                                                \
+        }                                                                      \
+    } while (0)
+
+#define ENV_BOOL(var, field)                                                   \
+    do {                                                                       \
+        const char *v_ = getenv(var);                                          \
+        int b_;                                                                \
+        if (v_) {                                                              \
+            if (!parse_bool(v_, &b_))                                          \
+                return env_error(var, v_, "0/1, yes/no, true/false or on/off"); \
+            cfg->field = b_;                                                   \
+        }                                                                      \
+    } while (0)
+
+int coexec__config_apply_env(coexec_config_t *cfg)
+{
+    ENV_U64("COEXEC_NUM_XSTREAMS", 1, MAX_XSTREAMS, false,
+            "a whole number from 1 to 1024", num_xstreams, int);
+    ENV_U64("COEXEC_STACK_SIZE", COEXEC_MIN_STACK, COEXEC_MAX_STACK, true,
+            "a size from 16K to 1G (bytes, or with a K/M/G suffix)",
+            stack_size, size_t);
+    ENV_U64("COEXEC_EVENT_FREQ", 1, 1u << 30, false,
+            "a whole number of at least 1", event_freq, unsigned);
+    ENV_U64("COEXEC_IDLE_SPIN_US", 0, 60u * 1000 * 1000, false,
+            "microseconds, 0 to 60000000", idle_spin_us, unsigned);
+    ENV_BOOL("COEXEC_AFFINITY", affinity);
+    ENV_BOOL("COEXEC_GUARD_PAGES", guard_pages);
+    ENV_BOOL("COEXEC_PRINT_CONFIG", print_config);
+    ENV_BOOL("COEXEC_QUIET", quiet);
+    const char *v = getenv("COEXEC_SCHED");
+    if (v) {
+        if (!strcasecmp(v, "basic"))
+            cfg->sched_kind = COEXEC_SCHED_BASIC;
+        else if (!strcasecmp(v, "basic_wait") || !strcasecmp(v, "basic-wait"))
+            cfg->sched_kind = COEXEC_SCHED_BASIC_WAIT;
+        else
+            return env_error("COEXEC_SCHED", v, "basic or basic_wait");
+    }
+    return COEXEC_OK;
+}
+
+int coexec__config_validate(const coexec_config_t *cfg)
+{
+    const char *bad = NULL;
+    if (cfg->num_xstreams < 1 || cfg->num_xstreams > MAX_XSTREAMS)
+        bad = "num_xstreams must be 1..1024";
+    else if (cfg->stack_size < COEXEC_MIN_STACK ||
+             cfg->stack_size > COEXEC_MAX_STACK)
+        bad = "stack_size must be 16 KiB..1 GiB";
+    else if (cfg->sched_kind != COEXEC_SCHED_BASIC &&
+             cfg->sched_kind != COEXEC_SCHED_BASIC_WAIT)
+        bad = "sched_kind is not a scheduler kind";
+    else if (cfg->event_freq < 1)
+        bad = "event_freq must be at least 1";
+    if (bad) {
+        coexec__set_init_error("coexec_init: %s", bad);
+        return COEXEC_EINVAL;
+    }
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_get_config(coexec_config_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    *out = coexec__g.cfg;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_print_config(void *fp)
+{
+    RT_CHECK();
+    FILE *f = fp ? (FILE *)fp : stderr;
+    const coexec_config_t *c = &coexec__g.cfg;
+    fprintf(f,
+            "coexec %s: xstreams=%d stack_size=%zu sched=%s event_freq=%u "
+            "affinity=%d idle_spin_us=%u guard_pages=%d\n",
+            coexec_version_string(), c->num_xstreams, c->stack_size,
+            c->sched_kind == COEXEC_SCHED_BASIC ? "basic" : "basic_wait",
+            c->event_freq, c->affinity, c->idle_spin_us, c->guard_pages);
+    pthread_mutex_lock(&coexec__g.lock);
+    fprintf(f, "coexec placement: %s;", coexec__affinity_describe());
+    for (int r = 0; r < MAX_XSTREAMS; r++) {
+        struct coexec_xstream_rec *xs = coexec__g.xs_by_rank[r];
+        if (xs)
+            fprintf(f, " xs%d->cpu%d", r, xs->cpu);
+    }
+    fprintf(f, "\n");
+    pthread_mutex_unlock(&coexec__g.lock);
+    return COEXEC_OK;
+}

@@ -1,0 +1,319 @@
+/*
+ * src/mem/cache.c: per-stream caches of unit descriptors and stacks over a
+ * global lock-free stack of batches (see cache.h for the layout).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifdef COEXEC_HAVE_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
+#include "core/internal.h"
+
+#define BATCH 64
+#define DESC_SLAB 256
+#define STACK_SLAB 16
+
+/* ---- the global stacks of batches --------------------------------------- */
+
+/* A batch is a chain of entries linked through `next`-like fields that only
+ * its holder touches; batches are linked to each other through an atomic
+ * field that a racing popper may read after the batch was taken (the tag
+ * then makes its CAS fail). */
+static atom_tagged_t desc_batches;
+static atom_tagged_t stack_batches;
+
+static void batch_push(atom_tagged_t *top, void *node, atom_ptr_t *link)
+{
+    tagged_val_t old = atom_tagged_load(top), nv;
+    do {
+        atom_store_rlx_ptr(link, old.ptr);
+        nv.ptr = node;
+        nv.tag = old.tag + 1;
+    } while (!atom_tagged_cas(top, old, nv) &&
+             ((old = atom_tagged_load(top)), 1));
+}
+
+static void *batch_pop(atom_tagged_t *top, atom_ptr_t *(*link_of)(void *))
+{
+    tagged_val_t old = atom_tagged_load(top), nv;
+    for (;;) {
+        if (!old.ptr)
+            return NULL;
+        nv.ptr = atom_load_rlx_ptr(link_of(old.ptr));
+        nv.tag = old.tag + 1;
+        if (atom_tagged_cas(top, old, nv))
+            return old.ptr;
+        old = atom_tagged_load(top);
+    }
+}
+
+/* Slabs, for finalize. */
+struct slab {
+    struct slab *next;
+    void *mem;
+    size_t bytes;
+    int is_stack;
+};
+static struct slab *slabs;
+static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void slab_record(void *mem, size_t bytes, int is_stack)
+{
+    struct slab *s = malloc(sizeof *s);
+    if (!s)
+        return; /* only finalize's reclaim is lost, never correctness */
+    s->mem = mem;
+    s->bytes = bytes;
+    s->is_stack = is_stack;
+    pthread_mutex_lock(&slab_lock);
+    s->next = slabs;
+    slabs = s;
+    pthread_mutex_unlock(&slab_lock);
+}
+
+/* ---- descriptors --------------------------------------------------------- */
+
+/* In a free batch, descriptors are chained through `next` and the chain's
+ * length sits in the head's `id`. */
+static atom_ptr_t *desc_link(void *n)
+{
+    return &((struct coexec_unit_rec *)n)->batch_next;
+}
+
+static struct coexec_unit_rec *desc_slab_new(unsigned *count)
+{
+    struct coexec_unit_rec *d =
+        aligned_alloc(CACHE_LINE, DESC_SLAB * sizeof *d);
+    if (!d)
+        return NULL;
+    memset(d, 0, DESC_SLAB * sizeof *d);
+    slab_record(d, DESC_SLAB * sizeof *d, 0);
+    uint64_t g = gen_first();
+    for (unsigned i = 0; i < DESC_SLAB; i++) {
+        atom_store_rlx_u64(&d[i].gen, g);
+        d[i].next = i + 1 < DESC_SLAB ? &d[i + 1] : NULL;
+    }
+    *count = DESC_SLAB;
+    return d;
+}
+
+struct coexec_unit_rec *coexec__unit_alloc(struct unit_cache *c)
+{
+    struct unit_cache tmp = {NULL, 0};
+    struct unit_cache *lc = c ? c : &tmp;
+    if (UNLIKELY(!lc->head)) {
+        struct coexec_unit_rec *b = batch_pop(&desc_batches, desc_link);
+        if (b) {
+            lc->head = b;
+            lc->count = (unsigned)b->id;
+        } else {
+            lc->head = desc_slab_new(&lc->count);
+            if (!lc->head)
+                return NULL;
+        }
+    }
+    struct coexec_unit_rec *u = lc->head;
+    lc->head = u->next;
+    lc->count--;
+    if (!c && tmp.head) {
+        /* No stream cache (external thread): give the rest back. */
+        tmp.head->id = tmp.count;
+        batch_push(&desc_batches, tmp.head, &tmp.head->batch_next);
+    }
+    return u;
+}
+
+void coexec__unit_free(struct unit_cache *c, struct coexec_unit_rec *u)
+{
+    if (!c) {
+        u->next = NULL;
+        u->id = 1;
+        batch_push(&desc_batches, u, &u->batch_next);
+        return;
+    }
+    u->next = c->head;
+    c->head = u;
+    if (UNLIKELY(++c->count >= 2 * BATCH)) {
+        /* Give the first BATCH entries back as one batch. */
+        struct coexec_unit_rec *b = c->head, *t = b;
+        for (unsigned i = 1; i < BATCH; i++)
+            t = t->next;
+        c->head = t->next;
+        t->next = NULL;
+        c->count -= BATCH;
+        b->id = BATCH;
+        batch_push(&desc_batches, b, &b->batch_next);
+    }
+}
+
+/* ---- stacks ------------------------------------------------------------- */
+
+struct stack_node {
+    struct stack_node *next; /* chain inside a batch or a stream's list */
+    atom_ptr_t batch_next;
+    unsigned count;
+};
+_Static_assert(sizeof(struct stack_node) <= STACK_NODE_SIZE, "stack node");
+
+static ALWAYS_INLINE struct stack_node *node_of(void *stack)
+{
+    return (struct stack_node *)((char *)stack + coexec__g.stack_size -
+                                 STACK_NODE_SIZE);
+}
+static ALWAYS_INLINE void *stack_of(struct stack_node *n)
+{
+    return (char *)n + STACK_NODE_SIZE - coexec__g.stack_size;
+}
+static atom_ptr_t *stack_link(void *n)
+{
+    return &((struct stack_node *)n)->batch_next;
+}
+
+static void register_stack(void *lo, size_t bytes)
+{
+#ifdef COEXEC_HAVE_VALGRIND
+    VALGRIND_STACK_REGISTER(lo, (char *)lo + bytes);
+#else
+    (void)lo;
+    (void)bytes;
+#endif
+}
+
+static bool stack_slab_new(struct stack_cache *c)
+{
+    size_t bytes = coexec__g.stack_size * STACK_SLAB;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
+                   0);
+    if (m == MAP_FAILED)
+        return false;
+    slab_record(m, bytes, 1);
+    for (unsigned i = 0; i < STACK_SLAB; i++)
+        register_stack((char *)m + i * coexec__g.stack_size,
+                       coexec__g.stack_size);
+    c->fresh = m;
+    c->fresh_left = STACK_SLAB;
+    return true;
+}
+
+void *coexec__stack_alloc(struct stack_cache *c)
+{
+    struct stack_node *n = c->head;
+    if (LIKELY(n)) {
+        c->head = n->next;
+        c->count--;
+        return stack_of(n);
+    }
+    if (!c->fresh_left) {
+        n = batch_pop(&stack_batches, stack_link);
+        if (n) {
+            c->count = n->count - 1;
+            c->head = n->next;
+            return stack_of(n);
+        }
+        if (!stack_slab_new(c))
+            return NULL;
+    }
+    void *s = c->fresh;
+    c->fresh += coexec__g.stack_size;
+    c->fresh_left--;
+    return s;
+}
+
+void coexec__stack_free(struct stack_cache *c, void *stack)
+{
+    struct stack_node *n = node_of(stack);
+    n->next = c->head;
+    c->head = n;
+    if (UNLIKELY(++c->count >= 2 * BATCH)) {
+        struct stack_node *b = c->head, *t = b;
+        for (unsigned i = 1; i < BATCH; i++)
+            t = t->next;
+        c->head = t->next;
+        t->next = NULL;
+        c->count -= BATCH;
+        b->count = BATCH;
+        batch_push(&stack_batches, b, &b->batch_next);
+    }
+}
+
+void *coexec__stack_map(size_t size, int guard)
+{
+    size_t page = 4096;
+    size_t bytes = size + (guard ? page : 0);
+    char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
+                   0);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (guard && mprotect(m, page, PROT_NONE) != 0) {
+        munmap(m, bytes);
+        return NULL;
+    }
+    register_stack(m + (guard ? page : 0), size);
+    return m + (guard ? page : 0);
+}
+
+void coexec__stack_unmap(void *stack, size_t size, int guard)
+{
+    size_t page = 4096;
+    char *m = (char *)stack - (guard ? page : 0);
+    munmap(m, size + (guard ? page : 0));
+}
+
+void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc)
+{
+    if (uc->head) {
+        uc->head->id = uc->count;
+        batch_push(&desc_batches, uc->head, &uc->head->batch_next);
+        uc->head = NULL;
+        uc->count = 0;
+    }
+    if (sc->head) {
+        struct stack_node *n = sc->head;
+        n->count = sc->count;
+        batch_push(&stack_batches, n, &n->batch_next);
+        sc->head = NULL;
+        sc->count = 0;
+    }
+    /* Fresh stacks never touched go back as a batch too. */
+    while (sc->fresh_left) {
+        void *s = sc->fresh;
+        sc->fresh += coexec__g.stack_size;
+        sc->fresh_left--;
+        struct stack_node *n = node_of(s);
+        n->next = NULL;
+        n->count = 1;
+        batch_push(&stack_batches, n, &n->batch_next);
+    }
+}
+
+void coexec__cache_destroy_all(void)
+{
+    pthread_mutex_lock(&slab_lock);
+    struct slab *s = slabs;
+    while (s) {
+        struct slab *n = s->next;
+        if (s->is_stack) {
+#ifdef COEXEC_HAVE_VALGRIND
+            /* Valgrind keeps registered stacks; they die with the mapping. */
+#endif
+            munmap(s->mem, s->bytes);
+        } else {
+            free(s->mem);
+        }
+        free(s);
+        s = n;
+    }
+    slabs = NULL;
+    pthread_mutex_unlock(&slab_lock);
+    tagged_val_t z = {NULL, 0};
+    atom_store_rlx_ptr(&desc_batches.h.ptr, z.ptr);
+    atom_store_rlx_u64(&desc_batches.h.tag, 0);
+    atom_store_rlx_ptr(&stack_batches.h.ptr, NULL);
+    atom_store_rlx_u64(&stack_batches.h.tag, 0);
+}

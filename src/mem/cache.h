@@ -1,0 +1,56 @@
+/*
+ * src/mem/cache.h: descriptors and stacks without malloc on the hot path.
+ *
+ * Room plaque. Each stream keeps a private free list of unit descriptors
+ * and one of stacks of the runtime's default size. An empty list is
+ * refilled with a whole batch from a global lock-free stack of batches
+ * (16-byte tagged CAS against ABA); a list grown past twice the batch size
+ * gives a batch back. Fresh memory comes in slabs: descriptors 256 at a
+ * time, stacks 16 at a time in one mapping (so 100,000 stacks do not
+ * exhaust the kernel's mapping limit), and a fresh stack is not touched
+ * until a ULT runs on it. The top 64 bytes of every cached-size stack hold
+ * its free-list node and are never part of a ULT's usable stack. Slabs are
+ * returned to the system only at finalize.
+ */
+#ifndef COEXEC_MEM_CACHE_H
+#define COEXEC_MEM_CACHE_H
+
+#include <stddef.h>
+
+#include "thread/unit.h"
+
+#define STACK_NODE_SIZE 64
+
+struct unit_cache {
+    struct coexec_unit_rec *head;
+    unsigned count;
+};
+
+struct stack_cache {
+    void *head; /* a stack_node *, at the top of a cached stack */
+    unsigned count;
+    char *fresh; /* next never-used stack of the current slab */
+    unsigned fresh_left;
+};
+
+struct coexec_xstream_rec;
+
+struct coexec_unit_rec *coexec__unit_alloc(struct unit_cache *c);
+void coexec__unit_free(struct unit_cache *c, struct coexec_unit_rec *u);
+
+/* Stacks of the runtime's default size (coexec__g.stack_size). Returns the
+ * lowest address; the usable stack is stack_size - STACK_NODE_SIZE bytes. */
+void *coexec__stack_alloc(struct stack_cache *c);
+void coexec__stack_free(struct stack_cache *c, void *stack);
+
+/* Stacks of any other size (or with a guard page): mapped one by one. */
+void *coexec__stack_map(size_t size, int guard);
+void coexec__stack_unmap(void *stack, size_t size, int guard);
+
+/* Gives a stream's cached entries back to the global lists. */
+void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc);
+
+/* Releases every slab (finalize). */
+void coexec__cache_destroy_all(void);
+
+#endif /* COEXEC_MEM_CACHE_H */

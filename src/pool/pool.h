@@ -1,0 +1,134 @@
+/*
+ * src/pool/pool.h: the pool record and its inline operations.
+ *
+ * Room plaque. A pool is a doubly-linked list of units (FIFO or LIFO)
+ * with a test-and-test-and-set lock that private pools never take. `size`
+ * is atomic so idle schedulers and thieves can see "empty" without touching
+ * the lock's line. `sleepers` lists the parked schedulers that a push must
+ * wake; it is only changed under the lock, which is what makes "check empty,
+ * then sleep" race-free against "push, then check sleepers".
+ *
+ * Ends: `head` is where units are pushed for both kinds; pop takes from the
+ * head (LIFO) or the tail (FIFO); a yielding unit is queued at the end that
+ * pop reaches last; a thief takes from the end the owner reaches last.
+ */
+#ifndef COEXEC_POOL_POOL_H
+#define COEXEC_POOL_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "arch/atomic.h"
+#include "core/compiler.h"
+#include "thread/unit.h"
+
+struct sleeper {
+    struct sleeper *next, *prev;
+    struct coexec_xstream_rec *xs;
+    bool linked;
+};
+
+struct coexec_pool_rec {
+    atom_u32_t lock;
+    uint8_t kind;      /* coexec_pool_kind_t */
+    uint8_t access;    /* coexec_pool_access_t */
+    uint8_t shared;    /* takes the lock (every mode but PRIV) */
+    uint8_t stealable; /* a default pool other streams may steal from */
+    struct coexec_unit_rec *head;
+    struct coexec_unit_rec *tail;
+    atom_u64_t size;
+    struct sleeper *sleepers;
+    /* Cold fields. */
+    atom_u64_t gen CACHE_ALIGNED;
+    atom_u32_t nscheds;       /* schedulers using this pool */
+    uint8_t user_created;
+    atom_ptr_t producer;      /* access checks: the bound producer thread */
+    atom_ptr_t consumer;      /* ... and consumer thread */
+    struct coexec_xstream_rec *owner_xs; /* stream whose scheduler uses it */
+    struct coexec_pool_rec *free_next;
+    struct coexec_pool_rec *all_next; /* list of every record, for finalize */
+};
+
+/* Lock helpers: plain spin, then yield the CPU if the holder was preempted
+ * (streams outnumber cores in tests and some deployments). */
+void coexec__pool_lock_slow(struct coexec_pool_rec *p);
+
+static ALWAYS_INLINE void pool_lock(struct coexec_pool_rec *p)
+{
+    uint32_t exp = 0;
+    /* Acquire: pairs with the release in pool_unlock. */
+    if (LIKELY(atom_cas_acq_u32(&p->lock, &exp, 1)))
+        return;
+    coexec__pool_lock_slow(p);
+}
+
+static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
+{
+    atom_store_rel_u32(&p->lock, 0);
+}
+
+/* List operations; the caller holds the lock (or owns a private pool). */
+static ALWAYS_INLINE void list_push_head(struct coexec_pool_rec *p,
+                                         struct coexec_unit_rec *u)
+{
+    u->prev = NULL;
+    u->next = p->head;
+    if (p->head)
+        p->head->prev = u;
+    else
+        p->tail = u;
+    p->head = u;
+    u->in_pool = 1;
+    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
+}
+
+static ALWAYS_INLINE void list_push_tail(struct coexec_pool_rec *p,
+                                         struct coexec_unit_rec *u)
+{
+    u->next = NULL;
+    u->prev = p->tail;
+    if (p->tail)
+        p->tail->next = u;
+    else
+        p->head = u;
+    p->tail = u;
+    u->in_pool = 1;
+    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
+}
+
+static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
+                                      struct coexec_unit_rec *u)
+{
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        p->head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    else
+        p->tail = u->prev;
+    u->next = u->prev = NULL;
+    u->in_pool = 0;
+    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) - 1);
+}
+
+/* Internal pool API (src/pool/pool.c). `xs` is the caller's stream or NULL.
+ * Push returns true when parked schedulers must be woken: the caller then
+ * calls coexec__pool_wake_sleepers after the unit is fully published. */
+void coexec__pool_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                       bool yield_end);
+struct coexec_unit_rec *coexec__pool_pop(struct coexec_pool_rec *p,
+                                         struct coexec_xstream_rec *xs);
+struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
+                                           struct coexec_xstream_rec *xs);
+bool coexec__pool_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u);
+bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
+                                 struct sleeper *s);
+void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
+                                   struct sleeper *s);
+struct coexec_pool_rec *coexec__pool_new(int kind, int access);
+void coexec__pool_release(struct coexec_pool_rec *p);
+int coexec__pool_check_push(struct coexec_pool_rec *p);
+void coexec__pool_free_all(void);
+
+#endif /* COEXEC_POOL_POOL_H */

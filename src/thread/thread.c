@@ -1,0 +1,537 @@
+/*
+ * src/thread/thread.c: what the scheduler runs: ULTs and tasklets, their
+ * switches, parking and waking, joining, yielding.
+ *
+ * Room plaque. The protocols, each in one place:
+ *
+ *  Post-switch action. A context that leaves (yield, park, finish) records
+ *  in its stream what must happen to it once its registers are saved; the
+ *  context that resumes runs coexec__post_switch() first. So a yielding ULT
+ *  is queued again, and a parking ULT becomes wakeable, only when nothing of
+ *  it is still live on the CPU.
+ *
+ *  Park / wake. unit->wake holds PARKED and NOTIFIED. A waker turns 0 into
+ *  NOTIFIED (the unit is running: its next park returns at once) or PARKED
+ *  into 0 (and queues the unit). The post-switch step of a park turns 0
+ *  into PARKED, or finds NOTIFIED, clears it and queues the unit again. Both
+ *  sides use acq_rel CAS on the one word, so no wake is lost and a unit is
+ *  queued exactly once per wake.
+ *
+ *  Join. unit->join is 0, JOIN_DONE, or the address of the joiner's wait
+ *  record (on the joiner's stack). The finisher swaps in JOIN_DONE (release)
+ *  as its very last touch of the descriptor and wakes whoever it found. A
+ *  joiner that finds the unit still queued removes it from its pool and
+ *  runs it in place (UF_INPLACE): the unit then returns straight to the
+ *  joiner when it finishes, without the scheduler or any atomic on the
+ *  joiner. If the unit yields or parks meanwhile it switches back to its
+ *  joiner, which then waits like any other joiner.
+ */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "arch/futex.h"
+#include "core/config.h"
+#include "core/internal.h"
+#include "thread/switch.h"
+
+struct coexec_poll {
+    struct coexec_unit_rec *u;
+};
+
+/* ---- descriptors --------------------------------------------------------- */
+
+struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
+                                         int kind)
+{
+    struct coexec_unit_rec *u = coexec__unit_alloc(xs ? &xs->ucache : NULL);
+    if (UNLIKELY(!u))
+        return NULL;
+    /* gen was bumped when the descriptor was freed (or set when carved). */
+    u->next = u->prev = NULL;
+    atom_store_rlx_ptr(&u->pool, NULL);
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    atom_store_rlx_u32(&u->wake, 0);
+    atom_store_rlx_uptr(&u->join, 0);
+    u->kind = (uint8_t)kind;
+    u->in_pool = 0;
+    u->flags = 0;
+    u->sp = NULL;
+    u->stack = NULL;
+    u->joiner = NULL;
+    u->bound_xs = NULL;
+    u->tsan_fiber = NULL;
+    u->id = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1);
+    atom_fadd_rlx_u64(&coexec__g.live_units, 1);
+    return u;
+}
+
+void coexec__unit_release(struct coexec_xstream_rec *xs,
+                          struct coexec_unit_rec *u)
+{
+    atom_fsub_rlx_u64(&coexec__g.live_units, 1);
+    /* Release: a handle check that sees the new generation must not see
+     * this incarnation's fields any more. */
+    atom_store_rel_u64(&u->gen, gen_next(atom_load_rlx_u64(&u->gen)));
+    coexec__unit_free(xs ? &xs->ucache : NULL, u);
+}
+
+/* ---- stacks ------------------------------------------------------------ */
+
+static size_t unit_stack_bytes(struct coexec_unit_rec *u)
+{
+    return u->stack_size;
+}
+
+static struct fiber_info unit_fiber(struct coexec_unit_rec *u)
+{
+    struct fiber_info f = {u->stack, unit_stack_bytes(u), u->tsan_fiber};
+    return f;
+}
+
+static struct fiber_info sched_fiber(struct coexec_xstream_rec *xs)
+{
+    struct fiber_info f = {xs->sched_stack_lo, xs->sched_stack_size,
+                           xs->sched_fiber};
+    return f;
+}
+
+static void ult_entry(void *arg);
+
+/* Gives u a stack and a fresh context. Returns false when out of memory. */
+static bool ult_prepare(struct coexec_xstream_rec *xs,
+                        struct coexec_unit_rec *u)
+{
+    size_t usable;
+    if (u->flags & UF_USER_STACK) {
+        usable = u->stack_size;
+    } else if (u->flags & UF_BIG_STACK || coexec__g.cfg.guard_pages) {
+        u->flags |= UF_BIG_STACK;
+        u->stack = coexec__stack_map(u->stack_size, coexec__g.cfg.guard_pages);
+        if (!u->stack)
+            return false;
+        usable = u->stack_size;
+    } else {
+        u->stack = coexec__stack_alloc(&xs->scache);
+        if (!u->stack)
+            return false;
+        usable = coexec__g.stack_size - STACK_NODE_SIZE;
+        u->stack_size = (uint32_t)usable;
+    }
+    u->tsan_fiber = tsan_fiber_new();
+    u->sp = coexec__ctx_make(u->stack, usable, ult_entry, u);
+    return true;
+}
+
+static void ult_release_stack(struct coexec_xstream_rec *xs,
+                              struct coexec_unit_rec *u)
+{
+    if (u->flags & UF_USER_STACK) {
+        /* the caller's memory */
+    } else if (u->flags & UF_BIG_STACK) {
+        coexec__stack_unmap(u->stack, u->stack_size, coexec__g.cfg.guard_pages);
+        u->stack = NULL;
+    } else if (u->stack) {
+        coexec__stack_free(&xs->scache, u->stack);
+        u->stack = NULL;
+    }
+    tsan_fiber_free(u->tsan_fiber);
+    u->tsan_fiber = NULL;
+    u->sp = NULL;
+}
+
+/* ---- queueing and waking ------------------------------------------------- */
+
+void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end)
+{
+    struct coexec_pool_rec *p = unit_pool(u);
+    if (!p->shared && p->owner_xs) {
+        struct coexec_xstream_rec *me = coexec__xs_self();
+        if (me != p->owner_xs) {
+            /* A private pool is touched by its owner only. */
+            atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+            coexec__xs_inbox_push(p->owner_xs, u);
+            return;
+        }
+    }
+    coexec__pool_push(p, u, yield_end);
+}
+
+void coexec__wake_unit(struct coexec_unit_rec *u)
+{
+    uint32_t w = atom_load_acq_u32(&u->wake);
+    for (;;) {
+        if (w & WAKE_NOTIFIED)
+            return; /* already recorded */
+        if (w == WAKE_PARKED) {
+            /* acq_rel: pairs with the parker's CAS that published PARKED. */
+            if (atom_cas_ar_u32(&u->wake, &w, 0)) {
+                coexec__enqueue(u, false);
+                return;
+            }
+        } else if (atom_cas_ar_u32(&u->wake, &w, WAKE_NOTIFIED)) {
+            return;
+        }
+    }
+}
+
+/* The post-switch step of a park: returns true if u stays parked. */
+static bool park_commit(struct coexec_unit_rec *u)
+{
+    uint32_t exp = 0;
+    if (atom_cas_ar_u32(&u->wake, &exp, WAKE_PARKED))
+        return true;
+    /* A wake arrived while u was still running: consume it. */
+    atom_store_rlx_u32(&u->wake, 0);
+    return false;
+}
+
+/* ---- finishing ----------------------------------------------------------- */
+
+/* u's function has returned and nothing runs on its stack any more. */
+static void unit_finish(struct coexec_xstream_rec *xs,
+                        struct coexec_unit_rec *u)
+{
+    if (u->kind != UNIT_TASKLET)
+        ult_release_stack(xs, u);
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_TERMINATED);
+    if (u->flags & UF_DETACHED) {
+        coexec__unit_release(xs, u);
+        return;
+    }
+    if (u->flags & UF_INPLACE) {
+        /* Our caller is the joiner itself: nobody else waits. */
+        u->flags &= (uint16_t)~UF_INPLACE;
+        atom_store_rel_uptr(&u->join, JOIN_DONE);
+        return;
+    }
+    /* Release: everything above is visible to whoever sees JOIN_DONE. After
+     * this exchange the descriptor may be freed by the joiner at any time. */
+    uintptr_t old = atom_xchg_ar_uptr(&u->join, JOIN_DONE);
+    if (old > JOIN_DONE) {
+        struct join_waiter *w = (struct join_waiter *)old;
+        if (w->ult) {
+            coexec__wake_unit(w->ult);
+        } else {
+            atom_store_rel_u32(&w->futex, 1);
+            coexec__futex_wake(&w->futex, 1);
+        }
+    }
+}
+
+void coexec__post_switch(struct coexec_xstream_rec *xs)
+{
+    int op = xs->post_op;
+    if (op == POST_NONE)
+        return;
+    struct coexec_unit_rec *u = xs->post_unit;
+    xs->post_op = POST_NONE;
+    switch (op) {
+    case POST_REQUEUE:
+        coexec__enqueue(u, true);
+        break;
+    case POST_PARK:
+        if (!park_commit(u))
+            coexec__enqueue(u, false);
+        break;
+    case POST_FINISH:
+        unit_finish(xs, u);
+        break;
+    }
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static void run_tasklet(struct coexec_xstream_rec *xs,
+                        struct coexec_unit_rec *u)
+{
+    struct coexec_poll cx = {u};
+    coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
+    if (r == COEXEC_READY) {
+        unit_finish(xs, u);
+        return;
+    }
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_BLOCKED);
+    /* From now on a joiner that ran us in place waits the ordinary way:
+     * clear the flag before a wake can make us visible to other streams. */
+    u->flags &= (uint16_t)~UF_INPLACE;
+    if (!park_commit(u))
+        coexec__enqueue(u, false);
+}
+
+/* Called by the scheduler, on the scheduler's context. */
+void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
+{
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
+    xs->cur = u;
+    if (u->kind == UNIT_TASKLET) {
+        run_tasklet(xs, u);
+        xs->cur = NULL;
+        return;
+    }
+    if (UNLIKELY(!u->sp) && UNLIKELY(!ult_prepare(xs, u))) {
+        /* No memory for a stack: try again later rather than lose it. */
+        xs->cur = NULL;
+        coexec__enqueue(u, true);
+        return;
+    }
+    struct fiber_info fi = unit_fiber(u);
+    switch_ctx(&xs->sched_sp, u->sp, &fi, 0);
+    /* Scheduler contexts never change OS thread: xs is still ours. */
+    coexec__post_switch(xs);
+    xs->cur = NULL;
+}
+
+/* Leaves the running ULT `self` for `to` (a unit, or the scheduler when
+ * NULL) after recording what to do with self. */
+static void leave_to(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
+                     struct coexec_unit_rec *to, int op, int final)
+{
+    xs->post_op = op;
+    xs->post_unit = self;
+    static void *dead_sp;
+    void **save = final ? &dead_sp : &self->sp;
+    if (to) {
+        xs->cur = to;
+        atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
+        struct fiber_info fi = unit_fiber(to);
+        switch_ctx(save, to->sp, &fi, final);
+    } else {
+        xs->cur = NULL;
+        struct fiber_info fi = sched_fiber(xs);
+        switch_ctx(save, xs->sched_sp, &fi, final);
+    }
+    /* Resumed, possibly on another stream: look it up again. */
+    coexec__post_switch(coexec__xs_self());
+}
+
+/* Where a ULT that stops running goes: its in-place joiner if any (which
+ * then waits for it the ordinary way), else the scheduler. */
+static struct coexec_unit_rec *leave_target(struct coexec_unit_rec *self)
+{
+    if (self->flags & UF_INPLACE) {
+        self->flags &= (uint16_t)~UF_INPLACE;
+        return self->joiner;
+    }
+    return NULL;
+}
+
+static NORETURN void ult_finish_self(struct coexec_unit_rec *u)
+{
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    /* An in-place joiner gets control back directly; POST_FINISH (run by
+     * it) sees UF_INPLACE still set and completes the join without atomics. */
+    struct coexec_unit_rec *to = (u->flags & UF_INPLACE) ? u->joiner : NULL;
+    leave_to(xs, u, to, POST_FINISH, 1);
+    __builtin_unreachable();
+}
+
+static void ult_entry(void *arg)
+{
+    struct coexec_unit_rec *u = arg;
+    switch_first_entry();
+    coexec__post_switch(coexec__xs_self());
+    u->fn.thread(u->arg);
+    ult_finish_self(u);
+}
+
+/* ---- the calling unit ----------------------------------------------------- */
+
+static ALWAYS_INLINE struct coexec_unit_rec *self_ult(struct coexec_xstream_rec **xsp,
+                                                     int *err)
+{
+    if (UNLIKELY(!rt_on())) {
+        *err = COEXEC_ENOTINIT;
+        return NULL;
+    }
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    struct coexec_unit_rec *u = xs ? xs->cur : NULL;
+    if (UNLIKELY(!u || u->kind == UNIT_TASKLET)) {
+        *err = COEXEC_ECONTEXT;
+        return NULL;
+    }
+    *xsp = xs;
+    return u;
+}
+
+/* Parks the calling ULT until woken (returns at once if a wake is pending). */
+static void park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
+{
+    if (atom_load_acq_u32(&u->wake) == WAKE_NOTIFIED) {
+        /* Only u itself clears NOTIFIED, so a plain store is enough. */
+        atom_store_rlx_u32(&u->wake, 0);
+        return;
+    }
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_BLOCKED);
+    leave_to(xs, u, leave_target(u), POST_PARK, 0);
+}
+
+COEXEC_API int coexec_yield(void)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *u = self_ult(&xs, &err);
+    if (!u)
+        return err;
+    struct coexec_unit_rec *to = leave_target(u);
+    if (!to && ++xs->direct_yields < xs->sched->event_freq) {
+        /* Hand the CPU straight to the next started ULT of our pool: one
+         * switch instead of two. Every event_freq yields go through the
+         * scheduler so that it still sees its events and other pools. */
+        struct coexec_pool_rec *p = unit_pool(u);
+        struct coexec_unit_rec *n = coexec__pool_pop(p, xs);
+        if (!n)
+            return COEXEC_OK; /* nothing else to run here */
+        if (n->kind != UNIT_TASKLET && n->sp) {
+            atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+            leave_to(xs, u, n, POST_REQUEUE, 0);
+            return COEXEC_OK;
+        }
+        xs->run_next = n; /* a tasklet or a fresh ULT: the scheduler runs it */
+    } else {
+        xs->direct_yields = 0;
+    }
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    leave_to(xs, u, to, POST_REQUEUE, 0);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_exit(void)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *u = self_ult(&xs, &err);
+    if (!u)
+        return err;
+    if (u->kind == UNIT_MAIN)
+        return COEXEC_EPERM;
+    ult_finish_self(u);
+}
+
+COEXEC_API int coexec_self_suspend(void)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *u = self_ult(&xs, &err);
+    if (!u)
+        return err;
+    park_self(xs, u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_park(void)
+{
+    return coexec_self_suspend();
+}
+
+COEXEC_API int coexec_self_waker(coexec_waker_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *u = self_ult(&xs, &err);
+    if (!u)
+        return err;
+    out->p = u;
+    out->gen = atom_load_rlx_u64(&u->gen);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_poll_waker(coexec_poll_t *cx, coexec_waker_t *out)
+{
+    if (!cx || !out || !cx->u)
+        return COEXEC_EINVAL;
+    out->p = cx->u;
+    out->gen = atom_load_rlx_u64(&cx->u->gen);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_waker_wake(coexec_waker_t w)
+{
+    if (!w.p)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    if (CHECK_HANDLE(w))
+        return COEXEC_OK; /* stale: its unit is gone */
+    if (atom_load_acq_u32(&w.p->state) == COEXEC_UNIT_TERMINATED)
+        return COEXEC_OK;
+    coexec__wake_unit(w.p);
+    return COEXEC_OK;
+}
+
+/* ---- join ---------------------------------------------------------------- */
+
+static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *xs)
+{
+    return !(u->flags & UF_NOSTEAL) || u->bound_xs == xs;
+}
+
+/* Runs the not-started unit u (just removed from its pool) in place. */
+static void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
+                         struct coexec_unit_rec *u, struct join_waiter *w)
+{
+    /* u is in no pool and not running: nobody else can see it, so plain
+     * stores suffice to register ourselves as its waiter. */
+    atom_store_rlx_uptr(&u->join, (uintptr_t)w);
+    if (u->kind == UNIT_TASKLET) {
+        xs->cur = u;
+        atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
+        u->flags |= UF_INPLACE;
+        run_tasklet(xs, u); /* READY completes the join in place */
+        xs->cur = self;
+        return;
+    }
+    if (UNLIKELY(!u->sp) && UNLIKELY(!ult_prepare(xs, u))) {
+        atom_store_rlx_uptr(&u->join, 0);
+        coexec__enqueue(u, false);
+        return;
+    }
+    u->flags |= UF_INPLACE;
+    u->joiner = self;
+    atom_store_rlx_u32(&self->state, COEXEC_UNIT_BLOCKED);
+    leave_to(xs, self, u, POST_NONE, 0);
+    atom_store_rlx_u32(&self->state, COEXEC_UNIT_RUNNING);
+}
+
+int coexec__join_unit(struct coexec_unit_rec *u)
+{
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    struct coexec_unit_rec *self = xs ? xs->cur : NULL;
+    if (xs && !self)
+        return COEXEC_ECONTEXT; /* a scheduler loop cannot wait */
+    if (self == u)
+        return COEXEC_EDEADLK;
+    if (self && self->kind == UNIT_TASKLET)
+        return COEXEC_ECONTEXT;
+    if (u->flags & UF_DETACHED)
+        return COEXEC_EINVAL;
+    /* Acquire: pairs with the finisher's release of JOIN_DONE. */
+    if (atom_load_acq_uptr(&u->join) == JOIN_DONE)
+        return COEXEC_OK;
+
+    struct join_waiter w = {self, ATOM_INIT(0)};
+    if (self) {
+        struct coexec_pool_rec *p = unit_pool(u);
+        if (p && atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
+            may_run_here(u, xs) && (p->shared || p->owner_xs == xs ||
+                                    !p->owner_xs) &&
+            coexec__pool_remove(p, u)) {
+            run_in_place(xs, self, u, &w);
+            xs = coexec__xs_self();
+            while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
+                park_self(xs = coexec__xs_self(), self);
+            return COEXEC_OK;
+        }
+    }
+    uintptr_t exp = 0;
+    if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w))
+        return exp == JOIN_DONE ? COEXEC_OK : COEXEC_EBUSY;
+    if (self) {
+        while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
+            park_self(coexec__xs_self(), self);
+    } else {
+        while (atom_load_acq_u32(&w.futex) == 0)
+            coexec__futex_wait(&w.futex, 0, NULL);
+    }
+    return COEXEC_OK;
+}

@@ -1,0 +1,93 @@
+/*
+ * src/thread/unit.h: the unit descriptor shared by ULTs and tasklets.
+ *
+ * Room plaque. A descriptor is 128 bytes, 64-byte aligned, taken from the
+ * running stream's cache (src/mem/) and type-stable for the life of the
+ * runtime: it is never handed back to malloc before finalize, so a stale
+ * handle can always read its generation safely.
+ *
+ * Ownership of the fields:
+ *  - next/prev/in_pool: the pool that holds the unit (under the pool's lock,
+ *    or its single owner for a private pool). While the unit is in no pool,
+ *    next is also the link of a stream's remote-wake inbox.
+ *  - state: written by whoever moves the unit (pool push, the scheduler,
+ *    termination); read by anyone (relaxed queries, acquire for join).
+ *  - wake: the park/notify word (see src/thread/wake.c), any thread.
+ *  - join: 0, JOIN_DONE, or the address of the joiner's wait record.
+ *  - sp/stack: the saved context and the stack, owned by the unit's runner.
+ */
+#ifndef COEXEC_THREAD_UNIT_H
+#define COEXEC_THREAD_UNIT_H
+
+#include <stdint.h>
+
+#include "arch/atomic.h"
+#include "core/compiler.h"
+#include "coexec.h"
+
+enum unit_kind {
+    UNIT_ULT = 0,
+    UNIT_TASKLET = 1,
+    UNIT_MAIN = 2 /* the primary's main ULT: runs on the OS thread's stack */
+};
+
+enum unit_flag {
+    UF_DETACHED = 1u << 0,   /* freed when it finishes */
+    UF_USER_STACK = 1u << 1, /* stack given by the user: never freed by us */
+    UF_BIG_STACK = 1u << 2,  /* stack not of the cached size: mapped alone */
+    UF_INPLACE = 1u << 3,    /* run in place by the joiner in `joiner` */
+    UF_NOSTEAL = 1u << 4     /* bound to bound_xs: never stolen or migrated */
+};
+
+/* The park/notify word. */
+#define WAKE_PARKED 1u
+#define WAKE_NOTIFIED 2u
+
+/* unit->join: 0 = nobody waits; JOIN_DONE = finished; else a waiter. */
+#define JOIN_DONE ((uintptr_t)1)
+
+struct coexec_pool_rec;
+struct coexec_xstream_rec;
+
+/* A joiner's wait record, on the joiner's own stack. */
+struct join_waiter {
+    struct coexec_unit_rec *ult; /* the waiting ULT, or NULL: external */
+    atom_u32_t futex;            /* external thread: 1 once the unit is done */
+};
+
+struct coexec_unit_rec {
+    struct coexec_unit_rec *next;
+    struct coexec_unit_rec *prev;
+    atom_ptr_t pool;              /* home pool (struct coexec_pool_rec *) */
+    atom_u32_t state;             /* coexec_unit_state_t */
+    atom_u32_t wake;              /* WAKE_* bits */
+    atom_uptr_t join;             /* JOIN_DONE or struct join_waiter * */
+    uint8_t kind;                 /* enum unit_kind */
+    uint8_t in_pool;              /* queued in `pool` (pool lock) */
+    uint16_t flags;               /* enum unit_flag */
+    uint32_t stack_size;          /* requested stack size */
+    atom_u64_t gen;               /* handle generation */
+    uint64_t id;
+    union {
+        coexec_thread_fn_t thread;
+        coexec_tasklet_fn_t tasklet;
+    } fn;
+    void *arg;
+    void *sp;                          /* saved context; NULL: never run */
+    void *stack;                       /* lowest address of the stack */
+    struct coexec_unit_rec *joiner;    /* UF_INPLACE: who runs us in place */
+    struct coexec_xstream_rec *bound_xs; /* UF_NOSTEAL: the only runner */
+    void *tsan_fiber;
+    atom_ptr_t batch_next; /* global free-batch link (src/mem/) */
+} CACHE_ALIGNED;
+
+static ALWAYS_INLINE struct coexec_pool_rec *
+unit_pool(struct coexec_unit_rec *u)
+{
+    return (struct coexec_pool_rec *)atom_load_rlx_ptr(&u->pool);
+}
+
+_Static_assert(sizeof(struct coexec_unit_rec) <= 128,
+               "unit descriptor must fit two cache lines");
+
+#endif /* COEXEC_THREAD_UNIT_H */

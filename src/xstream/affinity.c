@@ -1,0 +1,141 @@
+/*
+ * src/xstream/affinity.c: where streams run. The only includer of hwloc.h.
+ *
+ * The candidate CPUs are the process's own binding (intersected with what
+ * the topology allows), one processing unit per core first, then the other
+ * hyperthreads: so two MPI ranks bound to different cores keep their
+ * streams apart, and stream k lands on the k-th core. The topology is
+ * loaded once per process (it costs ~10 ms) and kept across init cycles.
+ */
+#include <hwloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static hwloc_topology_t topo;
+static int *cpus;   /* OS indices of candidate PUs, in placement order */
+static int ncpus;
+static char desc[160];
+static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
+static int warned_wrap;
+
+static int load_topology(void)
+{
+    if (topo)
+        return 0;
+    if (hwloc_topology_init(&topo) != 0)
+        return -1;
+    if (hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        topo = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int coexec__affinity_init(void)
+{
+    pthread_mutex_lock(&topo_lock);
+    warned_wrap = 0;
+    free(cpus);
+    cpus = NULL;
+    ncpus = 0;
+    if (load_topology() != 0) {
+        pthread_mutex_unlock(&topo_lock);
+        snprintf(desc, sizeof desc, "no topology: streams are not pinned");
+        return COEXEC_OK;
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set) {
+        pthread_mutex_unlock(&topo_lock);
+        return COEXEC_ENOMEM;
+    }
+    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0)
+        hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
+    hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
+    if (hwloc_bitmap_iszero(set))
+        hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
+    int n = hwloc_bitmap_weight(set);
+    cpus = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!cpus) {
+        hwloc_bitmap_free(set);
+        pthread_mutex_unlock(&topo_lock);
+        return COEXEC_ENOMEM;
+    }
+    /* First PU of every core, then the remaining PUs. */
+    hwloc_bitmap_t used = hwloc_bitmap_alloc();
+    int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    for (int c = 0; c < ncores && used; c++) {
+        hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, c);
+        int pu = -1;
+        hwloc_bitmap_foreach_begin(pu, core->cpuset)
+        {
+            if (hwloc_bitmap_isset(set, (unsigned)pu)) {
+                cpus[ncpus++] = pu;
+                hwloc_bitmap_set(used, (unsigned)pu);
+                break;
+            }
+        }
+        hwloc_bitmap_foreach_end();
+    }
+    int pu;
+    hwloc_bitmap_foreach_begin(pu, set)
+    {
+        if (!used || !hwloc_bitmap_isset(used, (unsigned)pu))
+            cpus[ncpus++] = pu;
+    }
+    hwloc_bitmap_foreach_end();
+    char list[96];
+    hwloc_bitmap_list_snprintf(list, sizeof list, set);
+    snprintf(desc, sizeof desc, "%d cpu(s) available {%s}", ncpus, list);
+    hwloc_bitmap_free(used);
+    hwloc_bitmap_free(set);
+    pthread_mutex_unlock(&topo_lock);
+    return COEXEC_OK;
+}
+
+int coexec__affinity_ncpus(void)
+{
+    return ncpus;
+}
+
+const char *coexec__affinity_describe(void)
+{
+    return desc;
+}
+
+int coexec__affinity_cpu_for_rank(int rank)
+{
+    if (!coexec__g.cfg.affinity || ncpus == 0)
+        return -1;
+    if (rank >= ncpus && !warned_wrap) {
+        warned_wrap = 1;
+        coexec__warn("more execution streams than the %d cpu(s) available: "
+                     "placement wraps around", ncpus);
+    }
+    return cpus[rank % ncpus];
+}
+
+int coexec__affinity_valid_cpu(int cpu)
+{
+    for (int i = 0; i < ncpus; i++)
+        if (cpus[i] == cpu)
+            return 1;
+    return 0;
+}
+
+int coexec__affinity_bind_self(int cpu)
+{
+    if (cpu < 0 || !topo)
+        return 0;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set)
+        return COEXEC_ENOMEM;
+    hwloc_bitmap_only(set, (unsigned)cpu);
+    int rc = hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD);
+    hwloc_bitmap_free(set);
+    if (rc != 0)
+        coexec__warn("could not pin a stream to cpu %d; it runs unpinned", cpu);
+    return 0;
+}

@@ -1,0 +1,576 @@
+/*
+ * src/xstream/xstream.c: execution streams: the primary adopting the
+ * init thread, secondary OS threads, their default setup, and the public
+ * stream API.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "arch/futex.h"
+#include "core/internal.h"
+#include "thread/switch.h"
+
+static __thread struct coexec_xstream_rec *tls_xs
+    __attribute__((tls_model("initial-exec")));
+
+NOINLINE struct coexec_xstream_rec *coexec__xs_self(void)
+{
+    /* The empty asm keeps the compiler from treating this as a pure
+     * function of the (unchanging, as it believes) OS thread. */
+    __asm__ volatile("" ::: "memory");
+    return tls_xs;
+}
+
+void coexec__xs_set_self(struct coexec_xstream_rec *xs)
+{
+    tls_xs = xs;
+}
+
+/* ---- records --------------------------------------------------------- */
+
+/* Under coexec__g.lock. Stream records are recycled, never freed before
+ * finalize, so stale handles can be checked safely. */
+static struct coexec_xstream_rec *xs_record_new(void)
+{
+    struct coexec_xstream_rec *xs = coexec__g.xs_free;
+    uint64_t gen;
+    if (xs) {
+        coexec__g.xs_free = xs->free_next;
+        gen = gen_next(atom_load_rlx_u64(&xs->gen));
+    } else {
+        if (coexec__g.num_xs_all == MAX_XSTREAMS)
+            return NULL;
+        xs = aligned_alloc(CACHE_LINE, sizeof *xs);
+        if (!xs)
+            return NULL;
+        coexec__g.xs_all[coexec__g.num_xs_all++] = xs;
+        gen = gen_first();
+    }
+    memset(xs, 0, sizeof *xs);
+    atom_store_rlx_u64(&xs->gen, gen);
+    return xs;
+}
+
+static int rank_take(struct coexec_xstream_rec *xs)
+{
+    for (int r = 0; r < MAX_XSTREAMS; r++) {
+        if (!coexec__g.xs_by_rank[r]) {
+            coexec__g.xs_by_rank[r] = xs;
+            coexec__g.num_xs++;
+            xs->rank = r;
+            return r;
+        }
+    }
+    return -1;
+}
+
+static void steal_pool_add(struct coexec_pool_rec *p)
+{
+    unsigned n = atom_load_rlx_u32(&coexec__g.num_steal_pools);
+    atom_store_rel_ptr(&coexec__g.steal_pools[n], p);
+    atom_store_rel_u32(&coexec__g.num_steal_pools, n + 1);
+}
+
+static void steal_pool_remove(struct coexec_pool_rec *p)
+{
+    unsigned n = atom_load_rlx_u32(&coexec__g.num_steal_pools);
+    for (unsigned i = 0; i < n; i++) {
+        if (atom_load_rlx_ptr(&coexec__g.steal_pools[i]) == p) {
+            /* Move the last entry here; a thief reading the old slot still
+             * sees a valid (type-stable) pool record. */
+            void *last = atom_load_rlx_ptr(&coexec__g.steal_pools[n - 1]);
+            atom_store_rel_ptr(&coexec__g.steal_pools[i], last);
+            atom_store_rel_u32(&coexec__g.num_steal_pools, n - 1);
+            atom_store_rel_ptr(&coexec__g.steal_pools[n - 1], NULL);
+            return;
+        }
+    }
+}
+
+/* Builds the default setup: an MPMC LIFO pool others may steal from, and
+ * the configured scheduler kind with stealing on. */
+static int default_setup(struct coexec_sched_rec **out)
+{
+    struct coexec_pool_rec *p =
+        coexec__pool_new(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPMC);
+    if (!p)
+        return COEXEC_ENOMEM;
+    struct coexec_sched_rec *s =
+        coexec__sched_new(coexec__g.cfg.sched_kind, &p, 1,
+                          coexec__g.cfg.event_freq, coexec__g.idle_spin_ns, 1);
+    if (!s) {
+        coexec__pool_release(p);
+        return COEXEC_ENOMEM;
+    }
+    s->is_default = 1;
+    *out = s;
+    return COEXEC_OK;
+}
+
+static void default_setup_release(struct coexec_sched_rec *s)
+{
+    struct coexec_pool_rec *p = s->pools[0];
+    coexec__sched_release(s);
+    coexec__pool_release(p);
+}
+
+/* Binds the sched's private and single-consumer pools to this stream. */
+static void claim_pools(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
+{
+    for (int i = 0; i < s->npools; i++) {
+        struct coexec_pool_rec *p = s->pools[i];
+        if (!p->shared)
+            p->owner_xs = xs;
+    }
+}
+
+static void stack_bounds_of_self(void **lo, size_t *size)
+{
+    pthread_attr_t a;
+    *lo = NULL;
+    *size = 0;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        pthread_attr_getstack(&a, lo, size);
+        pthread_attr_destroy(&a);
+    }
+}
+
+/* ---- secondary streams ---------------------------------------------------- */
+
+static void *xs_main(void *arg)
+{
+    struct coexec_xstream_rec *xs = arg;
+    coexec__xs_set_self(xs);
+    coexec__affinity_bind_self(xs->cpu);
+    stack_bounds_of_self(&xs->sched_stack_lo, &xs->sched_stack_size);
+    xs->sched_fiber = tsan_fiber_current();
+    claim_pools(xs, xs->sched);
+    atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
+    coexec__sched_run(xs);
+    coexec__cache_flush(&xs->ucache, &xs->scache);
+    coexec__xs_set_self(NULL);
+    atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_TERMINATED);
+    atom_store_rel_u32(&xs->done, 1);
+    coexec__futex_wake(&xs->done, 1 << 30);
+    return NULL;
+}
+
+int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
+                          struct coexec_xstream_rec **out)
+{
+    int rc = COEXEC_OK;
+    bool own_setup = sched == NULL;
+    if (own_setup && (rc = default_setup(&sched)) != COEXEC_OK)
+        return rc;
+    pthread_mutex_lock(&coexec__g.lock);
+    struct coexec_xstream_rec *xs = xs_record_new();
+    if (!xs) {
+        pthread_mutex_unlock(&coexec__g.lock);
+        rc = COEXEC_ENOMEM;
+        goto fail_setup;
+    }
+    if (rank_take(xs) < 0) {
+        xs->free_next = coexec__g.xs_free;
+        coexec__g.xs_free = xs;
+        pthread_mutex_unlock(&coexec__g.lock);
+        rc = COEXEC_EAGAIN;
+        goto fail_setup;
+    }
+    xs->sched = sched;
+    atom_store_rlx_u32(&sched->in_use, 1);
+    xs->cpu = cpu >= 0 ? cpu : coexec__affinity_cpu_for_rank(xs->rank);
+    xs->default_pool = own_setup ? sched->pools[0] : NULL;
+    xs->steal_index = xs->rank;
+    atom_store_rlx_u32(&xs->park_word, 1);
+    atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_CREATED);
+    if (own_setup) {
+        pool_lock(sched->pools[0]);
+        sched->pools[0]->stealable = 1;
+        pool_unlock(sched->pools[0]);
+        steal_pool_add(sched->pools[0]);
+    }
+    pthread_mutex_unlock(&coexec__g.lock);
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 20);
+    atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_READY);
+    int e = pthread_create(&xs->thread, &attr, xs_main, xs);
+    pthread_attr_destroy(&attr);
+    if (e != 0) {
+        rc = e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;
+        pthread_mutex_lock(&coexec__g.lock);
+        if (own_setup)
+            steal_pool_remove(sched->pools[0]);
+        coexec__g.xs_by_rank[xs->rank] = NULL;
+        coexec__g.num_xs--;
+        atom_store_rel_u64(&xs->gen, gen_next(atom_load_rlx_u64(&xs->gen)));
+        xs->free_next = coexec__g.xs_free;
+        coexec__g.xs_free = xs;
+        pthread_mutex_unlock(&coexec__g.lock);
+        atom_store_rlx_u32(&sched->in_use, 0);
+        goto fail_setup;
+    }
+    *out = xs;
+    return COEXEC_OK;
+
+fail_setup:
+    if (own_setup)
+        default_setup_release(sched);
+    return rc;
+}
+
+/* Waits until xs's OS thread left its loop; a ULT caller keeps its stream
+ * busy with other units meanwhile. */
+static void wait_done(struct coexec_xstream_rec *xs)
+{
+    struct coexec_xstream_rec *me = coexec__xs_self();
+    bool ult = me && me->cur && me->cur->kind != UNIT_TASKLET;
+    while (atom_load_acq_u32(&xs->done) == 0) {
+        if (ult) {
+            IGNORE_RESULT(coexec_yield());
+            cpu_relax();
+        } else {
+            coexec__futex_wait(&xs->done, 0, NULL);
+        }
+    }
+}
+
+int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
+{
+    atom_store_rel_u32(&xs->stop, 1);
+    coexec__xs_kick(xs);
+    wait_done(xs);
+    pthread_join(xs->thread, NULL);
+    pthread_mutex_lock(&coexec__g.lock);
+    struct coexec_sched_rec *s = xs->sched;
+    if (xs->default_pool)
+        steal_pool_remove(xs->default_pool);
+    coexec__g.xs_by_rank[xs->rank] = NULL;
+    coexec__g.num_xs--;
+    pthread_mutex_unlock(&coexec__g.lock);
+    atom_store_rlx_u32(&s->in_use, 0);
+    for (int i = 0; i < s->npools; i++)
+        if (s->pools[i]->owner_xs == xs)
+            s->pools[i]->owner_xs = NULL;
+    if (xs->default_pool) {
+        /* Units still queued there (woken after the stream stopped) move to
+         * the primary so they are not lost. */
+        struct coexec_unit_rec *u;
+        while ((u = coexec__pool_pop(xs->default_pool, NULL)))
+            coexec__pool_push(coexec__g.primary->default_pool, u, false);
+        default_setup_release(s);
+        xs->sched = NULL;
+    }
+    xs->joined = 1;
+    return COEXEC_OK;
+}
+
+static void xs_record_release(struct coexec_xstream_rec *xs)
+{
+    pthread_mutex_lock(&coexec__g.lock);
+    atom_store_rel_u64(&xs->gen, gen_next(atom_load_rlx_u64(&xs->gen)));
+    xs->free_next = coexec__g.xs_free;
+    coexec__g.xs_free = xs;
+    pthread_mutex_unlock(&coexec__g.lock);
+}
+
+/* ---- the primary ---------------------------------------------------------- */
+
+static void primary_sched_entry(void *arg)
+{
+    struct coexec_xstream_rec *xs = arg;
+    switch_first_entry();
+    coexec__post_switch(xs);
+    coexec__sched_run(xs); /* runs until the process ends; never stops */
+    __builtin_trap();
+}
+
+#define PRIMARY_SCHED_STACK (256 * 1024)
+
+int coexec__primary_setup(void)
+{
+    struct coexec_sched_rec *s;
+    int rc = default_setup(&s);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&coexec__g.lock);
+    struct coexec_xstream_rec *xs = xs_record_new();
+    if (!xs) {
+        pthread_mutex_unlock(&coexec__g.lock);
+        default_setup_release(s);
+        return COEXEC_ENOMEM;
+    }
+    rank_take(xs);
+    xs->is_primary = 1;
+    xs->sched = s;
+    atom_store_rlx_u32(&s->in_use, 1);
+    xs->default_pool = s->pools[0];
+    xs->thread = pthread_self();
+    xs->cpu = coexec__affinity_cpu_for_rank(0);
+    atom_store_rlx_u32(&xs->park_word, 1);
+    pool_lock(s->pools[0]);
+    s->pools[0]->stealable = 1;
+    pool_unlock(s->pools[0]);
+    steal_pool_add(s->pools[0]);
+    coexec__g.primary = xs;
+    pthread_mutex_unlock(&coexec__g.lock);
+
+    /* The scheduler of the primary needs a stack of its own: the OS stack
+     * belongs to the main ULT. */
+    void *st = mmap(NULL, PRIMARY_SCHED_STACK, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    struct coexec_unit_rec *m = coexec__unit_new(NULL, UNIT_MAIN);
+    if (st == MAP_FAILED || !m) {
+        if (st != MAP_FAILED)
+            munmap(st, PRIMARY_SCHED_STACK);
+        coexec__primary_teardown();
+        return COEXEC_ENOMEM;
+    }
+    atom_fsub_rlx_u64(&coexec__g.live_units, 1); /* not a user unit */
+    xs->sched_stack_own = st;
+    xs->sched_stack_lo = st;
+    xs->sched_stack_size = PRIMARY_SCHED_STACK;
+    xs->sched_fiber = tsan_fiber_new();
+    xs->sched_sp = coexec__ctx_make(st, PRIMARY_SCHED_STACK,
+                                    primary_sched_entry, xs);
+
+    /* The calling thread's code becomes the main ULT, bound here. */
+    m->flags = UF_NOSTEAL;
+    m->bound_xs = xs;
+    atom_store_rlx_ptr(&m->pool, s->pools[0]);
+    atom_store_rlx_u32(&m->state, COEXEC_UNIT_RUNNING);
+    void *lo;
+    size_t size;
+    stack_bounds_of_self(&lo, &size);
+    m->stack = lo;
+    m->stack_size = (uint32_t)(size > UINT32_MAX ? UINT32_MAX : size);
+    m->tsan_fiber = tsan_fiber_current();
+    m->sp = (void *)1; /* "has a context": it is running */
+    coexec__g.main_unit = m;
+    xs->cur = m;
+    claim_pools(xs, s);
+    atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
+    coexec__xs_set_self(xs);
+    return COEXEC_OK;
+}
+
+void coexec__primary_teardown(void)
+{
+    struct coexec_xstream_rec *xs = coexec__g.primary;
+    if (!xs)
+        return;
+    coexec__xs_set_self(NULL);
+    if (xs->sched_stack_own) {
+        tsan_fiber_free(xs->sched_fiber);
+        munmap(xs->sched_stack_own, PRIMARY_SCHED_STACK);
+    }
+    pthread_mutex_lock(&coexec__g.lock);
+    coexec__g.xs_by_rank[0] = NULL;
+    coexec__g.num_xs = 0;
+    for (int i = 0; i < coexec__g.num_xs_all; i++)
+        free(coexec__g.xs_all[i]);
+    coexec__g.num_xs_all = 0;
+    coexec__g.xs_free = NULL;
+    coexec__g.primary = NULL;
+    coexec__g.main_unit = NULL;
+    pthread_mutex_unlock(&coexec__g.lock);
+}
+
+/* ---- public API ------------------------------------------------------------ */
+
+COEXEC_API int coexec_xstream_attr_init(coexec_xstream_attr_t *attr)
+{
+    if (!attr)
+        return COEXEC_EINVAL;
+    attr->size = sizeof *attr;
+    attr->cpu = -1;
+    attr->sched.p = NULL;
+    attr->sched.gen = 0;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_create(const coexec_xstream_attr_t *attr,
+                                     coexec_xstream_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int cpu = -1;
+    struct coexec_sched_rec *s = NULL;
+    if (attr) {
+        if (attr->cpu < -1 || (attr->cpu >= 0 && !coexec__affinity_valid_cpu(attr->cpu)))
+            return COEXEC_EINVAL;
+        cpu = attr->cpu;
+        if (attr->sched.p) {
+            int rc = CHECK_HANDLE(attr->sched);
+            if (rc)
+                return rc;
+            s = attr->sched.p;
+            uint32_t exp = 0;
+            if (!atom_cas_ar_u32(&s->in_use, &exp, 1))
+                return COEXEC_EBUSY;
+            atom_store_rlx_u32(&s->in_use, 0); /* taken again by start */
+        }
+    }
+    struct coexec_xstream_rec *xs;
+    int rc = coexec__xstream_start(s, cpu, &xs);
+    if (rc)
+        return rc;
+    out->p = xs;
+    out->gen = atom_load_rlx_u64(&xs->gen);
+    return COEXEC_OK;
+}
+
+static int join_checks(coexec_xstream_t xs)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(xs);
+    if (rc)
+        return rc;
+    if (xs.p->is_primary)
+        return COEXEC_EPERM;
+    struct coexec_xstream_rec *me = coexec__xs_self();
+    if (me == xs.p)
+        return COEXEC_EDEADLK;
+    if (me && me->cur && me->cur->kind == UNIT_TASKLET)
+        return COEXEC_ECONTEXT;
+    if (me && !me->cur)
+        return COEXEC_ECONTEXT;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_join(coexec_xstream_t xs)
+{
+    int rc = join_checks(xs);
+    if (rc)
+        return rc;
+    if (xs.p->joined)
+        return COEXEC_OK;
+    return coexec__xstream_stop_and_join(xs.p);
+}
+
+COEXEC_API int coexec_xstream_free(coexec_xstream_t *xs)
+{
+    if (!xs)
+        return COEXEC_EINVAL;
+    int rc = join_checks(*xs);
+    if (rc)
+        return rc;
+    struct coexec_xstream_rec *x = xs->p;
+    if (!x->joined)
+        coexec__xstream_stop_and_join(x);
+    xs_record_release(x);
+    xs->p = NULL;
+    xs->gen = 0;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_self(coexec_xstream_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    if (!xs)
+        return COEXEC_ECONTEXT;
+    out->p = xs;
+    out->gen = atom_load_rlx_u64(&xs->gen);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_self_rank(int *rank)
+{
+    if (!rank)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    if (!xs)
+        return COEXEC_ECONTEXT;
+    *rank = xs->rank;
+    return COEXEC_OK;
+}
+
+#define XS_QUERY(out)                                                          \
+    if (!(out))                                                                \
+        return COEXEC_EINVAL;                                                  \
+    RT_CHECK();                                                                \
+    int rc_ = CHECK_HANDLE(xs);                                                \
+    if (rc_)                                                                   \
+        return rc_;
+
+COEXEC_API int coexec_xstream_get_rank(coexec_xstream_t xs, int *rank)
+{
+    XS_QUERY(rank);
+    *rank = xs.p->rank;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_get_state(coexec_xstream_t xs,
+                                        coexec_xstream_state_t *state)
+{
+    XS_QUERY(state);
+    *state = (coexec_xstream_state_t)atom_load_acq_u32(&xs.p->state);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_get_cpu(coexec_xstream_t xs, int *cpu)
+{
+    XS_QUERY(cpu);
+    *cpu = xs.p->cpu;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_get_main_sched(coexec_xstream_t xs,
+                                             coexec_sched_t *out)
+{
+    XS_QUERY(out);
+    struct coexec_sched_rec *s = xs.p->sched;
+    if (!s)
+        return COEXEC_ESTATE;
+    out->p = s;
+    out->gen = atom_load_rlx_u64(&s->gen);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_get_main_pool(coexec_xstream_t xs,
+                                            coexec_pool_t *out)
+{
+    XS_QUERY(out);
+    struct coexec_sched_rec *s = xs.p->sched;
+    if (!s)
+        return COEXEC_ESTATE;
+    out->p = s->pools[0];
+    out->gen = atom_load_rlx_u64(&s->pools[0]->gen);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_by_rank(int rank, coexec_xstream_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    if (rank < 0 || rank >= MAX_XSTREAMS)
+        return COEXEC_ENOENT;
+    pthread_mutex_lock(&coexec__g.lock);
+    struct coexec_xstream_rec *xs = coexec__g.xs_by_rank[rank];
+    if (xs) {
+        out->p = xs;
+        out->gen = atom_load_rlx_u64(&xs->gen);
+    }
+    pthread_mutex_unlock(&coexec__g.lock);
+    return xs ? COEXEC_OK : COEXEC_ENOENT;
+}
+
+COEXEC_API int coexec_xstream_get_num(int *num)
+{
+    if (!num)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    pthread_mutex_lock(&coexec__g.lock);
+    *num = coexec__g.num_xs;
+    pthread_mutex_unlock(&coexec__g.lock);
+    return COEXEC_OK;
+}

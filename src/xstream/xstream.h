@@ -1,0 +1,93 @@
+/*
+ * src/xstream/xstream.h: the execution-stream record.
+ *
+ * Room plaque. Fields in the first block are touched only by the stream's
+ * own OS thread (the current unit, the pending post-switch action, the
+ * caches). The second block, on its own cache line, is written by other
+ * threads: the remote-wake inbox, the park word, the stop request.
+ *
+ * The post-switch action: a context that switches away records in
+ * (post_op, post_unit) what must happen to it once its registers are
+ * saved (queued again, parked, or finished and its stack released); the
+ * context that resumes runs coexec__post_switch() first thing. This is
+ * what keeps a half-saved ULT from being resumed by another stream.
+ */
+#ifndef COEXEC_XSTREAM_XSTREAM_H
+#define COEXEC_XSTREAM_XSTREAM_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "arch/atomic.h"
+#include "mem/cache.h"
+#include "sched/sched.h"
+
+enum post_op {
+    POST_NONE = 0,
+    POST_REQUEUE, /* yield: queue post_unit again at the yield end */
+    POST_PARK,    /* park post_unit unless a wake is already recorded */
+    POST_FINISH   /* post_unit's function returned: release its stack */
+};
+
+struct coexec_xstream_rec {
+    /* Owner-only. */
+    struct coexec_unit_rec *cur; /* running unit; NULL in the scheduler */
+    void *sched_sp;              /* the scheduler's saved context */
+    int post_op;
+    struct coexec_unit_rec *post_unit;
+    struct coexec_unit_rec *run_next; /* run before popping */
+    unsigned direct_yields;
+    struct coexec_sched_rec *sched;
+    struct unit_cache ucache;
+    struct stack_cache scache;
+    void *sched_stack_lo; /* the scheduler context's stack, for sanitizers */
+    size_t sched_stack_size;
+    void *sched_fiber;
+    void *sched_stack_own; /* primary: the stack we mapped for the scheduler */
+    int rank;
+    int cpu;
+    int is_primary;
+    int steal_index;
+    int joined; /* stopped and joined: only the record remains */
+    pthread_t thread;
+
+    /* Written by other threads. */
+    atom_ptr_t inbox CACHE_ALIGNED;
+    atom_u32_t park_word;
+    atom_u32_t sleeping;
+    atom_u32_t stop;
+    atom_u32_t state; /* coexec_xstream_state_t */
+    atom_u32_t done;  /* futex: 1 once the OS thread left the loop */
+    atom_u64_t gen;
+    struct coexec_pool_rec *default_pool;
+    struct coexec_xstream_rec *free_next;
+};
+
+/* The calling thread's stream, or NULL. Not inlined on purpose: a ULT may
+ * resume on another OS thread, and the compiler must not reuse a
+ * thread-local address computed before a switch. */
+struct coexec_xstream_rec *coexec__xs_self(void);
+void coexec__xs_set_self(struct coexec_xstream_rec *xs);
+
+/* Wakes xs if it is parked (idempotent). */
+void coexec__xs_kick(struct coexec_xstream_rec *xs);
+
+/* Queues u in xs's inbox and kicks xs. */
+void coexec__xs_inbox_push(struct coexec_xstream_rec *xs,
+                           struct coexec_unit_rec *u);
+
+/* Affinity (src/xstream/affinity.c). */
+int coexec__affinity_init(void);
+int coexec__affinity_cpu_for_rank(int rank);
+int coexec__affinity_valid_cpu(int cpu);
+int coexec__affinity_bind_self(int cpu);
+int coexec__affinity_ncpus(void);
+const char *coexec__affinity_describe(void);
+
+int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
+                          struct coexec_xstream_rec **out);
+int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs);
+int coexec__primary_setup(void);
+void coexec__primary_teardown(void);
+
+#endif /* COEXEC_XSTREAM_XSTREAM_H */
