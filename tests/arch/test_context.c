@@ -11,10 +11,11 @@
  *
  * Under AddressSanitizer and ThreadSanitizer each switch is annotated
  * (__sanitizer_{start,finish}_switch_fiber, __tsan_switch_to_fiber), the way
- * src/thread/ wraps the same primitive: an unannotated stack switch makes
- * ASan mistake the new stack for an overflow of the old one and leaves
- * TSan's shadow call stack wrong. The raw switch underneath is unchanged,
- * so the sanitizer builds check the contract too.
+ * src/thread/ wraps the same primitive. Unannotated, ASan does not know
+ * which stack is current (it warns at the first noreturn call that false
+ * reports may follow) and TSan keeps one shadow call stack for all
+ * contexts, so its reports would be wrong. The raw switch underneath is
+ * unchanged, so the sanitizer builds check the contract too.
  */
 #define _GNU_SOURCE
 #include <fenv.h>
@@ -48,6 +49,7 @@
 #endif
 #endif
 #ifdef TEST_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #ifdef TEST_TSAN
