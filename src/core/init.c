@@ -158,7 +158,8 @@ COEXEC_API int coexec_finalize(void)
     while (atom_load_acq_u64(&p->size) > 0)
         IGNORE_RESULT(coexec_yield());
     atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
-    uint64_t live = atom_load_acq_u64(&coexec__g.live_units);
+    uint64_t live = atom_load_acq_u64(&coexec__g.live_units) +
+                    (uint64_t)xs->live_units;
     if (live > 0)
         coexec__warn("coexec_finalize: %llu unit(s) were never freed or never "
                      "finished; their memory is reclaimed",

@@ -98,7 +98,7 @@ void coexec__pool_free_all(void)
 /* Wakes the schedulers parked on p. Called with p's lock held; the futex
  * calls themselves are cheap enough here because a sleeper exists only
  * after a stream found nothing to do for its whole spin budget. */
-static void wake_sleepers_locked(struct coexec_pool_rec *p)
+void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p)
 {
     struct sleeper *s = p->sleepers;
     p->sleepers = NULL;
@@ -110,66 +110,6 @@ static void wake_sleepers_locked(struct coexec_pool_rec *p)
     }
 }
 
-void coexec__pool_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
-                       bool yield_end)
-{
-    atom_store_rlx_ptr(&u->pool, p);
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    /* LIFO: new units at the head, yielders at the tail. FIFO: everything
-     * at the head; pop takes the tail. */
-    bool at_tail = yield_end && p->kind == COEXEC_POOL_LIFO;
-    if (!p->shared) {
-        if (at_tail)
-            list_push_tail(p, u);
-        else
-            list_push_head(p, u);
-        return;
-    }
-    pool_lock(p);
-    if (at_tail)
-        list_push_tail(p, u);
-    else
-        list_push_head(p, u);
-    if (UNLIKELY(p->sleepers != NULL))
-        wake_sleepers_locked(p);
-    pool_unlock(p);
-}
-
-/* May xs take u? Units bound to a stream (the main ULT) stay there. */
-static ALWAYS_INLINE bool may_take(struct coexec_unit_rec *u,
-                                   struct coexec_xstream_rec *xs)
-{
-    return !(u->flags & UF_NOSTEAL) || u->bound_xs == xs;
-}
-
-static struct coexec_unit_rec *take_from(struct coexec_pool_rec *p,
-                                         struct coexec_xstream_rec *xs,
-                                         bool from_tail)
-{
-    struct coexec_unit_rec *u = from_tail ? p->tail : p->head;
-    while (u && !may_take(u, xs))
-        u = from_tail ? u->prev : u->next;
-    if (u)
-        list_unlink(p, u);
-    return u;
-}
-
-struct coexec_unit_rec *coexec__pool_pop(struct coexec_pool_rec *p,
-                                         struct coexec_xstream_rec *xs)
-{
-    /* Relaxed: an empty-looking pool is simply tried again later; the lock
-     * orders everything that matters. */
-    if (atom_load_rlx_u64(&p->size) == 0)
-        return NULL;
-    bool tail = p->kind == COEXEC_POOL_FIFO;
-    if (!p->shared)
-        return take_from(p, xs, tail);
-    pool_lock(p);
-    struct coexec_unit_rec *u = take_from(p, xs, tail);
-    pool_unlock(p);
-    return u;
-}
-
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs)
 {
@@ -178,25 +118,9 @@ struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
     pool_lock(p);
     struct coexec_unit_rec *u = NULL;
     if (p->stealable)
-        u = take_from(p, xs, p->kind == COEXEC_POOL_LIFO);
+        u = pool_take_from(p, xs, p->kind == COEXEC_POOL_LIFO);
     pool_unlock(p);
     return u;
-}
-
-bool coexec__pool_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
-{
-    if (!p->shared) {
-        if (!u->in_pool || unit_pool(u) != p)
-            return false;
-        list_unlink(p, u);
-        return true;
-    }
-    pool_lock(p);
-    bool ok = u->in_pool && unit_pool(u) == p;
-    if (ok)
-        list_unlink(p, u);
-    pool_unlock(p);
-    return ok;
 }
 
 bool coexec__pool_sleep_register(struct coexec_pool_rec *p, struct sleeper *s)
@@ -274,9 +198,9 @@ static int check_access(struct coexec_pool_rec *p, bool push)
 #endif
 }
 
-int coexec__pool_check_push(struct coexec_pool_rec *p)
+int coexec__pool_check_access(struct coexec_pool_rec *p, bool push)
 {
-    return check_access(p, true);
+    return check_access(p, push);
 }
 
 /* ---- public API -------------------------------------------------------- */

@@ -112,23 +112,110 @@ static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) - 1);
 }
 
-/* Internal pool API (src/pool/pool.c). `xs` is the caller's stream or NULL.
- * Push returns true when parked schedulers must be woken: the caller then
- * calls coexec__pool_wake_sleepers after the unit is fully published. */
-void coexec__pool_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
-                       bool yield_end);
-struct coexec_unit_rec *coexec__pool_pop(struct coexec_pool_rec *p,
-                                         struct coexec_xstream_rec *xs);
+/* Out-of-line parts (src/pool/pool.c). */
+void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p);
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs);
-bool coexec__pool_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u);
 bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
                                  struct sleeper *s);
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
                                    struct sleeper *s);
 struct coexec_pool_rec *coexec__pool_new(int kind, int access);
 void coexec__pool_release(struct coexec_pool_rec *p);
-int coexec__pool_check_push(struct coexec_pool_rec *p);
+int coexec__pool_check_access(struct coexec_pool_rec *p, bool push);
 void coexec__pool_free_all(void);
+
+/* Access-mode check of a push or pop by the calling thread: only in
+ * builds with COEXEC_CHECKS; free otherwise. */
+static ALWAYS_INLINE int pool_check(struct coexec_pool_rec *p, bool push)
+{
+#ifdef COEXEC_CHECKS
+    return coexec__pool_check_access(p, push);
+#else
+    (void)p;
+    (void)push;
+    return 0;
+#endif
+}
+
+/* Queues u in p (its new home pool). LIFO: new units at the head, yielders
+ * at the tail. FIFO: everything at the head; pop takes the tail. */
+static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
+                                            struct coexec_unit_rec *u,
+                                            bool yield_end)
+{
+    atom_store_rlx_ptr(&u->pool, p);
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    bool at_tail = yield_end && p->kind == COEXEC_POOL_LIFO;
+    if (!p->shared) {
+        if (at_tail)
+            list_push_tail(p, u);
+        else
+            list_push_head(p, u);
+        return;
+    }
+    pool_lock(p);
+    if (at_tail)
+        list_push_tail(p, u);
+    else
+        list_push_head(p, u);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_locked(p);
+    pool_unlock(p);
+}
+
+/* May xs take u? Units bound to a stream (the main ULT) stay there. */
+static ALWAYS_INLINE bool pool_may_take(struct coexec_unit_rec *u,
+                                        struct coexec_xstream_rec *xs)
+{
+    return !(u->flags & UF_NOSTEAL) || u->bound_xs == xs;
+}
+
+static ALWAYS_INLINE struct coexec_unit_rec *
+pool_take_from(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs,
+               bool from_tail)
+{
+    struct coexec_unit_rec *u = from_tail ? p->tail : p->head;
+    while (UNLIKELY(u && !pool_may_take(u, xs)))
+        u = from_tail ? u->prev : u->next;
+    if (u)
+        list_unlink(p, u);
+    return u;
+}
+
+/* Takes the next unit for xs (NULL: an external thread), or NULL. */
+static ALWAYS_INLINE struct coexec_unit_rec *
+coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
+{
+    /* Relaxed: an empty-looking pool is simply tried again later; the lock
+     * orders everything that matters. */
+    if (atom_load_rlx_u64(&p->size) == 0)
+        return NULL;
+    bool tail = p->kind == COEXEC_POOL_FIFO;
+    if (!p->shared)
+        return pool_take_from(p, xs, tail);
+    pool_lock(p);
+    struct coexec_unit_rec *u = pool_take_from(p, xs, tail);
+    pool_unlock(p);
+    return u;
+}
+
+/* Removes u from p if it is still queued there (join in place). */
+static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
+                                              struct coexec_unit_rec *u)
+{
+    if (!p->shared) {
+        if (!u->in_pool || unit_pool(u) != p)
+            return false;
+        list_unlink(p, u);
+        return true;
+    }
+    pool_lock(p);
+    bool ok = u->in_pool && unit_pool(u) == p;
+    if (ok)
+        list_unlink(p, u);
+    pool_unlock(p);
+    return ok;
+}
 
 #endif /* COEXEC_POOL_POOL_H */

@@ -12,8 +12,9 @@
 #include "core/internal.h"
 #include "thread/switch.h"
 
-static __thread struct coexec_xstream_rec *tls_xs
+__thread struct coexec_xstream_rec *coexec__tls_xs
     __attribute__((tls_model("initial-exec")));
+#define tls_xs coexec__tls_xs
 
 NOINLINE struct coexec_xstream_rec *coexec__xs_self(void)
 {
@@ -150,6 +151,8 @@ static void *xs_main(void *arg)
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
     coexec__sched_run(xs);
     coexec__cache_flush(&xs->ucache, &xs->scache);
+    atom_fadd_rlx_u64(&coexec__g.live_units, (uint64_t)xs->live_units);
+    xs->live_units = 0;
     coexec__xs_set_self(NULL);
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_TERMINATED);
     atom_store_rel_u32(&xs->done, 1);
@@ -322,14 +325,14 @@ int coexec__primary_setup(void)
      * belongs to the main ULT. */
     void *st = mmap(NULL, PRIMARY_SCHED_STACK, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    struct coexec_unit_rec *m = coexec__unit_new(NULL, UNIT_MAIN);
+    struct coexec_unit_rec *m = coexec__unit_new(xs, UNIT_MAIN);
     if (st == MAP_FAILED || !m) {
         if (st != MAP_FAILED)
             munmap(st, PRIMARY_SCHED_STACK);
         coexec__primary_teardown();
         return COEXEC_ENOMEM;
     }
-    atom_fsub_rlx_u64(&coexec__g.live_units, 1); /* not a user unit */
+    xs->live_units = 0; /* the main ULT is not a user unit */
     xs->sched_stack_own = st;
     xs->sched_stack_lo = st;
     xs->sched_stack_size = PRIMARY_SCHED_STACK;

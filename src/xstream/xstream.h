@@ -49,6 +49,8 @@ struct coexec_xstream_rec {
     int is_primary;
     int steal_index;
     int joined; /* stopped and joined: only the record remains */
+    int64_t live_units; /* descriptors made minus freed here (may be < 0) */
+    uint64_t id_next, id_end; /* a block of unit ids taken from the global */
     pthread_t thread;
 
     /* Written by other threads. */
@@ -67,6 +69,15 @@ struct coexec_xstream_rec {
  * resume on another OS thread, and the compiler must not reuse a
  * thread-local address computed before a switch. */
 struct coexec_xstream_rec *coexec__xs_self(void);
+
+/* The same, inlined, for code that has not switched since it was entered
+ * (a public call's prologue): there the OS thread cannot have changed. */
+extern __thread struct coexec_xstream_rec *coexec__tls_xs
+    __attribute__((tls_model("initial-exec")));
+static inline struct coexec_xstream_rec *xs_self_entry(void)
+{
+    return coexec__tls_xs;
+}
 void coexec__xs_set_self(struct coexec_xstream_rec *xs);
 
 /* Wakes xs if it is parked (idempotent). */

@@ -23,10 +23,17 @@ coexec__ctx_switch:
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
     movq    %rsp, (%rdi)
+    /* Reload the control words only when they differ: ldmxcsr and fldcw
+     * are slow, and nearly every context runs with the same ones. The
+     * loads match the sizes of the stores so they forward from them. */
+    movl    (%rsp), %eax
+    movzwl  4(%rsp), %ecx
     movq    %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw   4(%rsp)
-    addq    $8, %rsp
+    cmpl    (%rsp), %eax
+    jne     1f
+    cmpw    4(%rsp), %cx
+    jne     1f
+2:  addq    $8, %rsp
     popq    %r15
     popq    %r14
     popq    %r13
@@ -34,6 +41,9 @@ coexec__ctx_switch:
     popq    %rbx
     popq    %rbp
     ret
+1:  ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    jmp     2b
     .cfi_endproc
     .size   coexec__ctx_switch, .-coexec__ctx_switch
 
