@@ -688,13 +688,12 @@ static int x87_round(void)
 #endif
 
 static fiber_t g_ff;
-static int g_ff_initial, g_ff_after, g_ff_hw_ok;
+static int g_ff_after, g_ff_hw_ok;
 static double g_ff_third_up, g_ff_third_after;
 
 static void fpenv_entry(void *arg)
 {
     fiber_started();
-    g_ff_initial = fegetround();
     fesetround(FE_UPWARD);
     g_ff_third_up = third();
     fiber_switch(&g_main, false);
@@ -711,12 +710,14 @@ static void t_rounding_mode(void)
     double near = third();
     fesetround(FE_DOWNWARD);
     double down = third();
-    /* A fresh context starts in the mode in force when it was made. */
-    CU_ASSERT_FATAL(fiber_create(&g_ff, STACK_SIZE, 0, fpenv_entry, NULL));
     fesetround(FE_TONEAREST);
+    /* The contract leaves the mode a fresh context starts in to the backend
+     * (x86-64 uses the process's initial control words, AArch64 and
+     * ucontext the creator's current ones), so only switches are checked:
+     * a mode set in one context stays in that context. */
+    CU_ASSERT_FATAL(fiber_create(&g_ff, STACK_SIZE, 0, fpenv_entry, NULL));
 
     fiber_switch(&g_ff, false);
-    CU_ASSERT_EQUAL(g_ff_initial, FE_DOWNWARD);
     /* The context set FE_UPWARD for itself only. */
     CU_ASSERT_EQUAL(fegetround(), FE_TONEAREST);
     CU_ASSERT(HW_ROUND_OK(FE_TONEAREST));
