@@ -623,7 +623,7 @@ static void t_callee_saved_asm(void)
 #else
 static void t_callee_saved_asm(void)
 {
-    printf("\n    no register-pattern helper for this ISA; skipped ");
+    printf("\n    no register-pattern routine for this ISA; skipped ");
 }
 #endif
 
