@@ -58,8 +58,8 @@ run_stage() {
       if [[ -f tests/arch/cross-aarch64.sh ]]; then
         exec bash tests/arch/cross-aarch64.sh
       fi
-      echo "note: tests/arch/cross-aarch64.sh does not exist yet; AArch64 stage skipped"
-      exit 77 ;;
+      echo "error: tests/arch/cross-aarch64.sh is missing"
+      exit 1 ;;
     install)
       [[ -n "${COEXEC_KEEP:-}" ]] || rm -rf build/release
       cmake --preset release || return 1
@@ -96,6 +96,13 @@ start=$SECONDS
 declare -A result=() took=()
 npass=0 nfail=0 nskip=0
 
+stage_pid= interrupted=
+on_signal() {
+  interrupted=1
+  [[ -n "$stage_pid" ]] && kill -TERM "$stage_pid" 2>/dev/null
+}
+trap on_signal INT TERM
+
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 for ((i = 0; i < ${#stages[@]}; i++)); do
@@ -110,8 +117,25 @@ for ((i = 0; i < ${#stages[@]}; i++)); do
     echo "no time left in the budget of ${budget}s"
     rc=124
   else
-    timeout -k 30 "$limit" "$self" __stage "$s" 2>&1 | tee "$logdir/$s.log"
-    rc=${PIPESTATUS[0]}
+    # timeout runs the stage in its own process group (so that a time-out
+    # kills every test process); the trap passes Ctrl-C and TERM on to it.
+    exec {logfd}> >(tee "$logdir/$s.log")
+    tee_pid=$!
+    timeout -k 30 "$limit" "$self" __stage "$s" >&"$logfd" 2>&1 &
+    stage_pid=$!
+    wait "$stage_pid"
+    rc=$?
+    while [[ -n "$interrupted" ]] && kill -0 "$stage_pid" 2>/dev/null; do
+      wait "$stage_pid"
+      rc=$?
+    done
+    stage_pid=
+    exec {logfd}>&-
+    wait "$tee_pid" 2>/dev/null
+  fi
+  if [[ -n "$interrupted" ]]; then
+    echo "interrupted"
+    exit 130
   fi
   took[$s]=$(( SECONDS - t0 ))
   case $rc in
