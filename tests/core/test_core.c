@@ -1,0 +1,985 @@
+/*
+ * tests/core/test_core.c: configuration, init/finalize, error codes,
+ * version, environment parsing and caller kinds.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ======================================================================= */
+/* config                                                                   */
+/* ======================================================================= */
+
+static void t_config_defaults(void)
+{
+    coexec_config_t cfg;
+    memset(&cfg, 0xa5, sizeof cfg);
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    CH_ASSERT_EQ(cfg.size, sizeof(coexec_config_t));
+    CH_ASSERT_EQ(cfg.num_xstreams, 1);
+    CH_ASSERT_EQ(cfg.stack_size, 16 * 1024);
+    CH_ASSERT_EQ(cfg.sched_kind, COEXEC_SCHED_BASIC_WAIT);
+    CH_ASSERT_EQ(cfg.event_freq, 64);
+    CH_ASSERT_EQ(cfg.affinity, 1);
+    CH_ASSERT_EQ(cfg.idle_spin_us, 50);
+    CH_ASSERT_EQ(cfg.guard_pages, 0);
+    CH_ASSERT_EQ(cfg.print_config, 0);
+    CH_ASSERT_EQ(cfg.quiet, 0);
+}
+
+static void t_config_null(void)
+{
+    CH_ASSERT_RC(coexec_config_init(NULL), COEXEC_EINVAL);
+}
+
+static void t_config_env_not_applied(void)
+{
+    /* config_init gives the defaults; only init applies the environment. */
+    setenv("COEXEC_NUM_XSTREAMS", "3", 1);
+    coexec_config_t cfg;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    CH_ASSERT_EQ(cfg.num_xstreams, 1);
+    unsetenv("COEXEC_NUM_XSTREAMS");
+}
+
+static void t_config_get_after_init_null(void)
+{
+    coexec_config_t def, got;
+    CH_ASSERT_OK(coexec_config_init(&def));
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    memset(&got, 0, sizeof got);
+    CH_ASSERT_OK(coexec_get_config(&got));
+    CH_ASSERT_EQ(got.num_xstreams, def.num_xstreams);
+    CH_ASSERT_EQ(got.stack_size, def.stack_size);
+    CH_ASSERT_EQ(got.sched_kind, def.sched_kind);
+    CH_ASSERT_EQ(got.event_freq, def.event_freq);
+    CH_ASSERT_EQ(got.affinity, def.affinity);
+    CH_ASSERT_EQ(got.idle_spin_us, def.idle_spin_us);
+    CH_ASSERT_EQ(got.guard_pages, def.guard_pages);
+    CH_ASSERT_EQ(got.print_config, def.print_config);
+    CH_ASSERT_EQ(got.quiet, def.quiet);
+    CH_ASSERT_RC(coexec_get_config(NULL), COEXEC_EINVAL);
+    ch_finalize();
+}
+
+static void t_config_get_after_init_cfg(void)
+{
+    coexec_config_t cfg, got;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.num_xstreams = 2;
+    cfg.stack_size = 64 * 1024;
+    cfg.sched_kind = COEXEC_SCHED_BASIC;
+    cfg.event_freq = 5;
+    cfg.affinity = 0;
+    cfg.idle_spin_us = 7;
+    cfg.guard_pages = 1;
+    cfg.quiet = 1;
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    CH_ASSERT_OK(coexec_get_config(&got));
+    CH_ASSERT_EQ(got.num_xstreams, 2);
+    CH_ASSERT_EQ(got.stack_size, 64 * 1024);
+    CH_ASSERT_EQ(got.sched_kind, COEXEC_SCHED_BASIC);
+    CH_ASSERT_EQ(got.event_freq, 5);
+    CH_ASSERT_EQ(got.affinity, 0);
+    CH_ASSERT_EQ(got.idle_spin_us, 7);
+    CH_ASSERT_EQ(got.guard_pages, 1);
+    CH_ASSERT_EQ(got.quiet, 1);
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 2);
+    ch_finalize();
+}
+
+static void t_config_bad_fields(void)
+{
+    coexec_config_t cfg;
+
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.num_xstreams = 0;
+    CH_ASSERT_RC(coexec_init(&cfg), COEXEC_EINVAL);
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.num_xstreams = -3;
+    CH_ASSERT_RC(coexec_init(&cfg), COEXEC_EINVAL);
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.sched_kind = (coexec_sched_kind_t)42;
+    CH_ASSERT_RC(coexec_init(&cfg), COEXEC_EINVAL);
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.event_freq = 0;
+    CH_ASSERT_RC(coexec_init(&cfg), COEXEC_EINVAL);
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+
+    /* After failures, init works. */
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* init / finalize                                                          */
+/* ======================================================================= */
+
+static void t_init_null_finalize(void)
+{
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    CH_ASSERT_EQ(coexec_initialized(), 1);
+    CU_ASSERT_STRING_EQUAL(coexec_init_error(), "");
+    int n = -1;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 1);
+    ch_finalize();
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+}
+
+static void t_init_twice(void)
+{
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    CH_ASSERT_RC(coexec_init(NULL), COEXEC_EINIT);
+    coexec_config_t cfg;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.num_xstreams = 3;
+    CH_ASSERT_RC(coexec_init(&cfg), COEXEC_EINIT);
+    /* The running runtime was not disturbed. */
+    CH_ASSERT_EQ(coexec_initialized(), 1);
+    int n = -1;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 1);
+    ch_finalize();
+}
+
+static void t_finalize_twice(void)
+{
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    ch_finalize();
+    CH_ASSERT_RC(coexec_finalize(), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_finalize(), COEXEC_ENOTINIT);
+}
+
+static void dummy_ult(void *arg) { (void)arg; }
+static coexec_poll_status_t dummy_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    return COEXEC_READY;
+}
+
+/* Every call that needs a running runtime, with plausible arguments. */
+static void check_all_notinit(const char *when, coexec_thread_t t,
+                              coexec_tasklet_t k, coexec_pool_t pool,
+                              coexec_sched_t sched, coexec_xstream_t xs,
+                              coexec_waker_t w)
+{
+    (void)when;
+    coexec_config_t cfg;
+    coexec_xstream_t xo;
+    coexec_pool_t po;
+    coexec_sched_t so;
+    coexec_thread_t to;
+    coexec_tasklet_t ko;
+    coexec_unit_t uo;
+    coexec_waker_t wo;
+    int i;
+    size_t sz;
+    uint64_t id;
+    coexec_unit_state_t us;
+    coexec_xstream_state_t xst;
+    coexec_pool_kind_t pk;
+    coexec_pool_access_t pa;
+
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+    CH_ASSERT_RC(coexec_finalize(), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_get_config(&cfg), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_print_config(NULL), COEXEC_ENOTINIT);
+    CH_ASSERT_EQ(coexec_self_caller(), COEXEC_CALLER_EXTERNAL);
+
+    CH_ASSERT_RC(coexec_xstream_create(NULL, &xo), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_join(xs), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_free(&xs), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_self(&xo), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_self_rank(&i), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_get_rank(xs, &i), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_by_rank(0, &xo), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_get_num(&i), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_get_state(xs, &xst), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_get_cpu(xs, &i), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_get_main_sched(xs, &so), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_xstream_get_main_pool(xs, &po), COEXEC_ENOTINIT);
+
+    CH_ASSERT_RC(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &po),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_pool_free(&pool), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_pool_push(pool, coexec_thread_unit(t)),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_pool_pop(pool, &uo), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_pool_get_size(pool, &sz), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_pool_get_info(pool, &pk, &pa), COEXEC_ENOTINIT);
+
+    CH_ASSERT_RC(coexec_sched_create(COEXEC_SCHED_BASIC, &pool, 1, NULL, &so),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_sched_free(&sched), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_sched_get_num_pools(sched, &i), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_sched_get_pool(sched, 0, &po), COEXEC_ENOTINIT);
+
+    CH_ASSERT_RC(coexec_thread_create(pool, dummy_ult, NULL, NULL, &to),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_create_on(xs, dummy_ult, NULL, NULL, &to),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_join(t), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_free(&t), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_self(&to), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_get_id(t, &id), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_self_id(&id), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_get_state(t, &us), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_yield(), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_exit(), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_self_suspend(), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_resume(t), COEXEC_ENOTINIT);
+
+    CH_ASSERT_RC(coexec_tasklet_create(pool, dummy_tasklet, NULL, &ko),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_tasklet_create_on(xs, dummy_tasklet, NULL, &ko),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_tasklet_join(k), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_tasklet_free(&k), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_tasklet_get_state(k, &us), COEXEC_ENOTINIT);
+
+    CH_ASSERT_RC(coexec_self_waker(&wo), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_park(), COEXEC_ENOTINIT);
+    if (CH_IS_NULL(w)) {
+        /* a null waker: either error describes the call */
+        int rc = coexec_waker_wake(w);
+        CU_ASSERT(rc == COEXEC_ENOTINIT || rc == COEXEC_EINVAL);
+    } else {
+        CH_ASSERT_RC(coexec_waker_wake(w), COEXEC_ENOTINIT);
+    }
+
+    /* These work without a runtime. */
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    coexec_xstream_attr_t xa;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+    coexec_thread_attr_t ta;
+    CH_ASSERT_OK(coexec_thread_attr_init(&ta));
+    coexec_sched_config_t sc;
+    CH_ASSERT_OK(coexec_sched_config_init(&sc));
+    CU_ASSERT_PTR_NOT_NULL(coexec_strerror(COEXEC_EINVAL));
+    CH_ASSERT_EQ(coexec_version(), COEXEC_VERSION_HEX);
+}
+
+static void t_calls_before_init(void)
+{
+    /* Null handles: nothing exists yet. */
+    coexec_thread_t t = {0};
+    coexec_tasklet_t k = {0};
+    coexec_pool_t p = {0};
+    coexec_sched_t s = {0};
+    coexec_xstream_t x = {0};
+    coexec_waker_t w = {0};
+    check_all_notinit("before init", t, k, p, s, x, w);
+}
+
+static void park_ult(void *arg)
+{
+    coexec_waker_t *w = arg;
+    CH_CHECK_RC(coexec_self_waker(w), COEXEC_OK);
+}
+
+static void t_calls_after_finalize(void)
+{
+    /* Real handles from a runtime that has gone. */
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    coexec_thread_t t;
+    coexec_tasklet_t k;
+    coexec_pool_t p, main_pool;
+    coexec_sched_t s;
+    coexec_xstream_t x;
+    coexec_waker_t w = {0};
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x));
+    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(x, &main_pool));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &p));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &p, 1, NULL, &s));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(main_pool, park_ult, &w, NULL, &t));
+    CH_ASSERT_OK_FATAL(coexec_thread_join(t));
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create(main_pool, dummy_tasklet, NULL, &k));
+    CH_ASSERT_OK_FATAL(coexec_tasklet_join(k));
+    CU_ASSERT_PTR_NOT_NULL(w.p);
+    /* finalize reclaims what was not freed (with a warning). */
+    ch_finalize();
+    check_all_notinit("after finalize", t, k, p, s, x, w);
+}
+
+static atomic_int g_rep_count;
+
+static void count_ult(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&g_rep_count, 1);
+}
+
+static void t_init_finalize_repeated(void)
+{
+    long n = ch_iters(50, 10);
+    for (long i = 0; i < n; i++) {
+        coexec_config_t cfg;
+        CH_ASSERT_OK(coexec_config_init(&cfg));
+        cfg.num_xstreams = 1 + (int)(i % 4);
+        cfg.sched_kind = (i & 1) ? COEXEC_SCHED_BASIC : COEXEC_SCHED_BASIC_WAIT;
+        cfg.quiet = 1;
+        CH_ASSERT_RC_FATAL(coexec_init(&cfg), COEXEC_OK);
+        int num = 0;
+        CH_ASSERT_OK(coexec_xstream_get_num(&num));
+        CH_ASSERT_EQ_FATAL(num, cfg.num_xstreams);
+        /* Run something on every stream, joined or detached. */
+        atomic_store(&g_rep_count, 0);
+        coexec_thread_t t[4];
+        for (int r = 0; r < num; r++) {
+            coexec_xstream_t xs;
+            CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(r, &xs));
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, count_ult, NULL,
+                                                       NULL, &t[r]));
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, count_ult, NULL,
+                                                       NULL, NULL));
+        }
+        for (int r = 0; r < num; r++)
+            CH_ASSERT_OK(coexec_thread_free(&t[r]));
+        CH_WAIT(atomic_load(&g_rep_count) == 2 * num);
+        CH_ASSERT_OK_FATAL(coexec_finalize());
+        CH_ASSERT_EQ(coexec_initialized(), 0);
+        CH_ASSERT_EQ(atomic_load(&g_rep_count), 2 * num);
+    }
+}
+
+/* finalize from callers other than the main ULT */
+
+typedef struct {
+    atomic_int rc;
+    atomic_int done;
+} fin_probe_t;
+
+static void fin_from_ult(void *arg)
+{
+    fin_probe_t *p = arg;
+    atomic_store(&p->rc, coexec_finalize());
+    atomic_store(&p->done, 1);
+}
+
+static coexec_poll_status_t fin_from_tasklet(coexec_poll_t *cx, void *arg)
+{
+    fin_probe_t *p = arg;
+    atomic_store(&p->rc, coexec_finalize());
+    atomic_store(&p->done, 1);
+    return COEXEC_READY;
+}
+
+static void *fin_from_pthread(void *arg)
+{
+    fin_probe_t *p = arg;
+    atomic_store(&p->rc, coexec_finalize());
+    atomic_store(&p->done, 1);
+    return NULL;
+}
+
+static void *init_from_pthread(void *arg)
+{
+    fin_probe_t *p = arg;
+    atomic_store(&p->rc, coexec_init(NULL));
+    atomic_store(&p->done, 1);
+    return NULL;
+}
+
+static void t_finalize_wrong_caller(void)
+{
+    ch_init(2);
+    coexec_xstream_t x0, x1;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x0));
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
+
+    fin_probe_t p;
+    coexec_thread_t t;
+    coexec_tasklet_t k;
+
+    /* A ULT on the primary stream. */
+    atomic_init(&p.rc, 1);
+    atomic_init(&p.done, 0);
+    CH_ASSERT_OK(coexec_thread_create_on(x0, fin_from_ult, &p, NULL, &t));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_EQ(atomic_load(&p.done), 1);
+    CH_ASSERT_RC(atomic_load(&p.rc), COEXEC_ECONTEXT);
+    CH_ASSERT_EQ(coexec_initialized(), 1);
+
+    /* A ULT on a secondary stream. */
+    atomic_store(&p.rc, 1);
+    atomic_store(&p.done, 0);
+    CH_ASSERT_OK(coexec_thread_create_on(x1, fin_from_ult, &p, NULL, &t));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(atomic_load(&p.rc), COEXEC_ECONTEXT);
+    CH_ASSERT_EQ(coexec_initialized(), 1);
+
+    /* A tasklet. */
+    atomic_store(&p.rc, 1);
+    CH_ASSERT_OK(coexec_tasklet_create_on(x1, fin_from_tasklet, &p, &k));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_RC(atomic_load(&p.rc), COEXEC_ECONTEXT);
+    CH_ASSERT_EQ(coexec_initialized(), 1);
+
+    /* An external thread; and init from it while running -> EINIT. */
+    ch_pthread_t th;
+    atomic_store(&p.rc, 1);
+    ch_pthread_start(&th, fin_from_pthread, &p);
+    ch_pthread_join(&th);
+    CH_ASSERT_RC(atomic_load(&p.rc), COEXEC_ECONTEXT);
+    CH_ASSERT_EQ(coexec_initialized(), 1);
+    atomic_store(&p.rc, 1);
+    ch_pthread_start(&th, init_from_pthread, &p);
+    ch_pthread_join(&th);
+    CH_ASSERT_RC(atomic_load(&p.rc), COEXEC_EINIT);
+
+    /* The runtime still works and the real finalize succeeds. */
+    atomic_store(&p.rc, 1);
+    CH_ASSERT_OK(coexec_thread_create_on(x1, dummy_ult, NULL, NULL, &t));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    ch_finalize();
+}
+
+typedef struct {
+    atomic_int phase;
+    atomic_int init_rc, fin_rc, caller;
+} other_primary_t;
+
+static void *other_primary_pthread(void *arg)
+{
+    other_primary_t *o = arg;
+    atomic_store(&o->init_rc, coexec_init(NULL));
+    if (atomic_load(&o->init_rc) != COEXEC_OK) {
+        atomic_store(&o->phase, 3);
+        return NULL;
+    }
+    atomic_store(&o->caller, (int)coexec_self_caller());
+    atomic_store(&o->phase, 1);
+    while (atomic_load(&o->phase) != 2)
+        sched_yield();
+    atomic_store(&o->fin_rc, coexec_finalize());
+    atomic_store(&o->phase, 3);
+    return NULL;
+}
+
+static void t_init_from_other_thread(void)
+{
+    /* Any thread may start the runtime; it then is the primary, and the
+     * main thread is an external thread that may not finalize. */
+    other_primary_t o;
+    atomic_init(&o.phase, 0);
+    atomic_init(&o.init_rc, 1);
+    atomic_init(&o.fin_rc, 1);
+    atomic_init(&o.caller, -1);
+    ch_pthread_t th;
+    ch_pthread_start(&th, other_primary_pthread, &o);
+    CH_WAIT(atomic_load(&o.phase) != 0);
+    CH_ASSERT_RC(atomic_load(&o.init_rc), COEXEC_OK);
+    if (atomic_load(&o.phase) == 1) {
+        CH_ASSERT_EQ(atomic_load(&o.caller), COEXEC_CALLER_ULT);
+        CH_ASSERT_EQ(coexec_initialized(), 1);
+        CH_ASSERT_EQ(coexec_self_caller(), COEXEC_CALLER_EXTERNAL);
+        CH_ASSERT_RC(coexec_finalize(), COEXEC_ECONTEXT);
+        CH_ASSERT_RC(coexec_init(NULL), COEXEC_EINIT);
+        coexec_xstream_t xs;
+        CH_ASSERT_RC(coexec_xstream_self(&xs), COEXEC_ECONTEXT);
+        CH_ASSERT_RC(coexec_yield(), COEXEC_ECONTEXT);
+        atomic_store(&o.phase, 2);
+    }
+    ch_pthread_join(&th);
+    CH_ASSERT_RC(atomic_load(&o.fin_rc), COEXEC_OK);
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+    /* And the main thread can start it again. */
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    CH_ASSERT_EQ(coexec_self_caller(), COEXEC_CALLER_ULT);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* errors                                                                   */
+/* ======================================================================= */
+
+static void t_error_table(void)
+{
+#define CHECK_ENTRY(name, value, text)                                         \
+    do {                                                                       \
+        CH_ASSERT_EQ(COEXEC_##name, (value));                                  \
+        CU_ASSERT_STRING_EQUAL(coexec_strerror(value), text);                  \
+        CU_ASSERT_STRING_EQUAL(coexec_err_name(value), #name);                 \
+        if ((value) != 0)                                                      \
+            CU_ASSERT((value) < 0);                                            \
+    } while (0);
+    COEXEC_ERROR_TABLE(CHECK_ENTRY)
+#undef CHECK_ENTRY
+}
+
+static void t_error_values(void)
+{
+    CH_ASSERT_EQ(COEXEC_EINVAL, -EINVAL);
+    CH_ASSERT_EQ(COEXEC_ENOMEM, -ENOMEM);
+    CH_ASSERT_EQ(COEXEC_EAGAIN, -EAGAIN);
+    CH_ASSERT_EQ(COEXEC_EDEADLK, -EDEADLK);
+    /* Runtime-only codes in -4001..-4095, all distinct. */
+    int codes[] = {
+#define LIST(name, value, text) value,
+        COEXEC_ERROR_TABLE(LIST)
+#undef LIST
+    };
+    int n = (int)(sizeof codes / sizeof codes[0]);
+    for (int i = 0; i < n; i++) {
+        for (int j = i + 1; j < n; j++)
+            CU_ASSERT(codes[i] != codes[j]);
+        if (codes[i] <= -4000)
+            CU_ASSERT(codes[i] >= -4095 && codes[i] <= -4001);
+    }
+}
+
+static void t_error_unknown(void)
+{
+    int unknown[] = {1,     2,     12345,   -4000, -4009,   -4095, -4096,
+                     -9999, -EIO,  -ENOSPC, INT_MIN, INT_MAX, -INT_MAX};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        const char *s = coexec_strerror(unknown[i]);
+        const char *n = coexec_err_name(unknown[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+        CU_ASSERT_STRING_EQUAL(s, "unknown error");
+        CU_ASSERT_STRING_EQUAL(n, "UNKNOWN");
+    }
+}
+
+static void *strerror_pthread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++) {
+        CH_CHECK(strcmp(coexec_strerror(COEXEC_EBUSY),
+                        "object is busy or still in use") == 0);
+        CH_CHECK(strcmp(coexec_err_name(COEXEC_ECLOSED), "ECLOSED") == 0);
+    }
+    return NULL;
+}
+
+static void t_error_any_thread(void)
+{
+    /* Usable from any thread, with and without a runtime. */
+    ch_pthread_t a, b;
+    ch_pthread_start(&a, strerror_pthread, NULL);
+    ch_pthread_start(&b, strerror_pthread, NULL);
+    ch_pthread_join(&a);
+    ch_pthread_join(&b);
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    CU_ASSERT_STRING_EQUAL(coexec_err_name(COEXEC_EINIT), "EINIT");
+    ch_pthread_start(&a, strerror_pthread, NULL);
+    ch_pthread_join(&a);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* version                                                                  */
+/* ======================================================================= */
+
+static void t_version(void)
+{
+    CH_ASSERT_EQ(coexec_version(), COEXEC_VERSION_HEX);
+    CH_ASSERT_EQ(COEXEC_VERSION_HEX, (COEXEC_VERSION_MAJOR << 16) |
+                                         (COEXEC_VERSION_MINOR << 8) |
+                                         COEXEC_VERSION_PATCH);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%d.%d.%d", COEXEC_VERSION_MAJOR,
+             COEXEC_VERSION_MINOR, COEXEC_VERSION_PATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(coexec_version_string());
+    CU_ASSERT_STRING_EQUAL(coexec_version_string(), buf);
+    CU_ASSERT(COEXEC_VERSION_AT_LEAST(COEXEC_VERSION_MAJOR, COEXEC_VERSION_MINOR));
+    CU_ASSERT(COEXEC_VERSION_AT_LEAST(0, 0));
+    CU_ASSERT(!COEXEC_VERSION_AT_LEAST(COEXEC_VERSION_MAJOR, COEXEC_VERSION_MINOR + 1));
+    CU_ASSERT(!COEXEC_VERSION_AT_LEAST(COEXEC_VERSION_MAJOR + 1, 0));
+    /* The same after init. */
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    CH_ASSERT_EQ(coexec_version(), COEXEC_VERSION_HEX);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* environment                                                              */
+/* ======================================================================= */
+
+/* init with one variable set; returns the config in force (then finalizes). */
+static int env_init_get(const char *var, const char *val,
+                        const coexec_config_t *cfg, coexec_config_t *out)
+{
+    setenv(var, val, 1);
+    int rc = coexec_init(cfg);
+    unsetenv(var);
+    if (rc != COEXEC_OK) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "init with %s=\"%s\": %s (%s)", var, val,
+                 coexec_err_name(rc), coexec_init_error());
+        CU_assertImplementation(CU_FALSE, __LINE__, buf, __FILE__, "", CU_FALSE);
+        return rc;
+    }
+    CH_ASSERT_OK(coexec_get_config(out));
+    return rc;
+}
+
+#define ENV_EXPECT(var, val, field, want)                                      \
+    do {                                                                       \
+        coexec_config_t got_;                                                  \
+        memset(&got_, 0, sizeof got_);                                         \
+        if (env_init_get(var, val, NULL, &got_) == COEXEC_OK) {                \
+            if ((long long)got_.field != (long long)(want)) {                  \
+                char b_[256];                                                  \
+                snprintf(b_, sizeof b_, "%s=\"%s\": %s == %lld, expected %lld", \
+                         var, val, #field, (long long)got_.field,              \
+                         (long long)(want));                                   \
+                CU_assertImplementation(CU_FALSE, __LINE__, b_, __FILE__, "",  \
+                                        CU_FALSE);                             \
+            } else {                                                           \
+                CU_PASS(var);                                                  \
+            }                                                                  \
+            CH_ASSERT_OK(coexec_finalize());                                   \
+        }                                                                      \
+    } while (0)
+
+static void t_env_num_xstreams(void)
+{
+    ENV_EXPECT("COEXEC_NUM_XSTREAMS", "3", num_xstreams, 3);
+    ENV_EXPECT("COEXEC_NUM_XSTREAMS", "1", num_xstreams, 1);
+    /* The streams really exist. */
+    setenv("COEXEC_NUM_XSTREAMS", "4", 1);
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    unsetenv("COEXEC_NUM_XSTREAMS");
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 4);
+    ch_finalize();
+}
+
+static void t_env_stack_size(void)
+{
+    ENV_EXPECT("COEXEC_STACK_SIZE", "65536", stack_size, 65536);
+    ENV_EXPECT("COEXEC_STACK_SIZE", "64K", stack_size, 64 * 1024);
+    ENV_EXPECT("COEXEC_STACK_SIZE", "1M", stack_size, 1024 * 1024);
+    ENV_EXPECT("COEXEC_STACK_SIZE", "3M", stack_size, 3 * 1024 * 1024);
+    ENV_EXPECT("COEXEC_STACK_SIZE", "1G", stack_size, 1024LL * 1024 * 1024);
+}
+
+static void t_env_sched(void)
+{
+    ENV_EXPECT("COEXEC_SCHED", "basic", sched_kind, COEXEC_SCHED_BASIC);
+    ENV_EXPECT("COEXEC_SCHED", "basic_wait", sched_kind,
+               COEXEC_SCHED_BASIC_WAIT);
+}
+
+static void t_env_event_freq(void)
+{
+    ENV_EXPECT("COEXEC_EVENT_FREQ", "7", event_freq, 7);
+    ENV_EXPECT("COEXEC_EVENT_FREQ", "1", event_freq, 1);
+    ENV_EXPECT("COEXEC_EVENT_FREQ", "1000", event_freq, 1000);
+}
+
+static void t_env_idle_spin(void)
+{
+    ENV_EXPECT("COEXEC_IDLE_SPIN_US", "0", idle_spin_us, 0);
+    ENV_EXPECT("COEXEC_IDLE_SPIN_US", "1000", idle_spin_us, 1000);
+}
+
+static void t_env_booleans(void)
+{
+    static const struct {
+        const char *s;
+        int v;
+    } b[] = {{"0", 0},     {"1", 1},    {"yes", 1}, {"no", 0},
+             {"true", 1},  {"false", 0}, {"on", 1}, {"off", 0}};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        ENV_EXPECT("COEXEC_AFFINITY", b[i].s, affinity, b[i].v);
+        ENV_EXPECT("COEXEC_GUARD_PAGES", b[i].s, guard_pages, b[i].v);
+        ENV_EXPECT("COEXEC_QUIET", b[i].s, quiet, b[i].v);
+    }
+    ENV_EXPECT("COEXEC_PRINT_CONFIG", "1", print_config, 1);
+    ENV_EXPECT("COEXEC_PRINT_CONFIG", "off", print_config, 0);
+}
+
+static void t_env_affinity_effect(void)
+{
+    setenv("COEXEC_AFFINITY", "0", 1);
+    setenv("COEXEC_NUM_XSTREAMS", "2", 1);
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    for (int r = 0; r < 2; r++) {
+        coexec_xstream_t xs;
+        int cpu = 123;
+        CH_ASSERT_OK(coexec_xstream_by_rank(r, &xs));
+        CH_ASSERT_OK(coexec_xstream_get_cpu(xs, &cpu));
+        CH_ASSERT_EQ(cpu, -1);
+    }
+    ch_finalize();
+}
+
+static void t_env_overrides_cfg(void)
+{
+    coexec_config_t cfg, got;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.num_xstreams = 2;
+    cfg.stack_size = 32 * 1024;
+    cfg.sched_kind = COEXEC_SCHED_BASIC_WAIT;
+    cfg.event_freq = 3;
+    cfg.affinity = 1;
+    cfg.idle_spin_us = 9;
+    setenv("COEXEC_NUM_XSTREAMS", "3", 1);
+    setenv("COEXEC_STACK_SIZE", "128K", 1);
+    setenv("COEXEC_SCHED", "basic", 1);
+    setenv("COEXEC_EVENT_FREQ", "11", 1);
+    setenv("COEXEC_AFFINITY", "off", 1);
+    setenv("COEXEC_IDLE_SPIN_US", "0", 1);
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    CH_ASSERT_OK(coexec_get_config(&got));
+    CH_ASSERT_EQ(got.num_xstreams, 3);
+    CH_ASSERT_EQ(got.stack_size, 128 * 1024);
+    CH_ASSERT_EQ(got.sched_kind, COEXEC_SCHED_BASIC);
+    CH_ASSERT_EQ(got.event_freq, 11);
+    CH_ASSERT_EQ(got.affinity, 0);
+    CH_ASSERT_EQ(got.idle_spin_us, 0);
+    /* The caller's struct is not modified. */
+    CH_ASSERT_EQ(cfg.num_xstreams, 2);
+    CH_ASSERT_EQ(cfg.stack_size, 32 * 1024);
+    ch_finalize();
+    /* Fields the environment does not set keep the cfg value. */
+    unsetenv("COEXEC_NUM_XSTREAMS");
+    unsetenv("COEXEC_STACK_SIZE");
+    unsetenv("COEXEC_SCHED");
+    unsetenv("COEXEC_EVENT_FREQ");
+    unsetenv("COEXEC_AFFINITY");
+    unsetenv("COEXEC_IDLE_SPIN_US");
+    setenv("COEXEC_EVENT_FREQ", "13", 1);
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    CH_ASSERT_OK(coexec_get_config(&got));
+    CH_ASSERT_EQ(got.num_xstreams, 2);
+    CH_ASSERT_EQ(got.stack_size, 32 * 1024);
+    CH_ASSERT_EQ(got.event_freq, 13);
+    CH_ASSERT_EQ(got.idle_spin_us, 9);
+    ch_finalize();
+}
+
+static void t_env_malformed(void)
+{
+    static const struct {
+        const char *var, *val;
+    } bad[] = {
+        {"COEXEC_NUM_XSTREAMS", "abc"},  {"COEXEC_NUM_XSTREAMS", "0"},
+        {"COEXEC_NUM_XSTREAMS", "-1"},   {"COEXEC_NUM_XSTREAMS", ""},
+        {"COEXEC_NUM_XSTREAMS", "3x"},   {"COEXEC_NUM_XSTREAMS", "2.5"},
+        {"COEXEC_NUM_XSTREAMS", "99999999999999999999"},
+        {"COEXEC_SCHED", "bogus"},       {"COEXEC_SCHED", ""},
+        {"COEXEC_SCHED", "basic_waitx"},
+        {"COEXEC_STACK_SIZE", "12Q"},    {"COEXEC_STACK_SIZE", ""},
+        {"COEXEC_STACK_SIZE", "abc"},    {"COEXEC_STACK_SIZE", "K"},
+        {"COEXEC_STACK_SIZE", "-64K"},   {"COEXEC_STACK_SIZE", "64KK"},
+        {"COEXEC_STACK_SIZE", "99999999999999999999G"},
+        {"COEXEC_EVENT_FREQ", "0"},      {"COEXEC_EVENT_FREQ", ""},
+        {"COEXEC_EVENT_FREQ", "x"},      {"COEXEC_EVENT_FREQ", "-3"},
+        {"COEXEC_AFFINITY", "maybe"},    {"COEXEC_AFFINITY", ""},
+        {"COEXEC_AFFINITY", "2"},
+        {"COEXEC_IDLE_SPIN_US", "-1"},   {"COEXEC_IDLE_SPIN_US", "abc"},
+        {"COEXEC_IDLE_SPIN_US", ""},
+        {"COEXEC_GUARD_PAGES", "perhaps"}, {"COEXEC_GUARD_PAGES", ""},
+        {"COEXEC_PRINT_CONFIG", "xyz"},  {"COEXEC_QUIET", "nah"},
+        {"COEXEC_QUIET", ""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char ctx[200];
+        snprintf(ctx, sizeof ctx, "%s=\"%s\"", bad[i].var, bad[i].val);
+        setenv(bad[i].var, bad[i].val, 1);
+        int rc = coexec_init(NULL);
+        unsetenv(bad[i].var);
+        if (rc != COEXEC_EENV) {
+            char b[300];
+            snprintf(b, sizeof b, "%s: init returned %s, expected EENV", ctx,
+                     coexec_err_name(rc));
+            CU_assertImplementation(CU_FALSE, __LINE__, b, __FILE__, "",
+                                    CU_FALSE);
+            if (rc == COEXEC_OK)
+                CH_ASSERT_OK_FATAL(coexec_finalize());
+            continue;
+        }
+        CU_PASS(ctx);
+        CH_ASSERT_EQ(coexec_initialized(), 0);
+        const char *msg = coexec_init_error();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+        if (!strstr(msg, bad[i].var)) {
+            char b[600];
+            snprintf(b, sizeof b, "%s: init_error \"%s\" does not name the variable",
+                     ctx, msg);
+            CU_assertImplementation(CU_FALSE, __LINE__, b, __FILE__, "", CU_FALSE);
+        }
+        if (bad[i].val[0] && !strstr(msg, bad[i].val)) {
+            char b[600];
+            snprintf(b, sizeof b, "%s: init_error \"%s\" does not show the value",
+                     ctx, msg);
+            CU_assertImplementation(CU_FALSE, __LINE__, b, __FILE__, "", CU_FALSE);
+        }
+        /* Nothing left running; init works again. */
+        CH_ASSERT_RC(coexec_finalize(), COEXEC_ENOTINIT);
+        int rc2 = coexec_init(NULL);
+        CH_ASSERT_RC_FATAL(rc2, COEXEC_OK);
+        CU_ASSERT_STRING_EQUAL(coexec_init_error(), "");
+        CH_ASSERT_OK_FATAL(coexec_finalize());
+    }
+}
+
+static void t_env_malformed_with_good_cfg(void)
+{
+    /* The environment is checked even when cfg is given. */
+    coexec_config_t cfg;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.num_xstreams = 2;
+    setenv("COEXEC_SCHED", "round_robin", 1);
+    CH_ASSERT_RC(coexec_init(&cfg), COEXEC_EENV);
+    CU_ASSERT_PTR_NOT_NULL(strstr(coexec_init_error(), "COEXEC_SCHED"));
+    unsetenv("COEXEC_SCHED");
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 2);
+    ch_finalize();
+}
+
+static void t_print_config(void)
+{
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    FILE *f = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CH_ASSERT_OK(coexec_print_config(f));
+    fflush(f);
+    long len = ftell(f);
+    CU_ASSERT(len > 0);
+    fclose(f);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* caller kinds                                                             */
+/* ======================================================================= */
+
+typedef struct {
+    atomic_int caller;
+    atomic_int rc;
+} caller_probe_t;
+
+static void caller_ult(void *arg)
+{
+    caller_probe_t *p = arg;
+    atomic_store(&p->caller, (int)coexec_self_caller());
+}
+
+static coexec_poll_status_t caller_tasklet(coexec_poll_t *cx, void *arg)
+{
+    caller_probe_t *p = arg;
+    atomic_store(&p->caller, (int)coexec_self_caller());
+    return COEXEC_READY;
+}
+
+static void *caller_pthread(void *arg)
+{
+    caller_probe_t *p = arg;
+    atomic_store(&p->caller, (int)coexec_self_caller());
+    return NULL;
+}
+
+static void t_caller_kinds(void)
+{
+    CH_ASSERT_EQ(coexec_self_caller(), COEXEC_CALLER_EXTERNAL);
+    ch_init(2);
+    CH_ASSERT_EQ(coexec_self_caller(), COEXEC_CALLER_ULT);
+
+    caller_probe_t p;
+    atomic_init(&p.caller, -1);
+    coexec_xstream_t x0, x1;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x0));
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
+    coexec_xstream_t xs[2] = {x0, x1};
+    for (int i = 0; i < 2; i++) {
+        coexec_thread_t t;
+        coexec_tasklet_t k;
+        atomic_store(&p.caller, -1);
+        CH_ASSERT_OK(coexec_thread_create_on(xs[i], caller_ult, &p, NULL, &t));
+        CH_ASSERT_OK(coexec_thread_free(&t));
+        CH_ASSERT_EQ(atomic_load(&p.caller), COEXEC_CALLER_ULT);
+        atomic_store(&p.caller, -1);
+        CH_ASSERT_OK(coexec_tasklet_create_on(xs[i], caller_tasklet, &p, &k));
+        CH_ASSERT_OK(coexec_tasklet_free(&k));
+        CH_ASSERT_EQ(atomic_load(&p.caller), COEXEC_CALLER_TASKLET);
+    }
+    ch_pthread_t th;
+    atomic_store(&p.caller, -1);
+    ch_pthread_start(&th, caller_pthread, &p);
+    ch_pthread_join(&th);
+    CH_ASSERT_EQ(atomic_load(&p.caller), COEXEC_CALLER_EXTERNAL);
+    ch_finalize();
+    CH_ASSERT_EQ(coexec_self_caller(), COEXEC_CALLER_EXTERNAL);
+}
+
+/* ======================================================================= */
+
+static const ch_test_t config_tests[] = {
+    {"defaults", t_config_defaults},
+    {"null", t_config_null},
+    {"env_not_applied_by_config_init", t_config_env_not_applied},
+    {"get_config_after_init_null", t_config_get_after_init_null},
+    {"get_config_after_init_cfg", t_config_get_after_init_cfg},
+    {"bad_fields_einval", t_config_bad_fields},
+    {"print_config", t_print_config},
+    {NULL, NULL}};
+
+static const ch_test_t init_tests[] = {
+    {"init_null_finalize", t_init_null_finalize},
+    {"init_twice_einit", t_init_twice},
+    {"finalize_twice_enotinit", t_finalize_twice},
+    {"calls_before_init_enotinit", t_calls_before_init},
+    {"calls_after_finalize_enotinit", t_calls_after_finalize},
+    {"init_finalize_repeated", t_init_finalize_repeated},
+    {"finalize_wrong_caller_econtext", t_finalize_wrong_caller},
+    {"init_from_other_thread", t_init_from_other_thread},
+    {NULL, NULL}};
+
+static const ch_test_t errors_tests[] = {
+    {"table", t_error_table},
+    {"values", t_error_values},
+    {"unknown", t_error_unknown},
+    {"any_thread", t_error_any_thread},
+    {NULL, NULL}};
+
+static const ch_test_t version_tests[] = {{"version", t_version}, {NULL, NULL}};
+
+static const ch_test_t env_tests[] = {
+    {"num_xstreams", t_env_num_xstreams},
+    {"stack_size_suffixes", t_env_stack_size},
+    {"sched", t_env_sched},
+    {"event_freq", t_env_event_freq},
+    {"idle_spin_us", t_env_idle_spin},
+    {"booleans", t_env_booleans},
+    {"affinity_effect", t_env_affinity_effect},
+    {"env_overrides_cfg", t_env_overrides_cfg},
+    {"malformed_eenv", t_env_malformed},
+    {"malformed_with_cfg", t_env_malformed_with_good_cfg},
+    {NULL, NULL}};
+
+static const ch_test_t caller_tests[] = {{"kinds", t_caller_kinds},
+                                         {NULL, NULL}};
+
+static const ch_suite_t suites[] = {
+    {"config", config_tests}, {"init", init_tests},
+    {"errors", errors_tests}, {"version", version_tests},
+    {"env", env_tests},       {"caller", caller_tests},
+    {NULL, NULL}};
+
+int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

@@ -1,0 +1,473 @@
+/*
+ * tests/harness/harness.c: CUnit main, scale knob, cross-thread failure
+ * recording and small runtime helpers shared by the test binaries.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <CUnit/Basic.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern char **environ;
+
+/* ---- scale ------------------------------------------------------------- */
+
+static double g_scale = -1.0;
+
+double ch_scale(void)
+{
+    if (g_scale < 0) {
+        const char *s = getenv("COEXEC_TEST_SCALE");
+        double v = 1.0;
+        if (s && *s) {
+            char *end = NULL;
+            double d = strtod(s, &end);
+            if (end != s && d > 0)
+                v = d;
+            else
+                fprintf(stderr, "harness: ignoring COEXEC_TEST_SCALE=%s\n", s);
+        }
+        if (v < 0.001)
+            v = 0.001;
+        if (v > 1000)
+            v = 1000;
+        g_scale = v;
+    }
+    return g_scale;
+}
+
+long ch_iters(long base, long min)
+{
+    double v = (double)base * ch_scale();
+    long n = (long)v;
+    return n < min ? min : n;
+}
+
+/* ---- failures from any thread ------------------------------------------ */
+
+#define CH_MAX_REMOTE 16
+
+static pthread_mutex_t g_fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned g_fail_count;
+static struct {
+    const char *file;
+    int line;
+    char msg[400];
+} g_fails[CH_MAX_REMOTE];
+
+void ch_fail_at(const char *file, int line, const char *fmt, ...)
+{
+    char buf[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&g_fail_lock);
+    if (g_fail_count < CH_MAX_REMOTE) {
+        g_fails[g_fail_count].file = file;
+        g_fails[g_fail_count].line = line;
+        memcpy(g_fails[g_fail_count].msg, buf, sizeof buf);
+    }
+    g_fail_count++;
+    pthread_mutex_unlock(&g_fail_lock);
+    fprintf(stderr, "    FAILED %s:%d: %s\n", file, line, buf);
+}
+
+unsigned ch_remote_failures(void)
+{
+    pthread_mutex_lock(&g_fail_lock);
+    unsigned n = g_fail_count;
+    pthread_mutex_unlock(&g_fail_lock);
+    return n;
+}
+
+void ch_assert_rc_impl(int got, int want, const char *expr, const char *file,
+                       int line, bool fatal)
+{
+    char buf[512];
+    if (got == want) {
+        CU_assertImplementation(CU_TRUE, line, expr, file, "", CU_FALSE);
+        return;
+    }
+    snprintf(buf, sizeof buf, "%s returned %s (%d), expected %s (%d)", expr,
+             coexec_err_name(got), got, coexec_err_name(want), want);
+    CU_assertImplementation(CU_FALSE, line, buf, file, "", fatal ? CU_TRUE : CU_FALSE);
+}
+
+void ch_assert_eq_impl(long long got, long long want, const char *a,
+                       const char *b, const char *file, int line, bool fatal)
+{
+    char buf[512];
+    if (got == want) {
+        CU_assertImplementation(CU_TRUE, line, a, file, "", CU_FALSE);
+        return;
+    }
+    snprintf(buf, sizeof buf, "%s == %lld, expected %s == %lld", a, got, b,
+             want);
+    CU_assertImplementation(CU_FALSE, line, buf, file, "", fatal ? CU_TRUE : CU_FALSE);
+}
+
+/* ---- environment ------------------------------------------------------- */
+
+/* Removes every COEXEC_* variable except the test knobs (COEXEC_TEST_*). */
+static void ch_clear_env(void)
+{
+    for (;;) {
+        char name[256] = "";
+        for (char **e = environ; e && *e; e++) {
+            if (strncmp(*e, "COEXEC_", 7) == 0 &&
+                strncmp(*e, "COEXEC_TEST_", 12) != 0) {
+                const char *eq = strchr(*e, '=');
+                size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+                if (n >= sizeof name)
+                    n = sizeof name - 1;
+                memcpy(name, *e, n);
+                name[n] = 0;
+                break;
+            }
+        }
+        if (!name[0])
+            return;
+        unsetenv(name);
+    }
+}
+
+/* ---- per-test setup / teardown ----------------------------------------- */
+
+static unsigned g_failures_at_start;
+
+static void ch_setup(void)
+{
+    pthread_mutex_lock(&g_fail_lock);
+    g_fail_count = 0;
+    pthread_mutex_unlock(&g_fail_lock);
+    ch_clear_env();
+    g_failures_at_start = CU_get_number_of_failures();
+}
+
+static void ch_teardown(void)
+{
+    pthread_mutex_lock(&g_fail_lock);
+    unsigned n = g_fail_count;
+    unsigned shown = n < CH_MAX_REMOTE ? n : CH_MAX_REMOTE;
+    for (unsigned i = 0; i < shown; i++)
+        CU_assertImplementation(CU_FALSE, g_fails[i].line, g_fails[i].msg,
+                                g_fails[i].file, "", CU_FALSE);
+    if (n > shown) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%u more failures from other threads",
+                 n - shown);
+        CU_assertImplementation(CU_FALSE, 0, buf, __FILE__, "", CU_FALSE);
+    }
+    g_fail_count = 0;
+    pthread_mutex_unlock(&g_fail_lock);
+
+    if (coexec_initialized()) {
+        bool clean = CU_get_number_of_failures() == g_failures_at_start;
+        fprintf(stderr, "    harness: test left the runtime initialized; "
+                        "finalizing\n");
+        int rc = coexec_finalize();
+        if (clean)
+            CU_assertImplementation(CU_FALSE, 0,
+                                    "test returned with the runtime still "
+                                    "initialized",
+                                    __FILE__, "", CU_FALSE);
+        if (rc != COEXEC_OK)
+            fprintf(stderr, "    harness: cleanup finalize returned %s\n",
+                    coexec_err_name(rc));
+    }
+    ch_clear_env();
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static const ch_suite_t *find_suite(const ch_suite_t *suites, const char *name)
+{
+    for (const ch_suite_t *s = suites; s->name; s++)
+        if (strcmp(s->name, name) == 0)
+            return s;
+    return NULL;
+}
+
+int ch_main(int argc, char **argv, const ch_suite_t *suites)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    setvbuf(stderr, NULL, _IONBF, 0);
+
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (const ch_suite_t *s = suites; s->name; s++)
+            printf("%s\n", s->name);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--check-suites") == 0) {
+        int bad = 0, n = 0;
+        for (const ch_suite_t *s = suites; s->name; s++, n++) {
+            int found = 0;
+            for (int i = 2; i < argc; i++)
+                found |= strcmp(argv[i], s->name) == 0;
+            if (!found) {
+                fprintf(stderr, "suite '%s' is not registered with ctest\n",
+                        s->name);
+                bad = 1;
+            }
+        }
+        for (int i = 2; i < argc; i++)
+            if (!find_suite(suites, argv[i])) {
+                fprintf(stderr, "ctest names unknown suite '%s'\n", argv[i]);
+                bad = 1;
+            }
+        printf("%d suites, %s\n", n, bad ? "MISMATCH" : "all registered");
+        return bad;
+    }
+    if (argc > 1 && !find_suite(suites, argv[1])) {
+        fprintf(stderr, "unknown suite '%s'; known:", argv[1]);
+        for (const ch_suite_t *s = suites; s->name; s++)
+            fprintf(stderr, " %s", s->name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+
+    ch_clear_env();
+    printf("COEXEC_TEST_SCALE = %g\n", ch_scale());
+
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    for (const ch_suite_t *s = suites; s->name; s++) {
+        CU_pSuite cs = CU_add_suite_with_setup_and_teardown(
+            s->name, NULL, NULL, ch_setup, ch_teardown);
+        if (!cs) {
+            CU_cleanup_registry();
+            return 2;
+        }
+        for (const ch_test_t *t = s->tests; t->name; t++)
+            if (!CU_add_test(cs, t->name, t->fn)) {
+                CU_cleanup_registry();
+                return 2;
+            }
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_ErrorCode rc = argc > 1 ? CU_basic_run_suite(CU_get_suite(argv[1]))
+                               : CU_basic_run_tests();
+    unsigned bad = CU_get_number_of_suites_failed() +
+                   CU_get_number_of_tests_failed() +
+                   CU_get_number_of_failures();
+    unsigned ran = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    if (ran == 0) {
+        fprintf(stderr, "no test ran\n");
+        return 1;
+    }
+    return (rc != CUE_SUCCESS || bad) ? 1 : 0;
+}
+
+/* ---- runtime helpers --------------------------------------------------- */
+
+void ch_init_ex(int num_xstreams, coexec_sched_kind_t kind, int affinity)
+{
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
+    cfg.num_xstreams = num_xstreams;
+    cfg.sched_kind = kind;
+    cfg.affinity = affinity;
+    int rc = coexec_init(&cfg);
+    if (rc != COEXEC_OK)
+        fprintf(stderr, "    coexec_init: %s\n", coexec_init_error());
+    CH_ASSERT_RC_FATAL(rc, COEXEC_OK);
+}
+
+void ch_init(int num_xstreams)
+{
+    ch_init_ex(num_xstreams, COEXEC_SCHED_BASIC_WAIT, 1);
+}
+
+void ch_finalize(void)
+{
+    CH_ASSERT_OK(coexec_finalize());
+}
+
+int ch_stream_create_ex(ch_stream_t *s, coexec_sched_kind_t kind,
+                        coexec_pool_kind_t pkind, coexec_pool_access_t acc)
+{
+    int rc;
+    memset(s, 0, sizeof *s);
+    s->rank = -1;
+    if ((rc = coexec_pool_create(pkind, acc, &s->pool)) != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "pool_create: %s", coexec_err_name(rc));
+        return rc;
+    }
+    coexec_sched_config_t sc;
+    if ((rc = coexec_sched_config_init(&sc)) != COEXEC_OK)
+        return rc;
+    sc.steal = 0;
+    if ((rc = coexec_sched_create(kind, &s->pool, 1, &sc, &s->sched)) !=
+        COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "sched_create: %s", coexec_err_name(rc));
+        return rc;
+    }
+    coexec_xstream_attr_t a;
+    if ((rc = coexec_xstream_attr_init(&a)) != COEXEC_OK)
+        return rc;
+    a.sched = s->sched;
+    if ((rc = coexec_xstream_create(&a, &s->xs)) != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "xstream_create: %s",
+                   coexec_err_name(rc));
+        return rc;
+    }
+    if ((rc = coexec_xstream_get_rank(s->xs, &s->rank)) != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "xstream_get_rank: %s",
+                   coexec_err_name(rc));
+        return rc;
+    }
+    return COEXEC_OK;
+}
+
+int ch_stream_create(ch_stream_t *s, coexec_sched_kind_t kind)
+{
+    return ch_stream_create_ex(s, kind, COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC);
+}
+
+int ch_stream_free(ch_stream_t *s)
+{
+    int rc, first = COEXEC_OK;
+    if (s->xs.p && (rc = coexec_xstream_free(&s->xs)) != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "xstream_free: %s", coexec_err_name(rc));
+        first = rc;
+    }
+    if (s->sched.p && (rc = coexec_sched_free(&s->sched)) != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "sched_free: %s", coexec_err_name(rc));
+        if (!first)
+            first = rc;
+    }
+    if (s->pool.p && (rc = coexec_pool_free(&s->pool)) != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "pool_free: %s", coexec_err_name(rc));
+        if (!first)
+            first = rc;
+    }
+    return first;
+}
+
+typedef struct ch_run {
+    void (*fn)(void *);
+    void *arg;
+    atomic_int done;
+} ch_run_t;
+
+static void ch_run_ult_body(void *arg)
+{
+    ch_run_t *r = arg;
+    r->fn(r->arg);
+    atomic_store(&r->done, 1);
+}
+
+static coexec_poll_status_t ch_run_tasklet_body(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    ch_run_ult_body(arg);
+    return COEXEC_READY;
+}
+
+int ch_run_ult_in(coexec_pool_t pool, void (*fn)(void *), void *arg)
+{
+    ch_run_t r = {fn, arg, 0};
+    coexec_thread_t t;
+    int rc = coexec_thread_create(pool, ch_run_ult_body, &r, NULL, &t);
+    if (rc != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "thread_create: %s", coexec_err_name(rc));
+        return rc;
+    }
+    if (!CH_WAIT(atomic_load(&r.done)))
+        return COEXEC_ETIMEDOUT;
+    rc = coexec_thread_free(&t);
+    if (rc != COEXEC_OK)
+        ch_fail_at(__FILE__, __LINE__, "thread_free: %s", coexec_err_name(rc));
+    return rc;
+}
+
+int ch_run_tasklet_in(coexec_pool_t pool, void (*fn)(void *), void *arg)
+{
+    ch_run_t r = {fn, arg, 0};
+    coexec_tasklet_t k;
+    int rc = coexec_tasklet_create(pool, ch_run_tasklet_body, &r, &k);
+    if (rc != COEXEC_OK) {
+        ch_fail_at(__FILE__, __LINE__, "tasklet_create: %s",
+                   coexec_err_name(rc));
+        return rc;
+    }
+    if (!CH_WAIT(atomic_load(&r.done)))
+        return COEXEC_ETIMEDOUT;
+    rc = coexec_tasklet_free(&k);
+    if (rc != COEXEC_OK)
+        ch_fail_at(__FILE__, __LINE__, "tasklet_free: %s", coexec_err_name(rc));
+    return rc;
+}
+
+/* ---- waiting ----------------------------------------------------------- */
+
+double ch_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ch_relax(void)
+{
+    static _Thread_local unsigned n;
+    if (coexec_initialized() && coexec_self_caller() == COEXEC_CALLER_ULT) {
+        int rc = coexec_yield();
+        (void)rc;
+        if ((++n & 1023) == 0) {
+            /* Let the OS threads of other streams have the core too. */
+            sched_yield();
+        }
+        return;
+    }
+    if ((++n & 63) == 0) {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    } else {
+        sched_yield();
+    }
+}
+
+/* ---- helper pthreads --------------------------------------------------- */
+
+void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    int rc = pthread_create(&t->tid, NULL, fn, arg);
+    t->started = rc == 0;
+    if (rc != 0)
+        ch_fail_at(__FILE__, __LINE__, "pthread_create: %s", strerror(rc));
+}
+
+void ch_pthread_join(ch_pthread_t *t)
+{
+    if (t->started)
+        pthread_join(t->tid, NULL);
+    t->started = 0;
+}
+
+void ch_barrier_init(ch_barrier_t *b, unsigned n)
+{
+    atomic_init(&b->count, 0);
+    atomic_init(&b->phase, 0);
+    b->n = n;
+}
+
+void ch_barrier_wait(ch_barrier_t *b)
+{
+    unsigned phase = atomic_load(&b->phase);
+    if (atomic_fetch_add(&b->count, 1) + 1 == b->n) {
+        atomic_store(&b->count, 0);
+        atomic_fetch_add(&b->phase, 1);
+        return;
+    }
+    while (atomic_load(&b->phase) == phase)
+        ch_relax();
+}

@@ -1,0 +1,199 @@
+/*
+ * tests/harness/harness.h: the shared CUnit driver and helpers of the
+ * libcoexec test binaries.
+ *
+ * Every binary defines a NULL-terminated table of suites and calls
+ * ch_main(). argv[1] selects one suite (ctest runs one suite per entry);
+ * without an argument every suite runs. "--list" prints the suite names and
+ * "--check-suites a b c" verifies that the binary's suites are exactly the
+ * ones named (so the CMake list cannot drift from the sources). The exit
+ * status is non-zero when any assertion failed.
+ *
+ * CUnit is not thread-safe and its FATAL asserts longjmp: inside ULTs,
+ * tasklets and helper pthreads use CH_CHECK / CH_CHECK_RC, which record
+ * failures under a lock; they are reported against the running test when
+ * it ends. CU_ASSERT* belong to the test function itself (the main ULT).
+ */
+#ifndef COEXEC_TEST_HARNESS_H
+#define COEXEC_TEST_HARNESS_H
+
+#include <CUnit/CUnit.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <coexec.h>
+
+typedef struct ch_test {
+    const char *name;
+    void (*fn)(void);
+} ch_test_t;
+
+typedef struct ch_suite {
+    const char *name;
+    const ch_test_t *tests; /* terminated by {NULL, NULL} */
+} ch_suite_t;
+
+/* The CUnit main: registers suites (NULL-terminated by name == NULL). */
+int ch_main(int argc, char **argv, const ch_suite_t *suites);
+
+/* ---- scale ------------------------------------------------------------- */
+
+/* COEXEC_TEST_SCALE (float, default 1.0, clamped to [0.001, 1000]). */
+double ch_scale(void);
+/* base * scale, never below min. */
+long ch_iters(long base, long min);
+
+/* ---- failures from any thread ------------------------------------------ */
+
+void ch_fail_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Number of failures recorded by CH_CHECK* since the current test began. */
+unsigned ch_remote_failures(void);
+
+#define CH_CHECK(cond)                                                         \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            ch_fail_at(__FILE__, __LINE__, "CH_CHECK(%s)", #cond);             \
+    } while (0)
+
+#define CH_CHECK_RC(expr, want)                                                \
+    do {                                                                       \
+        int ch_rc_ = (expr);                                                   \
+        int ch_want_ = (want);                                                 \
+        if (ch_rc_ != ch_want_)                                                \
+            ch_fail_at(__FILE__, __LINE__, "%s returned %s (%d), expected %s", \
+                       #expr, coexec_err_name(ch_rc_), ch_rc_,                 \
+                       coexec_err_name(ch_want_));                             \
+    } while (0)
+
+#define CH_CHECK_EQ(a, b)                                                      \
+    do {                                                                       \
+        long long ch_a_ = (long long)(a), ch_b_ = (long long)(b);              \
+        if (ch_a_ != ch_b_)                                                    \
+            ch_fail_at(__FILE__, __LINE__, "%s == %lld, expected %s == %lld",  \
+                       #a, ch_a_, #b, ch_b_);                                  \
+    } while (0)
+
+/* CUnit asserts with the error names in the message (test function only). */
+void ch_assert_rc_impl(int got, int want, const char *expr, const char *file,
+                       int line, bool fatal);
+void ch_assert_eq_impl(long long got, long long want, const char *a,
+                       const char *b, const char *file, int line, bool fatal);
+#define CH_ASSERT_RC(expr, want)                                               \
+    ch_assert_rc_impl((expr), (want), #expr, __FILE__, __LINE__, false)
+#define CH_ASSERT_RC_FATAL(expr, want)                                         \
+    ch_assert_rc_impl((expr), (want), #expr, __FILE__, __LINE__, true)
+#define CH_ASSERT_OK(expr) CH_ASSERT_RC((expr), COEXEC_OK)
+#define CH_ASSERT_OK_FATAL(expr) CH_ASSERT_RC_FATAL((expr), COEXEC_OK)
+#define CH_ASSERT_EQ(a, b)                                                     \
+    ch_assert_eq_impl((long long)(a), (long long)(b), #a, #b, __FILE__,        \
+                      __LINE__, false)
+#define CH_ASSERT_EQ_FATAL(a, b)                                               \
+    ch_assert_eq_impl((long long)(a), (long long)(b), #a, #b, __FILE__,        \
+                      __LINE__, true)
+
+/* ---- runtime helpers --------------------------------------------------- */
+
+/* coexec_init with num_xstreams streams (fatal assert on failure). */
+void ch_init(int num_xstreams);
+/* The same with more control: sched kind and affinity. */
+void ch_init_ex(int num_xstreams, coexec_sched_kind_t kind, int affinity);
+/* coexec_finalize, asserting COEXEC_OK. */
+void ch_finalize(void);
+
+/*
+ * A secondary stream whose main scheduler serves one pool of its own and
+ * never steals, so units queued there run on that stream only (unless a
+ * joiner runs them in place).
+ */
+typedef struct ch_stream {
+    coexec_xstream_t xs;
+    coexec_sched_t sched;
+    coexec_pool_t pool;
+    int rank;
+} ch_stream_t;
+
+/* Creates a pinned-work stream (pool kind FIFO, MPMC). 0 on success. */
+int ch_stream_create(ch_stream_t *s, coexec_sched_kind_t kind);
+/* Same with an explicit pool kind/access. */
+int ch_stream_create_ex(ch_stream_t *s, coexec_sched_kind_t kind,
+                        coexec_pool_kind_t pkind, coexec_pool_access_t acc);
+/* Frees the stream, then its scheduler and pool. 0 on success. */
+int ch_stream_free(ch_stream_t *s);
+
+/*
+ * Runs fn(arg) as a ULT (or a tasklet running fn once) queued into pool and
+ * waits for it to finish without joining early (a join of a unit that has
+ * not started would run it in place, on the caller's stream), then frees
+ * it. Returns the first error.
+ */
+int ch_run_ult_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
+int ch_run_tasklet_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
+
+/* Handles equal (same record, same generation). */
+#define CH_SAME(a, b) ((a).p == (b).p && (a).gen == (b).gen)
+#define CH_IS_NULL(h) ((h).p == NULL && (h).gen == 0)
+
+/* ---- waiting without hanging ------------------------------------------- */
+
+/*
+ * Lets others run once: coexec_yield from a ULT, sched_yield otherwise
+ * (a tasklet or a helper pthread).
+ */
+void ch_relax(void);
+
+/* Seconds after which a wait gives up (a hang guard, not a verdict). */
+#define CH_WAIT_LIMIT_S 60.0
+
+double ch_now(void);
+
+/*
+ * Waits until cond holds, relaxing between tries. Evaluates to true when it
+ * held; on timeout records a failure and evaluates to false.
+ */
+#define CH_WAIT(cond)                                                          \
+    ({                                                                         \
+        double ch_t0_ = ch_now();                                              \
+        bool ch_ok_ = true;                                                    \
+        while (!(cond)) {                                                      \
+            if (ch_now() - ch_t0_ > CH_WAIT_LIMIT_S) {                         \
+                ch_fail_at(__FILE__, __LINE__, "timed out waiting for %s",     \
+                           #cond);                                             \
+                ch_ok_ = false;                                                \
+                break;                                                         \
+            }                                                                  \
+            ch_relax();                                                        \
+        }                                                                      \
+        ch_ok_;                                                                \
+    })
+
+/* ---- helper pthreads --------------------------------------------------- */
+
+typedef struct ch_pthread {
+    pthread_t tid;
+    int started;
+} ch_pthread_t;
+
+void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg);
+void ch_pthread_join(ch_pthread_t *t);
+
+/* A reusable barrier for helper pthreads (spinning, TSan-friendly). */
+typedef struct ch_barrier {
+    atomic_uint count;
+    atomic_uint phase;
+    unsigned n;
+} ch_barrier_t;
+void ch_barrier_init(ch_barrier_t *b, unsigned n);
+void ch_barrier_wait(ch_barrier_t *b);
+
+/* Does the library check pool access modes (COEXEC_CHECKS builds)? */
+#ifdef COEXEC_TEST_HAVE_CHECKS
+#define CH_HAVE_CHECKS 1
+#else
+#define CH_HAVE_CHECKS 0
+#endif
+
+#endif /* COEXEC_TEST_HARNESS_H */

@@ -1,0 +1,838 @@
+/*
+ * tests/xstream/test_xstream.c: execution streams: creation at run time
+ * (more streams than cores), ranks, states, placement, self queries, error
+ * codes, custom main schedulers and draining on join.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NXS 5 /* secondary streams created at run time (2-core machine) */
+
+static atomic_int g_count;
+
+static void count_ult(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&g_count, 1);
+}
+
+static coexec_poll_status_t count_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    atomic_fetch_add(&g_count, 1);
+    return COEXEC_READY;
+}
+
+/* A ULT that yields a number of times before counting. */
+static void yield_count_ult(void *arg)
+{
+    long n = (long)(intptr_t)arg;
+    for (long i = 0; i < n; i++)
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    atomic_fetch_add(&g_count, 1);
+}
+
+/* ======================================================================= */
+/* lifecycle                                                                */
+/* ======================================================================= */
+
+static void t_attr_defaults(void)
+{
+    coexec_xstream_attr_t a;
+    memset(&a, 0x5a, sizeof a);
+    CH_ASSERT_OK(coexec_xstream_attr_init(&a));
+    CH_ASSERT_EQ(a.size, sizeof a);
+    CH_ASSERT_EQ(a.cpu, -1);
+    CU_ASSERT(CH_IS_NULL(a.sched));
+    CH_ASSERT_RC(coexec_xstream_attr_init(NULL), COEXEC_EINVAL);
+}
+
+static void t_create_join_free(void)
+{
+    ch_init(1);
+    coexec_xstream_t xs[NXS];
+    for (int i = 0; i < NXS; i++)
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs[i]));
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, NXS + 1);
+
+    atomic_store(&g_count, 0);
+    long per = ch_iters(200, 20);
+    for (int i = 0; i < NXS; i++)
+        for (long j = 0; j < per; j++)
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(
+                xs[i], yield_count_ult, (void *)(intptr_t)(j % 5), NULL, NULL));
+    /* Join half of them explicitly, free the rest directly (free joins). */
+    for (int i = 0; i < NXS; i++) {
+        if (i % 2 == 0)
+            CH_ASSERT_OK(coexec_xstream_join(xs[i]));
+        CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
+        CU_ASSERT(CH_IS_NULL(xs[i]));
+    }
+    CH_ASSERT_EQ(atomic_load(&g_count), NXS * per);
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 1);
+    ch_finalize();
+}
+
+static void t_create_more_at_init(void)
+{
+    /* Streams started by init (more than cores) can all run work. */
+    ch_init(NXS + 1);
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, NXS + 1);
+    atomic_store(&g_count, 0);
+    coexec_tasklet_t k[NXS + 1];
+    coexec_thread_t t[NXS + 1];
+    for (int r = 0; r <= NXS; r++) {
+        coexec_xstream_t xs;
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(r, &xs));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, count_ult, NULL, NULL, &t[r]));
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, count_tasklet, NULL, &k[r]));
+    }
+    for (int r = 0; r <= NXS; r++) {
+        CH_ASSERT_OK(coexec_thread_free(&t[r]));
+        CH_ASSERT_OK(coexec_tasklet_free(&k[r]));
+    }
+    CH_ASSERT_EQ(atomic_load(&g_count), 2 * (NXS + 1));
+    /* Secondary streams started by init can be freed by the user. */
+    coexec_xstream_t last;
+    CH_ASSERT_OK(coexec_xstream_by_rank(NXS, &last));
+    CH_ASSERT_OK(coexec_xstream_free(&last));
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, NXS);
+    ch_finalize();
+}
+
+typedef struct {
+    atomic_int rc;
+    coexec_xstream_t xs;
+} create_probe_t;
+
+static void create_from_ult(void *arg)
+{
+    create_probe_t *p = arg;
+    atomic_store(&p->rc, coexec_xstream_create(NULL, &p->xs));
+}
+
+static void *create_from_pthread(void *arg)
+{
+    create_from_ult(arg);
+    return NULL;
+}
+
+static void t_create_from_anywhere(void)
+{
+    ch_init(2);
+    coexec_xstream_t x1;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
+    coexec_pool_t p1;
+    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(x1, &p1));
+
+    create_probe_t a = {1, {0}}, b = {1, {0}};
+    CH_ASSERT_OK(ch_run_ult_in(p1, create_from_ult, &a));
+    CH_ASSERT_RC(atomic_load(&a.rc), COEXEC_OK);
+    ch_pthread_t th;
+    ch_pthread_start(&th, create_from_pthread, &b);
+    ch_pthread_join(&th);
+    CH_ASSERT_RC(atomic_load(&b.rc), COEXEC_OK);
+
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 4);
+    atomic_store(&g_count, 0);
+    if (atomic_load(&a.rc) == COEXEC_OK && atomic_load(&b.rc) == COEXEC_OK) {
+        CH_ASSERT_OK(coexec_thread_create_on(a.xs, count_ult, NULL, NULL, NULL));
+        CH_ASSERT_OK(coexec_thread_create_on(b.xs, count_ult, NULL, NULL, NULL));
+        CH_ASSERT_OK(coexec_xstream_free(&a.xs));
+        CH_ASSERT_OK(coexec_xstream_free(&b.xs));
+        CH_ASSERT_EQ(atomic_load(&g_count), 2);
+    }
+    ch_finalize();
+}
+
+static void t_finalize_frees_user_streams(void)
+{
+    /* Streams the user did not free are stopped by finalize, after their
+     * queued units have run. */
+    ch_init(1);
+    coexec_xstream_t xs[3];
+    atomic_store(&g_count, 0);
+    for (int i = 0; i < 3; i++) {
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs[i]));
+        for (int j = 0; j < 10; j++)
+            CH_ASSERT_OK(coexec_thread_create_on(xs[i], yield_count_ult,
+                                                 (void *)(intptr_t)3, NULL, NULL));
+    }
+    ch_finalize();
+    CH_ASSERT_EQ(atomic_load(&g_count), 30);
+}
+
+/* ======================================================================= */
+/* ranks                                                                    */
+/* ======================================================================= */
+
+static void t_ranks(void)
+{
+    ch_init(1);
+    coexec_xstream_t x0, got;
+    int r = -1;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x0));
+    CH_ASSERT_OK(coexec_xstream_get_rank(x0, &r));
+    CH_ASSERT_EQ(r, 0);
+
+    coexec_xstream_t xs[NXS];
+    for (int i = 0; i < NXS; i++) {
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs[i]));
+        CH_ASSERT_OK(coexec_xstream_get_rank(xs[i], &r));
+        CH_ASSERT_EQ(r, i + 1);
+        CH_ASSERT_OK(coexec_xstream_by_rank(i + 1, &got));
+        CU_ASSERT(CH_SAME(got, xs[i]));
+    }
+    CH_ASSERT_RC(coexec_xstream_by_rank(NXS + 1, &got), COEXEC_ENOENT);
+    CH_ASSERT_RC(coexec_xstream_by_rank(-1, &got), COEXEC_ENOENT);
+    CH_ASSERT_RC(coexec_xstream_by_rank(1 << 20, &got), COEXEC_ENOENT);
+
+    /* Free rank 2: it disappears, the others keep theirs. */
+    CH_ASSERT_OK(coexec_xstream_free(&xs[1]));
+    CH_ASSERT_RC(coexec_xstream_by_rank(2, &got), COEXEC_ENOENT);
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, NXS);
+    CH_ASSERT_OK(coexec_xstream_get_rank(xs[2], &r));
+    CH_ASSERT_EQ(r, 3);
+    /* The freed rank is reused by the next stream. */
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs[1]));
+    CH_ASSERT_OK(coexec_xstream_get_rank(xs[1], &r));
+    CH_ASSERT_EQ(r, 2);
+    CH_ASSERT_OK(coexec_xstream_by_rank(2, &got));
+    CU_ASSERT(CH_SAME(got, xs[1]));
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, NXS + 1);
+    for (int i = NXS - 1; i >= 0; i--)
+        CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 1);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* state                                                                    */
+/* ======================================================================= */
+
+static atomic_int g_state_seen;
+
+static void state_self_ult(void *arg)
+{
+    coexec_xstream_t xs;
+    coexec_xstream_state_t st = 99;
+    CH_CHECK_RC(coexec_xstream_self(&xs), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_get_state(xs, &st), COEXEC_OK);
+    atomic_store(&g_state_seen, (int)st);
+}
+
+static void t_states(void)
+{
+    ch_init(1);
+    coexec_xstream_t x0;
+    coexec_xstream_state_t st = 99;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x0));
+    CH_ASSERT_OK(coexec_xstream_get_state(x0, &st));
+    CH_ASSERT_EQ(st, COEXEC_XSTREAM_RUNNING);
+
+    coexec_xstream_t xs;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs));
+    CH_ASSERT_OK(coexec_xstream_get_state(xs, &st));
+    CU_ASSERT(st == COEXEC_XSTREAM_CREATED || st == COEXEC_XSTREAM_READY ||
+              st == COEXEC_XSTREAM_RUNNING);
+    /* Once it runs a unit it is RUNNING (seen from inside). */
+    coexec_pool_t p;
+    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(xs, &p));
+    atomic_store(&g_state_seen, -1);
+    CH_ASSERT_OK(ch_run_ult_in(p, state_self_ult, NULL));
+    CH_ASSERT_EQ(atomic_load(&g_state_seen), COEXEC_XSTREAM_RUNNING);
+    /* States only move forward. */
+    CH_ASSERT_OK(coexec_xstream_get_state(xs, &st));
+    CU_ASSERT(st == COEXEC_XSTREAM_READY || st == COEXEC_XSTREAM_RUNNING);
+
+    CH_ASSERT_OK(coexec_xstream_join(xs));
+    CH_ASSERT_OK(coexec_xstream_get_state(xs, &st));
+    CH_ASSERT_EQ(st, COEXEC_XSTREAM_TERMINATED);
+    /* join again: already terminated */
+    CH_ASSERT_OK(coexec_xstream_join(xs));
+    coexec_xstream_t old = xs;
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    CH_ASSERT_RC(coexec_xstream_get_state(old, &st), COEXEC_EHANDLE);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* cpu                                                                      */
+/* ======================================================================= */
+
+static void cpu_probe_ult(void *arg)
+{
+    atomic_int *out = arg;
+    /* Pinned: every sample is the same CPU. */
+    int c = sched_getcpu();
+    for (int i = 0; i < 100; i++) {
+        int d = sched_getcpu();
+        if (d != c)
+            c = -2;
+    }
+    atomic_store(out, c);
+}
+
+static int affinity_cpus(int *cpus, int max)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    return n;
+}
+
+static void t_cpu_pinned(void)
+{
+    int cpus[CPU_SETSIZE];
+    int ncpu = affinity_cpus(cpus, CPU_SETSIZE);
+    CU_ASSERT_FATAL(ncpu > 0);
+    const int nstreams = 2 * ncpu + 1; /* wraps around */
+    ch_init_ex(nstreams, COEXEC_SCHED_BASIC_WAIT, 1);
+    int got[64];
+    CU_ASSERT_FATAL(nstreams <= 64);
+    for (int r = 0; r < nstreams; r++) {
+        coexec_xstream_t xs;
+        got[r] = -100;
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(r, &xs));
+        CH_ASSERT_OK(coexec_xstream_get_cpu(xs, &got[r]));
+        int in_set = 0;
+        for (int i = 0; i < ncpu; i++)
+            in_set |= cpus[i] == got[r];
+        CU_ASSERT(in_set);
+    }
+    /* The first ncpu streams are on distinct CPUs, later ones wrap. */
+    for (int r = 0; r < ncpu; r++)
+        for (int q = r + 1; q < ncpu; q++)
+            CU_ASSERT(got[r] != got[q]);
+    for (int r = ncpu; r < nstreams; r++)
+        CH_ASSERT_EQ(got[r], got[r % ncpu]);
+    /* Code running on a stream really is on its CPU. Use streams whose
+     * main pool nobody else steals from: a custom stream pinned by attr. */
+    ch_finalize();
+
+    ch_init_ex(1, COEXEC_SCHED_BASIC_WAIT, 1);
+    for (int i = 0; i < ncpu; i++) {
+        coexec_pool_t pool;
+        coexec_sched_t sched;
+        coexec_sched_config_t sc;
+        CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pool));
+        CH_ASSERT_OK(coexec_sched_config_init(&sc));
+        sc.steal = 0;
+        CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &pool, 1, &sc, &sched));
+        coexec_xstream_attr_t a;
+        CH_ASSERT_OK(coexec_xstream_attr_init(&a));
+        a.cpu = cpus[i];
+        a.sched = sched;
+        coexec_xstream_t xs;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
+        int c = -100;
+        CH_ASSERT_OK(coexec_xstream_get_cpu(xs, &c));
+        CH_ASSERT_EQ(c, cpus[i]);
+        atomic_int seen;
+        atomic_init(&seen, -100);
+        CH_ASSERT_OK(ch_run_ult_in(pool, cpu_probe_ult, &seen));
+        CH_ASSERT_EQ(atomic_load(&seen), cpus[i]);
+        CH_ASSERT_OK(coexec_xstream_free(&xs));
+        CH_ASSERT_OK(coexec_sched_free(&sched));
+        CH_ASSERT_OK(coexec_pool_free(&pool));
+    }
+    ch_finalize();
+}
+
+static void t_cpu_unpinned(void)
+{
+    ch_init_ex(3, COEXEC_SCHED_BASIC_WAIT, 0);
+    for (int r = 0; r < 3; r++) {
+        coexec_xstream_t xs;
+        int c = 123;
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(r, &xs));
+        CH_ASSERT_OK(coexec_xstream_get_cpu(xs, &c));
+        CH_ASSERT_EQ(c, -1);
+    }
+    coexec_xstream_t xs;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs));
+    int c = 123;
+    CH_ASSERT_OK(coexec_xstream_get_cpu(xs, &c));
+    CH_ASSERT_EQ(c, -1);
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    ch_finalize();
+}
+
+static void t_cpu_bad(void)
+{
+    ch_init(1);
+    coexec_xstream_attr_t a;
+    coexec_xstream_t xs = {0};
+    CH_ASSERT_OK(coexec_xstream_attr_init(&a));
+    a.cpu = 1 << 20;
+    CH_ASSERT_RC(coexec_xstream_create(&a, &xs), COEXEC_EINVAL);
+    a.cpu = -5;
+    CH_ASSERT_RC(coexec_xstream_create(&a, &xs), COEXEC_EINVAL);
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 1);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* self                                                                     */
+/* ======================================================================= */
+
+typedef struct {
+    atomic_int rank;
+    coexec_xstream_t xs; /* written before done */
+    atomic_int done;
+} self_probe_t;
+
+static void self_probe(void *arg)
+{
+    self_probe_t *p = arg;
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_self(&p->xs), COEXEC_OK);
+    atomic_store(&p->rank, r);
+}
+
+static void t_self_rank_on_streams(void)
+{
+    ch_init(1);
+    int r = -1;
+    CH_ASSERT_OK(coexec_xstream_self_rank(&r));
+    CH_ASSERT_EQ(r, 0);
+    coexec_xstream_t me, x0;
+    CH_ASSERT_OK(coexec_xstream_self(&me));
+    CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
+    CU_ASSERT(CH_SAME(me, x0));
+
+    ch_stream_t s[4];
+    for (int i = 0; i < 4; i++) {
+        CH_ASSERT_OK_FATAL(ch_stream_create(&s[i], i % 2 ? COEXEC_SCHED_BASIC
+                                                          : COEXEC_SCHED_BASIC_WAIT));
+        CH_ASSERT_EQ(s[i].rank, i + 1);
+    }
+    long rounds = ch_iters(20, 3);
+    for (long k = 0; k < rounds; k++)
+        for (int i = 0; i < 4; i++) {
+            self_probe_t p;
+            atomic_init(&p.rank, -1);
+            memset(&p.xs, 0, sizeof p.xs);
+            if (k % 2)
+                CH_ASSERT_OK(ch_run_ult_in(s[i].pool, self_probe, &p));
+            else
+                CH_ASSERT_OK(ch_run_tasklet_in(s[i].pool, self_probe, &p));
+            CH_ASSERT_EQ(atomic_load(&p.rank), s[i].rank);
+            CU_ASSERT(CH_SAME(p.xs, s[i].xs));
+        }
+    for (int i = 0; i < 4; i++)
+        CH_ASSERT_OK(ch_stream_free(&s[i]));
+    ch_finalize();
+}
+
+static void *self_from_pthread(void *arg)
+{
+    coexec_xstream_t xs;
+    int r;
+    CH_CHECK_RC(coexec_xstream_self(&xs), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_ECONTEXT);
+    return NULL;
+}
+
+static void t_self_external(void)
+{
+    ch_init(2);
+    ch_pthread_t th;
+    ch_pthread_start(&th, self_from_pthread, NULL);
+    ch_pthread_join(&th);
+    CH_ASSERT_RC(coexec_xstream_self(NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_self_rank(NULL), COEXEC_EINVAL);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* errors                                                                   */
+/* ======================================================================= */
+
+static void join_self_ult(void *arg)
+{
+    coexec_xstream_t xs;
+    CH_CHECK_RC(coexec_xstream_self(&xs), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_join(xs), COEXEC_EDEADLK);
+    coexec_xstream_t copy = xs;
+    CH_CHECK_RC(coexec_xstream_free(&copy), COEXEC_EDEADLK);
+    /* The primary cannot be joined by anyone. */
+    coexec_xstream_t x0;
+    CH_CHECK_RC(coexec_xstream_by_rank(0, &x0), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_join(x0), COEXEC_EPERM);
+    CH_CHECK_RC(coexec_xstream_free(&x0), COEXEC_EPERM);
+}
+
+static void join_from_tasklet_fn(void *arg)
+{
+    coexec_xstream_t *other = arg;
+    CH_CHECK_RC(coexec_xstream_join(*other), COEXEC_ECONTEXT);
+    coexec_xstream_t copy = *other;
+    CH_CHECK_RC(coexec_xstream_free(&copy), COEXEC_ECONTEXT);
+}
+
+static void *join_primary_pthread(void *arg)
+{
+    coexec_xstream_t x0;
+    CH_CHECK_RC(coexec_xstream_by_rank(0, &x0), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_join(x0), COEXEC_EPERM);
+    CH_CHECK_RC(coexec_xstream_free(&x0), COEXEC_EPERM);
+    return NULL;
+}
+
+static void t_join_errors(void)
+{
+    ch_init(1);
+    ch_stream_t s, other;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    CH_ASSERT_OK_FATAL(ch_stream_create(&other, COEXEC_SCHED_BASIC_WAIT));
+    CH_ASSERT_OK(ch_run_ult_in(s.pool, join_self_ult, NULL));
+    CH_ASSERT_OK(ch_run_tasklet_in(s.pool, join_from_tasklet_fn, &other.xs));
+    ch_pthread_t th;
+    ch_pthread_start(&th, join_primary_pthread, NULL);
+    ch_pthread_join(&th);
+    /* From the main ULT on the primary: either reason applies. */
+    coexec_xstream_t x0;
+    CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
+    int rc = coexec_xstream_join(x0);
+    CU_ASSERT(rc == COEXEC_EPERM || rc == COEXEC_EDEADLK);
+    rc = coexec_xstream_free(&x0);
+    CU_ASSERT(rc == COEXEC_EPERM || rc == COEXEC_EDEADLK);
+    /* Nothing was stopped by the refused calls. */
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 3);
+    atomic_store(&g_count, 0);
+    CH_ASSERT_OK(coexec_thread_create_on(s.xs, count_ult, NULL, NULL, NULL));
+    CH_ASSERT_OK(ch_stream_free(&s));
+    CH_ASSERT_OK(ch_stream_free(&other));
+    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    ch_finalize();
+}
+
+static void t_join_from_external(void);
+
+static void t_freed_handle(void)
+{
+    ch_init(1);
+    coexec_xstream_t xs, old;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs));
+    old = xs;
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    CU_ASSERT(CH_IS_NULL(xs));
+
+    int i;
+    coexec_xstream_state_t st;
+    coexec_sched_t so;
+    coexec_pool_t po;
+    coexec_thread_t to;
+    coexec_tasklet_t ko;
+    coexec_xstream_t copy = old;
+    CH_ASSERT_RC(coexec_xstream_join(old), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_free(&copy), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_rank(old, &i), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_state(old, &st), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_cpu(old, &i), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_main_sched(old, &so), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_main_pool(old, &po), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_thread_create_on(old, count_ult, NULL, NULL, &to), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_create_on(old, count_tasklet, NULL, &ko), COEXEC_EHANDLE);
+
+    /* Recycled record: a new stream does not make the old handle valid. */
+    coexec_xstream_t fresh[4];
+    for (int k = 0; k < 4; k++)
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &fresh[k]));
+    CH_ASSERT_RC(coexec_xstream_get_rank(old, &i), COEXEC_EHANDLE);
+    copy = old;
+    CH_ASSERT_RC(coexec_xstream_free(&copy), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_join(old), COEXEC_EHANDLE);
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 5);
+    for (int k = 0; k < 4; k++)
+        CH_ASSERT_OK(coexec_xstream_free(&fresh[k]));
+
+    /* The null handle. */
+    coexec_xstream_t null = {0};
+    CH_ASSERT_RC(coexec_xstream_join(null), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_rank(null, &i), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_state(null, &st), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_cpu(null, &i), COEXEC_EHANDLE);
+    ch_finalize();
+}
+
+static void t_null_args(void)
+{
+    ch_init(1);
+    coexec_xstream_t xs;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &xs));
+    CH_ASSERT_RC(coexec_xstream_create(NULL, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_free(NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_rank(xs, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_by_rank(0, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_num(NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_state(xs, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_cpu(xs, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_main_sched(xs, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_main_pool(xs, NULL), COEXEC_EINVAL);
+    int n = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, 1);
+    ch_finalize();
+}
+
+typedef struct {
+    coexec_xstream_t xs;
+    atomic_int rc;
+} ext_join_t;
+
+static void *ext_join_pthread(void *arg)
+{
+    ext_join_t *j = arg;
+    atomic_store(&j->rc, coexec_xstream_join(j->xs));
+    return NULL;
+}
+
+static void t_join_from_external(void)
+{
+    /* An external thread may join a stream (it sleeps); the stream runs
+     * its queued units first. */
+    ch_init(1);
+    ext_join_t j;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &j.xs));
+    atomic_init(&j.rc, 1);
+    atomic_store(&g_count, 0);
+    for (int i = 0; i < 50; i++)
+        CH_ASSERT_OK(coexec_thread_create_on(j.xs, yield_count_ult,
+                                             (void *)(intptr_t)2, NULL, NULL));
+    ch_pthread_t th;
+    ch_pthread_start(&th, ext_join_pthread, &j);
+    ch_pthread_join(&th);
+    CH_ASSERT_RC(atomic_load(&j.rc), COEXEC_OK);
+    CH_ASSERT_EQ(atomic_load(&g_count), 50);
+    coexec_xstream_state_t st;
+    CH_ASSERT_OK(coexec_xstream_get_state(j.xs, &st));
+    CH_ASSERT_EQ(st, COEXEC_XSTREAM_TERMINATED);
+    CH_ASSERT_OK(coexec_xstream_free(&j.xs));
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* custom main scheduler                                                    */
+/* ======================================================================= */
+
+static void t_sched_attr(void)
+{
+    ch_init(2); /* rank 1 has the default setup and steals */
+    coexec_pool_t pool;
+    coexec_sched_t sched;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pool));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &pool, 1, NULL, &sched));
+    coexec_xstream_attr_t a;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&a));
+    a.sched = sched;
+    coexec_xstream_t xs;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
+
+    coexec_sched_t ms;
+    coexec_pool_t mp;
+    CH_ASSERT_OK(coexec_xstream_get_main_sched(xs, &ms));
+    CU_ASSERT(CH_SAME(ms, sched));
+    CH_ASSERT_OK(coexec_xstream_get_main_pool(xs, &mp));
+    CU_ASSERT(CH_SAME(mp, pool));
+
+    /* The same scheduler cannot drive a second stream. */
+    coexec_xstream_t xs2 = {0};
+    CH_ASSERT_RC(coexec_xstream_create(&a, &xs2), COEXEC_EBUSY);
+
+    /* Units created "on" xs run on xs: its pool is not a default pool, so
+     * nobody steals them. */
+    int r = -1;
+    CH_ASSERT_OK(coexec_xstream_get_rank(xs, &r));
+    for (int i = 0; i < 20; i++) {
+        self_probe_t p;
+        atomic_init(&p.rank, -1);
+        CH_ASSERT_OK(ch_run_ult_in(mp, self_probe, &p));
+        CH_ASSERT_EQ(atomic_load(&p.rank), r);
+    }
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    /* The user's scheduler and pool survive the stream and can be reused. */
+    size_t sz = 99;
+    CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
+    CH_ASSERT_EQ(sz, 0);
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
+    atomic_store(&g_count, 0);
+    CH_ASSERT_OK(coexec_thread_create_on(xs, count_ult, NULL, NULL, NULL));
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_OK(coexec_sched_free(&sched));
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+
+    /* A freed scheduler handle. */
+    CH_ASSERT_RC(coexec_xstream_create(&a, &xs2), COEXEC_EHANDLE);
+    ch_finalize();
+}
+
+static void t_default_setup(void)
+{
+    ch_init(2);
+    for (int r = 0; r < 2; r++) {
+        coexec_xstream_t xs;
+        coexec_pool_t p, p0;
+        coexec_sched_t s;
+        coexec_pool_kind_t kind = 99;
+        coexec_pool_access_t acc = 99;
+        int np = 0;
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(r, &xs));
+        CH_ASSERT_OK(coexec_xstream_get_main_pool(xs, &p));
+        CH_ASSERT_OK(coexec_pool_get_info(p, &kind, &acc));
+        CH_ASSERT_EQ(kind, COEXEC_POOL_LIFO);
+        CH_ASSERT_EQ(acc, COEXEC_ACCESS_MPMC);
+        CH_ASSERT_OK(coexec_xstream_get_main_sched(xs, &s));
+        CH_ASSERT_OK(coexec_sched_get_num_pools(s, &np));
+        CH_ASSERT_EQ(np, 1);
+        CH_ASSERT_OK(coexec_sched_get_pool(s, 0, &p0));
+        CU_ASSERT(CH_SAME(p0, p));
+        /* The runtime's default pool and scheduler are in use. */
+        coexec_pool_t pc = p;
+        CH_ASSERT_RC(coexec_pool_free(&pc), COEXEC_EBUSY);
+        coexec_sched_t sc = s;
+        CH_ASSERT_RC(coexec_sched_free(&sc), COEXEC_EBUSY);
+    }
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* drain                                                                    */
+/* ======================================================================= */
+
+typedef struct {
+    coexec_xstream_t xs;
+    long yields;
+} spawn_arg_t;
+
+static void spawn_children_ult(void *arg)
+{
+    /* Creates children on the stream being drained. */
+    const spawn_arg_t *a = arg;
+    for (int i = 0; i < 5; i++)
+        CH_CHECK_RC(coexec_thread_create_on(a->xs, yield_count_ult,
+                                            (void *)(intptr_t)a->yields, NULL,
+                                            NULL),
+                    COEXEC_OK);
+    atomic_fetch_add(&g_count, 1);
+}
+
+static void t_drain_on_join(void)
+{
+    ch_init(1);
+    long n = ch_iters(500, 50);
+    /* variant 0: a stream nobody steals from, units that yield;
+     * variant 1: the default setup (the primary may steal), units that do
+     * not yield, so a stolen one has finished before the joiner resumes. */
+    for (int variant = 0; variant < 2; variant++) {
+        atomic_store(&g_count, 0);
+        ch_stream_t s;
+        spawn_arg_t sa;
+        if (variant == 0) {
+            CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+            sa.xs = s.xs;
+            sa.yields = 2;
+        } else {
+            CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &sa.xs));
+            sa.yields = 0;
+        }
+        for (long i = 0; i < n; i++) {
+            switch (i % 3) {
+            case 0:
+                CH_ASSERT_OK(coexec_thread_create_on(
+                    sa.xs, yield_count_ult,
+                    (void *)(intptr_t)(sa.yields ? i % 4 : 0), NULL, NULL));
+                break;
+            case 1:
+                CH_ASSERT_OK(coexec_tasklet_create_on(sa.xs, count_tasklet, NULL, NULL));
+                break;
+            default:
+                CH_ASSERT_OK(coexec_thread_create_on(sa.xs, spawn_children_ult,
+                                                     &sa, NULL, NULL));
+                break;
+            }
+        }
+        long spawners = n / 3;
+        CH_ASSERT_OK(coexec_xstream_join(sa.xs));
+        CH_ASSERT_EQ(atomic_load(&g_count), n + 5 * spawners);
+        if (variant == 0) {
+            CH_ASSERT_OK(ch_stream_free(&s));
+        } else {
+            CH_ASSERT_OK(coexec_xstream_free(&sa.xs));
+        }
+    }
+    ch_finalize();
+}
+
+/* ======================================================================= */
+
+static const ch_test_t lifecycle_tests[] = {
+    {"attr_defaults", t_attr_defaults},
+    {"create_join_free_oversubscribed", t_create_join_free},
+    {"streams_from_init", t_create_more_at_init},
+    {"create_from_ult_and_pthread", t_create_from_anywhere},
+    {"finalize_frees_user_streams", t_finalize_frees_user_streams},
+    {"join_from_external_thread", t_join_from_external},
+    {NULL, NULL}};
+static const ch_test_t ranks_tests[] = {{"ranks", t_ranks}, {NULL, NULL}};
+static const ch_test_t state_tests[] = {{"states", t_states}, {NULL, NULL}};
+static const ch_test_t cpu_tests[] = {{"pinned", t_cpu_pinned},
+                                      {"unpinned", t_cpu_unpinned},
+                                      {"bad_cpu", t_cpu_bad},
+                                      {NULL, NULL}};
+static const ch_test_t self_tests[] = {
+    {"rank_on_streams", t_self_rank_on_streams},
+    {"external_and_null", t_self_external},
+    {NULL, NULL}};
+static const ch_test_t errors_tests[] = {
+    {"join_errors", t_join_errors},
+    {"freed_handle", t_freed_handle},
+    {"null_args", t_null_args},
+    {NULL, NULL}};
+static const ch_test_t sched_attr_tests[] = {
+    {"custom_main_sched", t_sched_attr},
+    {"default_setup", t_default_setup},
+    {NULL, NULL}};
+static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain_on_join},
+                                        {NULL, NULL}};
+
+static const ch_suite_t suites[] = {
+    {"lifecycle", lifecycle_tests}, {"ranks", ranks_tests},
+    {"state", state_tests},         {"cpu", cpu_tests},
+    {"self", self_tests},           {"errors", errors_tests},
+    {"sched_attr", sched_attr_tests}, {"drain", drain_tests},
+    {NULL, NULL}};
+
+int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
