@@ -233,10 +233,10 @@ COEXEC_API int coexec_pool_free(coexec_pool_t *pool)
     if (rc)
         return rc;
     struct coexec_pool_rec *p = pool->p;
-    if (!p->user_created)
-        return COEXEC_EPERM; /* a stream's default pool goes with the stream */
     if (atom_load_acq_u64(&p->size) != 0 || atom_load_acq_u32(&p->nscheds) != 0)
         return COEXEC_EBUSY;
+    if (!p->user_created)
+        return COEXEC_EPERM; /* a stream's default pool goes with the stream */
     coexec__pool_release(p);
     pool->p = NULL;
     pool->gen = 0;

@@ -111,7 +111,7 @@ static struct fiber_info sched_fiber(struct coexec_xstream_rec *xs)
 static void ult_entry(void *arg);
 
 /* Gives u a stack and a fresh context. Returns false when out of memory. */
-static bool ult_prepare(struct coexec_xstream_rec *xs,
+static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
                         struct coexec_unit_rec *u)
 {
     size_t usable;
@@ -135,7 +135,7 @@ static bool ult_prepare(struct coexec_xstream_rec *xs,
     return true;
 }
 
-static void ult_release_stack(struct coexec_xstream_rec *xs,
+static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
                               struct coexec_unit_rec *u)
 {
     if (u->flags & UF_USER_STACK) {
@@ -201,7 +201,7 @@ static bool park_commit(struct coexec_unit_rec *u)
 /* ---- finishing ----------------------------------------------------------- */
 
 /* u's function has returned and nothing runs on its stack any more. */
-static void unit_finish(struct coexec_xstream_rec *xs,
+static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
                         struct coexec_unit_rec *u)
 {
     if (u->kind != UNIT_TASKLET)
@@ -296,7 +296,7 @@ void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
 
 /* Leaves the running ULT `self` for `to` (a unit, or the scheduler when
  * NULL) after recording what to do with self. */
-static void leave_to(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
+static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
                      struct coexec_unit_rec *to, int op, int final)
 {
     xs->post_op = op;
@@ -391,6 +391,10 @@ COEXEC_API int coexec_yield(void)
          * switch instead of two. Every event_freq yields go through the
          * scheduler so that it still sees its events and other pools. */
         struct coexec_pool_rec *p = unit_pool(u);
+        /* Only from the scheduler's first pool is "the next unit of my pool"
+         * what the scheduler itself would pick. */
+        if (p != xs->sched->pools[0])
+            goto through_sched;
         struct coexec_unit_rec *n = coexec__pool_pop(p, xs);
         if (!n)
             return COEXEC_OK; /* nothing else to run here */
@@ -401,6 +405,7 @@ COEXEC_API int coexec_yield(void)
         }
         xs->run_next = n; /* a tasklet or a fresh ULT: the scheduler runs it */
     } else {
+    through_sched:
         xs->direct_yields = 0;
     }
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
@@ -480,7 +485,7 @@ static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *x
 }
 
 /* Runs the not-started unit u (just removed from its pool) in place. */
-static void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
+static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
                          struct coexec_unit_rec *u, struct join_waiter *w)
 {
     /* u is in no pool and not running: nobody else can see it, so plain
@@ -506,7 +511,7 @@ static void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_RUNNING);
 }
 
-int coexec__join_unit(struct coexec_unit_rec *u)
+static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -525,10 +530,20 @@ int coexec__join_unit(struct coexec_unit_rec *u)
     struct join_waiter w = {self, ATOM_INIT(0)};
     if (self) {
         struct coexec_pool_rec *p = unit_pool(u);
-        if (p && atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
-            may_run_here(u, xs) && (p->shared || p->owner_xs == xs ||
-                                    !p->owner_xs) &&
-            coexec__pool_remove(p, u)) {
+        bool claimed = false;
+        if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
+            may_run_here(u, xs)) {
+            if (p)
+                claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
+                          coexec__pool_remove(p, u);
+            else if (!u->in_pool) {
+                /* Popped out of its pool by the user: ours to run. It needs
+                 * a home pool in case it yields or parks: the joiner's. */
+                atom_store_rlx_ptr(&u->pool, xs->sched->pools[0]);
+                claimed = true;
+            }
+        }
+        if (claimed) {
             run_in_place(xs, self, u, &w);
             xs = coexec__xs_self();
             while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
@@ -552,7 +567,7 @@ int coexec__join_unit(struct coexec_unit_rec *u)
 /* ---- public ULT and tasklet calls ------------------------------------- */
 
 /* Resolves the pool a unit is created into, checking the access mode. */
-static int create_unit(struct coexec_pool_rec *p, int kind, void *fn,
+static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind, void *fn,
                        void *arg, const coexec_thread_attr_t *attr,
                        bool detached, struct coexec_unit_rec **out)
 {
@@ -716,7 +731,7 @@ static int check_unit(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
     return COEXEC_OK;
 }
 
-static int join_common(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
+static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -726,7 +741,7 @@ static int join_common(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
         struct coexec_xstream_rec *xs = xs_self_entry();
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return coexec__join_unit(p);
+    return join_unit(p);
 }
 
 static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
@@ -851,4 +866,9 @@ COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k)
 {
     coexec_unit_t u = {k.p, k.gen};
     return u;
+}
+
+int coexec__join_unit(struct coexec_unit_rec *u)
+{
+    return join_unit(u);
 }
