@@ -200,18 +200,20 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
     return u;
 }
 
-/* Removes u from p if it is still queued there (join in place). */
+/* Removes u from p if it is still queued there and has never run (join in
+ * place). UF_STARTED is read under the lock that the runner's later push
+ * released, so the read is ordered after the runner set it. */
 static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
                                               struct coexec_unit_rec *u)
 {
     if (!p->shared) {
-        if (!u->in_pool || unit_pool(u) != p)
+        if (!u->in_pool || unit_pool(u) != p || (u->flags & UF_STARTED))
             return false;
         list_unlink(p, u);
         return true;
     }
     pool_lock(p);
-    bool ok = u->in_pool && unit_pool(u) == p;
+    bool ok = u->in_pool && unit_pool(u) == p && !(u->flags & UF_STARTED);
     if (ok)
         list_unlink(p, u);
     pool_unlock(p);

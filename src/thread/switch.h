@@ -50,6 +50,22 @@ static ALWAYS_INLINE void san_enter(void **fake, int final,
 static ALWAYS_INLINE void san_resumed(void *fake) { (void)fake; }
 #endif
 
+/* A recycled stack may still carry the poisoned redzones of the frames that
+ * last lived on it: clear them before a fresh context is built there. */
+#ifdef COEXEC_ASAN
+#include <sanitizer/asan_interface.h>
+static ALWAYS_INLINE void san_stack_reuse(void *lo, size_t size)
+{
+    __asan_unpoison_memory_region(lo, size);
+}
+#else
+static ALWAYS_INLINE void san_stack_reuse(void *lo, size_t size)
+{
+    (void)lo;
+    (void)size;
+}
+#endif
+
 #ifdef COEXEC_TSAN
 static ALWAYS_INLINE void tsan_to(const struct fiber_info *to)
 {

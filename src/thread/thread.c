@@ -130,6 +130,8 @@ static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
         usable = coexec__g.stack_size - STACK_NODE_SIZE;
         u->stack_size = (uint32_t)usable;
     }
+    u->flags |= UF_STARTED;
+    san_stack_reuse(u->stack, usable);
     u->tsan_fiber = tsan_fiber_new();
     u->sp = coexec__ctx_make(u->stack, usable, ult_entry, u);
     return true;
@@ -258,6 +260,7 @@ static void run_tasklet(struct coexec_xstream_rec *xs,
                         struct coexec_unit_rec *u)
 {
     struct coexec_poll cx = {u};
+    u->flags |= UF_STARTED;
     coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
     if (r == COEXEC_READY) {
         unit_finish(xs, u);
@@ -536,7 +539,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
             if (p)
                 claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
                           coexec__pool_remove(p, u);
-            else if (!u->in_pool) {
+            else if (!u->in_pool && !(u->flags & UF_STARTED)) {
                 /* Popped out of its pool by the user: ours to run. It needs
                  * a home pool in case it yields or parks: the joiner's. */
                 atom_store_rlx_ptr(&u->pool, xs->sched->pools[0]);

@@ -36,7 +36,9 @@ enum unit_flag {
     UF_USER_STACK = 1u << 1, /* stack given by the user: never freed by us */
     UF_BIG_STACK = 1u << 2,  /* stack not of the cached size: mapped alone */
     UF_INPLACE = 1u << 3,    /* run in place by the joiner in `joiner` */
-    UF_NOSTEAL = 1u << 4     /* bound to bound_xs: never stolen or migrated */
+    UF_NOSTEAL = 1u << 4,    /* bound to bound_xs: never stolen or migrated */
+    UF_STARTED = 1u << 5     /* has run at least once (set by its runner
+                                before it can be queued again) */
 };
 
 /* The park/notify word. */
