@@ -43,7 +43,9 @@ int ch_main(int argc, char **argv, const ch_suite_t *suites);
 
 /* COEXEC_TEST_SCALE (float, default 1.0, clamped to [0.001, 1000]). */
 double ch_scale(void);
-/* base * scale, never below min. */
+/* The factor loops use: ch_scale(), divided by 10 under TSan. */
+double ch_effective_scale(void);
+/* base * ch_effective_scale(), never below min. */
 long ch_iters(long base, long min);
 
 /* ---- failures from any thread ------------------------------------------ */

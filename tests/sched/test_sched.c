@@ -17,14 +17,17 @@
 /* priority                                                                 */
 /* ======================================================================= */
 
-static int g_log[256];
-static atomic_int g_log_n;
+/* g_log_n counts reserved slots; g_log_done counts slots written. Readers
+ * that do not join the writer wait for g_log_done. */
+static atomic_int g_log[256];
+static atomic_int g_log_n, g_log_done;
 
 static void log_id(int id)
 {
     int i = atomic_fetch_add(&g_log_n, 1);
     if (i < 256)
-        g_log[i] = id;
+        atomic_store(&g_log[i], id);
+    atomic_fetch_add(&g_log_done, 1);
 }
 
 static void log_ult(void *arg) { log_id((int)(intptr_t)arg); }
@@ -58,6 +61,7 @@ static void run_priority(coexec_sched_kind_t kind, coexec_pool_kind_t pkind)
         CH_ASSERT_OK_FATAL(coexec_pool_create(pkind, COEXEC_ACCESS_MPMC, &g_pools[i]));
     /* Units queued before the stream starts: interleaved over the pools. */
     atomic_store(&g_log_n, 0);
+    atomic_store(&g_log_done, 0);
     enum { N = 30 };
     for (int i = 0; i < N; i++) {
         int p = i % NPOOLS;
@@ -103,6 +107,7 @@ static void run_priority(coexec_sched_kind_t kind, coexec_pool_kind_t pkind)
 
     /* Units queued while it runs: pool 0 is checked before every pick. */
     atomic_store(&g_log_n, 0);
+    atomic_store(&g_log_done, 0);
     CH_ASSERT_OK(coexec_thread_create(g_pools[2], spawner_ult, NULL, NULL, NULL));
     CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
     CH_ASSERT_OK(coexec_xstream_free(&xs));
@@ -397,9 +402,10 @@ static void t_wait_wakeups(void)
     CH_ASSERT_OK(coexec_xstream_by_rank(1, &x1));
     CH_ASSERT_OK(coexec_xstream_get_main_pool(x1, &p1));
     atomic_store(&g_log_n, 0);
+    atomic_store(&g_log_done, 0);
     CH_ASSERT_OK(ch_run_ult_in(p1, pusher_ult, &s.pool));
-    CH_WAIT(atomic_load(&g_log_n) == 1);
-    CH_ASSERT_EQ(g_log[0], 7);
+    CH_WAIT(atomic_load(&g_log_done) == 1);
+    CH_ASSERT_EQ(atomic_load(&g_log[0]), 7);
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
 }
@@ -425,6 +431,7 @@ static void t_sched_free_busy(void)
     CU_ASSERT(CH_SAME(copy, sched));
     /* still works */
     atomic_store(&g_log_n, 0);
+    atomic_store(&g_log_done, 0);
     CH_ASSERT_OK(coexec_tasklet_create(pool, log_tasklet, (void *)(intptr_t)3, NULL));
     CH_ASSERT_OK(coexec_xstream_join(xs));
     CH_ASSERT_EQ(atomic_load(&g_log_n), 1);
@@ -498,6 +505,7 @@ static void t_bad_args(void)
     coexec_xstream_t xs;
     CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
     atomic_store(&g_log_n, 0);
+    atomic_store(&g_log_done, 0);
     CH_ASSERT_OK(coexec_tasklet_create(pools[MAXP - 1], log_tasklet, (void *)(intptr_t)5, NULL));
     CH_ASSERT_OK(coexec_xstream_free(&xs));
     CH_ASSERT_EQ(atomic_load(&g_log_n), 1);
@@ -542,9 +550,10 @@ static void t_config_fields(void)
     coexec_xstream_t xs;
     CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
     atomic_store(&g_log_n, 0);
+    atomic_store(&g_log_done, 0);
     for (int i = 0; i < 50; i++)
         CH_ASSERT_OK(coexec_tasklet_create(pool, log_tasklet, (void *)(intptr_t)i, NULL));
-    CH_WAIT(atomic_load(&g_log_n) == 50);
+    CH_WAIT(atomic_load(&g_log_done) == 50);
     /* Units in the primary's pool while the main ULT sleeps (so the
      * primary cannot take them): the stealing stream runs them. */
     coexec_xstream_t x0;
@@ -552,12 +561,13 @@ static void t_config_fields(void)
     CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
     CH_ASSERT_OK(coexec_xstream_get_main_pool(x0, &p0));
     atomic_store(&g_log_n, 0);
+    atomic_store(&g_log_done, 0);
     for (int i = 0; i < 10; i++)
         CH_ASSERT_OK(coexec_tasklet_create(p0, log_tasklet, (void *)(intptr_t)i, NULL));
     double t0 = ch_now();
-    while (atomic_load(&g_log_n) < 10 && ch_now() - t0 < CH_WAIT_LIMIT_S)
+    while (atomic_load(&g_log_done) < 10 && ch_now() - t0 < CH_WAIT_LIMIT_S)
         sleep_s(0.001);
-    CH_ASSERT_EQ(atomic_load(&g_log_n), 10);
+    CH_ASSERT_EQ(atomic_load(&g_log_done), 10);
     CH_ASSERT_OK(coexec_xstream_free(&xs));
     CH_ASSERT_OK(coexec_sched_free(&sched));
     CH_ASSERT_OK(coexec_pool_free(&pool));

@@ -210,7 +210,7 @@ static uint64_t fib_iter(int n)
 static void t_fib(void)
 {
     /* fib(28) at scale 1 (about 1M ULTs); fewer levels when scaled down */
-    int n = 28 + (int)lround(log(ch_scale()) / log(1.618034));
+    int n = 28 + (int)lround(log(ch_effective_scale()) / log(1.618034));
     if (n < 12)
         n = 12;
     if (n > 32)
