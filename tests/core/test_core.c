@@ -505,6 +505,63 @@ static void t_init_from_other_thread(void)
     ch_finalize();
 }
 
+/* One warning line at finalize for what the user did not free. */
+static void leak_ult(void *arg) { (void)arg; }
+
+static void t_finalize_reports_leaks(void)
+{
+    char buf[8192];
+    for (int quiet = 0; quiet < 2; quiet++) {
+        coexec_config_t cfg;
+        CH_ASSERT_OK(coexec_config_init(&cfg));
+        cfg.quiet = quiet;
+        CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+        coexec_xstream_t x0;
+        coexec_pool_t p0, pool;
+        coexec_sched_t sched;
+        coexec_thread_t t[3];
+        coexec_tasklet_t k;
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x0));
+        CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(x0, &p0));
+        for (int i = 0; i < 3; i++)
+            CH_ASSERT_OK(coexec_thread_create(p0, leak_ult, NULL, NULL, &t[i]));
+        CH_ASSERT_OK(coexec_thread_join(t[0])); /* finished, not freed */
+        CH_ASSERT_OK(coexec_tasklet_create(p0, dummy_tasklet, NULL, &k));
+        CH_ASSERT_OK(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pool));
+        CH_ASSERT_OK(coexec_sched_create(COEXEC_SCHED_BASIC, &pool, 1, NULL, &sched));
+        ch_stderr_begin();
+        int rc = coexec_finalize();
+        ch_stderr_end(buf, sizeof buf);
+        CH_ASSERT_OK(rc);
+        CH_ASSERT_EQ(ch_count_lines(buf, ""), quiet ? 0 : 1);
+    }
+    /* only a pool and a scheduler left over: still one line */
+    {
+        CH_ASSERT_OK_FATAL(coexec_init(NULL));
+        coexec_pool_t pool;
+        coexec_sched_t sched;
+        CH_ASSERT_OK(coexec_pool_create(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPSC, &pool));
+        CH_ASSERT_OK(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &pool, 1, NULL, &sched));
+        ch_stderr_begin();
+        int rc = coexec_finalize();
+        ch_stderr_end(buf, sizeof buf);
+        CH_ASSERT_OK(rc);
+        CH_ASSERT_EQ(ch_count_lines(buf, ""), 1);
+    }
+    /* nothing left over: nothing printed */
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    coexec_xstream_t x0;
+    coexec_thread_t t;
+    CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
+    CH_ASSERT_OK(coexec_thread_create_on(x0, leak_ult, NULL, NULL, &t));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    ch_stderr_begin();
+    int rc = coexec_finalize();
+    ch_stderr_end(buf, sizeof buf);
+    CH_ASSERT_OK(rc);
+    CH_ASSERT_EQ(ch_count_lines(buf, ""), 0);
+}
+
 /* ======================================================================= */
 /* errors                                                                   */
 /* ======================================================================= */
@@ -853,6 +910,59 @@ static void t_env_malformed_with_good_cfg(void)
     ch_finalize();
 }
 
+static int online_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    return CPU_COUNT(&set);
+}
+
+static void t_env_print_and_quiet(void)
+{
+    char buf[8192];
+    /* COEXEC_PRINT_CONFIG=1 prints the configuration at init */
+    setenv("COEXEC_PRINT_CONFIG", "1", 1);
+    ch_stderr_begin();
+    int rc = coexec_init(NULL);
+    ch_stderr_end(buf, sizeof buf);
+    unsetenv("COEXEC_PRINT_CONFIG");
+    CH_ASSERT_OK_FATAL(rc);
+    CU_ASSERT(ch_count_lines(buf, "") >= 1);
+    ch_finalize();
+    /* default: a quiet init */
+    ch_stderr_begin();
+    rc = coexec_init(NULL);
+    ch_stderr_end(buf, sizeof buf);
+    CH_ASSERT_OK_FATAL(rc);
+    CH_ASSERT_EQ(ch_count_lines(buf, ""), 0);
+    ch_finalize();
+    /* more streams than cores: one warning, none with COEXEC_QUIET */
+    char n[16];
+    snprintf(n, sizeof n, "%d", online_cpus() + 2);
+    setenv("COEXEC_NUM_XSTREAMS", n, 1);
+    for (int quiet = 0; quiet < 2; quiet++) {
+        setenv("COEXEC_QUIET", quiet ? "yes" : "no", 1);
+        ch_stderr_begin();
+        rc = coexec_init(NULL);
+        ch_stderr_end(buf, sizeof buf);
+        CH_ASSERT_OK_FATAL(rc);
+        CH_ASSERT_EQ(ch_count_lines(buf, ""), quiet ? 0 : 1);
+        ch_finalize();
+    }
+    unsetenv("COEXEC_QUIET");
+    unsetenv("COEXEC_NUM_XSTREAMS");
+    /* a malformed variable: the message is printed on stderr too */
+    setenv("COEXEC_SCHED", "fastest", 1);
+    ch_stderr_begin();
+    rc = coexec_init(NULL);
+    ch_stderr_end(buf, sizeof buf);
+    unsetenv("COEXEC_SCHED");
+    CH_ASSERT_RC(rc, COEXEC_EENV);
+    CH_ASSERT_EQ(ch_count_lines(buf, "COEXEC_SCHED"), 1);
+}
+
 static void t_print_config(void)
 {
     CH_ASSERT_OK_FATAL(coexec_init(NULL));
@@ -949,6 +1059,7 @@ static const ch_test_t init_tests[] = {
     {"init_finalize_repeated", t_init_finalize_repeated},
     {"finalize_wrong_caller_econtext", t_finalize_wrong_caller},
     {"init_from_other_thread", t_init_from_other_thread},
+    {"finalize_reports_leaks_once", t_finalize_reports_leaks},
     {NULL, NULL}};
 
 static const ch_test_t errors_tests[] = {
@@ -971,6 +1082,7 @@ static const ch_test_t env_tests[] = {
     {"env_overrides_cfg", t_env_overrides_cfg},
     {"malformed_eenv", t_env_malformed},
     {"malformed_with_cfg", t_env_malformed_with_good_cfg},
+    {"print_config_and_quiet", t_env_print_and_quiet},
     {NULL, NULL}};
 
 static const ch_test_t caller_tests[] = {{"kinds", t_caller_kinds},

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -483,4 +484,56 @@ void ch_barrier_wait(ch_barrier_t *b)
     }
     while (atomic_load(&b->phase) == phase)
         ch_relax();
+}
+
+/* ---- stderr capture ---------------------------------------------------- */
+
+static int g_saved_stderr = -1;
+static FILE *g_capture;
+
+void ch_stderr_begin(void)
+{
+    fflush(stderr);
+    g_capture = tmpfile();
+    if (!g_capture)
+        return;
+    g_saved_stderr = dup(2);
+    dup2(fileno(g_capture), 2);
+}
+
+void ch_stderr_end(char *buf, size_t size)
+{
+    buf[0] = 0;
+    if (!g_capture)
+        return;
+    fflush(stderr);
+    dup2(g_saved_stderr, 2);
+    close(g_saved_stderr);
+    g_saved_stderr = -1;
+    rewind(g_capture);
+    size_t n = fread(buf, 1, size - 1, g_capture);
+    buf[n] = 0;
+    fclose(g_capture);
+    g_capture = NULL;
+    /* show it anyway, indented */
+    if (n)
+        fprintf(stderr, "    [captured stderr] %s%s", buf,
+                buf[n - 1] == '\n' ? "" : "\n");
+}
+
+int ch_count_lines(const char *s, const char *needle)
+{
+    int n = 0;
+    while (*s) {
+        const char *e = strchr(s, '\n');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        char line[1024];
+        size_t l = len < sizeof line - 1 ? len : sizeof line - 1;
+        memcpy(line, s, l);
+        line[l] = 0;
+        if (strstr(line, needle))
+            n++;
+        s += len + (e ? 1 : 0);
+    }
+    return n;
 }

@@ -191,6 +191,22 @@ typedef struct ch_barrier {
 void ch_barrier_init(ch_barrier_t *b, unsigned n);
 void ch_barrier_wait(ch_barrier_t *b);
 
+/* ---- stderr capture ---------------------------------------------------- */
+
+/* Sends fd 2 to a temporary file until ch_stderr_end, which restores it and
+ * copies what was written (NUL-terminated, truncated to size - 1). */
+void ch_stderr_begin(void);
+void ch_stderr_end(char *buf, size_t size);
+/* Number of lines in s that contain needle ("" counts every line). */
+int ch_count_lines(const char *s, const char *needle);
+
+/* Built with a sanitizer that intercepts signals? */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CH_SANITIZER 1
+#else
+#define CH_SANITIZER 0
+#endif
+
 /* Does the library check pool access modes (COEXEC_CHECKS builds)? */
 #ifdef COEXEC_TEST_HAVE_CHECKS
 #define CH_HAVE_CHECKS 1

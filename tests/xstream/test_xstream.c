@@ -159,6 +159,38 @@ static void t_create_from_anywhere(void)
     ch_finalize();
 }
 
+static void t_churn(void)
+{
+    /* Streams created and freed over and over while they have work. */
+    ch_init(1);
+    long rounds = ch_iters(30, 5);
+    enum { NS = 8, PER = 20 };
+    for (long r = 0; r < rounds; r++) {
+        coexec_xstream_t xs[NS];
+        atomic_store(&g_count, 0);
+        for (int i = 0; i < NS; i++) {
+            CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs[i]));
+            for (int j = 0; j < PER; j++) {
+                if (j % 2)
+                    CH_ASSERT_OK(coexec_thread_create_on(xs[i], yield_count_ult,
+                                                         (void *)(intptr_t)(j % 3), NULL, NULL));
+                else
+                    CH_ASSERT_OK(coexec_tasklet_create_on(xs[i], count_tasklet, NULL, NULL));
+            }
+        }
+        /* free in an order that leaves holes in the ranks */
+        for (int i = 0; i < NS; i += 2)
+            CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
+        for (int i = NS - 1; i > 0; i -= 2)
+            CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
+        CH_ASSERT_EQ(atomic_load(&g_count), NS * PER);
+        int n = 0;
+        CH_ASSERT_OK(coexec_xstream_get_num(&n));
+        CH_ASSERT_EQ(n, 1);
+    }
+    ch_finalize();
+}
+
 static void t_finalize_frees_user_streams(void)
 {
     /* Streams the user did not free are stopped by finalize, after their
@@ -804,6 +836,7 @@ static const ch_test_t lifecycle_tests[] = {
     {"streams_from_init", t_create_more_at_init},
     {"create_from_ult_and_pthread", t_create_from_anywhere},
     {"finalize_frees_user_streams", t_finalize_frees_user_streams},
+    {"churn", t_churn},
     {"join_from_external_thread", t_join_from_external},
     {NULL, NULL}};
 static const ch_test_t ranks_tests[] = {{"ranks", t_ranks}, {NULL, NULL}};
