@@ -680,6 +680,115 @@ static void t_mpmc_roles(void)
     ch_finalize();
 }
 
+/* Pools whose consumer is a scheduler: external producers push units in. */
+typedef struct {
+    coexec_pool_t pool;
+    long n;          /* units per producer */
+    int id;
+    ch_barrier_t *start;
+} served_t;
+
+static atomic_long *g_hits;
+static long *g_order;
+static atomic_long g_order_n;
+
+static coexec_poll_status_t hit_tasklet(coexec_poll_t *cx, void *arg)
+{
+    long i = (long)(intptr_t)arg;
+    atomic_fetch_add(&g_hits[i], 1);
+    long k = atomic_fetch_add(&g_order_n, 1);
+    g_order[k] = i;
+    return COEXEC_READY;
+}
+
+static void hit_ult(void *arg)
+{
+    long i = (long)(intptr_t)arg;
+    atomic_fetch_add(&g_hits[i], 1);
+    long k = atomic_fetch_add(&g_order_n, 1);
+    g_order[k] = i;
+}
+
+static void *served_producer(void *arg)
+{
+    served_t *s = arg;
+    ch_barrier_wait(s->start);
+    for (long j = 0; j < s->n; j++) {
+        long i = s->id * s->n + j;
+        int rc = (j % 3 == 0)
+                     ? coexec_thread_create(s->pool, hit_ult, (void *)(intptr_t)i, NULL, NULL)
+                     : coexec_tasklet_create(s->pool, hit_tasklet, (void *)(intptr_t)i, NULL);
+        if (rc != COEXEC_OK) {
+            CH_CHECK_RC(rc, COEXEC_OK);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static void run_served(coexec_pool_access_t acc, int nprod)
+{
+    long per = ch_iters(20000, 1000);
+    long n = per * nprod;
+    g_hits = calloc((size_t)n, sizeof *g_hits);
+    g_order = calloc((size_t)n, sizeof *g_order);
+    atomic_store(&g_order_n, 0);
+    ch_stream_t st;
+    coexec_sched_config_t sc;
+    memset(&st, 0, sizeof st);
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, acc, &st.pool));
+    CH_ASSERT_OK(coexec_sched_config_init(&sc));
+    sc.idle_spin_us = 0; /* park as often as possible */
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &st.pool, 1, &sc, &st.sched));
+    coexec_xstream_attr_t a;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&a));
+    a.sched = st.sched;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &st.xs));
+    ch_barrier_t start;
+    ch_barrier_init(&start, (unsigned)nprod);
+    served_t sv[4];
+    ch_pthread_t th[4];
+    for (int i = 0; i < nprod; i++) {
+        sv[i] = (served_t){st.pool, per, i, &start};
+        ch_pthread_start(&th[i], served_producer, &sv[i]);
+    }
+    for (int i = 0; i < nprod; i++)
+        ch_pthread_join(&th[i]);
+    CH_ASSERT_OK(ch_stream_free(&st)); /* runs what is queued */
+    CH_ASSERT_EQ(atomic_load(&g_order_n), n);
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += atomic_load(&g_hits[i]) != 1;
+    CH_ASSERT_EQ(bad, 0);
+    /* FIFO: each producer's units ran in the order it pushed them */
+    long order_bad = 0, last[4] = {-1, -1, -1, -1};
+    for (long k = 0; k < n && k < atomic_load(&g_order_n); k++) {
+        long i = g_order[k];
+        int p = (int)(i / per);
+        if (p < 0 || p >= nprod || i <= last[p])
+            order_bad++;
+        else
+            last[p] = i;
+    }
+    CH_ASSERT_EQ(order_bad, 0);
+    free(g_hits);
+    free(g_order);
+}
+
+static void t_served_mpsc(void)
+{
+    ch_init(1);
+    run_served(COEXEC_ACCESS_MPSC, 3);
+    ch_finalize();
+}
+
+static void t_served_spsc(void)
+{
+    ch_init(1);
+    run_served(COEXEC_ACCESS_SPSC, 1);
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* access checks (COEXEC_CHECKS builds)                                      */
 /* ======================================================================= */
@@ -1045,6 +1154,8 @@ static const ch_test_t conc_tests[] = {
     {"mpsc_3_producers", t_mpsc},
     {"spmc_3_consumers", t_spmc},
     {"spsc", t_spsc},
+    {"mpsc_served_by_stream", t_served_mpsc},
+    {"spsc_served_by_stream", t_served_spsc},
     {NULL, NULL}};
 static const ch_test_t access_tests[] = {{"forbidden_thread_eaccess", t_access_checks},
                                          {NULL, NULL}};
