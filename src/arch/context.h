@@ -38,6 +38,28 @@ void coexec__ctx_switch(void **from_sp, void *to_sp);
 void *coexec__ctx_make(void *stack, size_t size, coexec__ctx_entry_t entry,
                        void *arg);
 
+/*
+ * Saves the calling context in *from_sp, then calls entry(arg) on the fresh
+ * stack [stack, stack + size) as coexec__ctx_make + coexec__ctx_switch
+ * would, without building a frame first. Returns when another switch
+ * resumes the saved context.
+ */
+void coexec__ctx_start(void **from_sp, void *stack, size_t size,
+                       coexec__ctx_entry_t entry, void *arg);
+
+/*
+ * Resumes the context saved at to_sp, abandoning the calling one (nothing
+ * of it is saved): the way out of a context that has finished.
+ */
+__attribute__((noreturn)) void coexec__ctx_jump(void *to_sp);
+
+/*
+ * A fresh context starts with the floating-point control state of the
+ * process's first context on x86-64 (normally the ABI defaults) and with
+ * its creator's on the other backends: code that needs a particular
+ * rounding mode sets it itself.
+ */
+
 /* The smallest stack coexec__ctx_make accepts (the ucontext record included). */
 #define COEXEC__CTX_MIN_STACK 4096
 

@@ -160,10 +160,13 @@ COEXEC_API int coexec_finalize(void)
     atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
     uint64_t live = atom_load_acq_u64(&coexec__g.live_units) +
                     (uint64_t)xs->live_units;
-    if (live > 0)
-        coexec__warn("coexec_finalize: %llu unit(s) were never freed or never "
-                     "finished; their memory is reclaimed",
-                     (unsigned long long)live);
+    int pools = coexec__pool_count_user_live();
+    int scheds = coexec__sched_count_user_live();
+    if (live > 0 || pools > 0 || scheds > 0)
+        coexec__warn("coexec_finalize: %llu unit(s), %d pool(s) and %d "
+                     "scheduler(s) were never freed (or units never "
+                     "finished); their memory is reclaimed",
+                     (unsigned long long)live, pools, scheds);
     teardown();
     atom_store_rel_u32(&coexec__g.state, RT_OFF);
     pthread_mutex_unlock(&init_lock);

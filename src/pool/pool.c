@@ -60,6 +60,7 @@ struct coexec_pool_rec *coexec__pool_new(int kind, int access)
     pool_unlock(p);
     atom_store_rlx_u32(&p->nscheds, 0);
     p->user_created = 0;
+    p->live = 1;
     atom_store_rlx_ptr(&p->producer, NULL);
     atom_store_rlx_ptr(&p->consumer, NULL);
     p->owner_xs = NULL;
@@ -78,8 +79,19 @@ void coexec__pool_release(struct coexec_pool_rec *p)
     /* Release: a handle check that sees the new generation sees a dead pool. */
     atom_store_rel_u64(&p->gen, gen_next(atom_load_rlx_u64(&p->gen)));
     p->free_next = pool_free;
+    p->live = 0;
     pool_free = p;
     pthread_mutex_unlock(&coexec__g.lock);
+}
+
+int coexec__pool_count_user_live(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&coexec__g.lock);
+    for (struct coexec_pool_rec *p = pool_all; p; p = p->all_next)
+        n += p->live && p->user_created;
+    pthread_mutex_unlock(&coexec__g.lock);
+    return n;
 }
 
 void coexec__pool_free_all(void)

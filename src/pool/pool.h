@@ -42,6 +42,7 @@ struct coexec_pool_rec {
     atom_u64_t gen CACHE_ALIGNED;
     atom_u32_t nscheds;       /* schedulers using this pool */
     uint8_t user_created;
+    uint8_t live; /* made and not yet released (under coexec__g.lock) */
     atom_ptr_t producer;      /* access checks: the bound producer thread */
     atom_ptr_t consumer;      /* ... and consumer thread */
     struct coexec_xstream_rec *owner_xs; /* stream whose scheduler uses it */
@@ -124,6 +125,7 @@ struct coexec_pool_rec *coexec__pool_new(int kind, int access);
 void coexec__pool_release(struct coexec_pool_rec *p);
 int coexec__pool_check_access(struct coexec_pool_rec *p, bool push);
 void coexec__pool_free_all(void);
+int coexec__pool_count_user_live(void);
 
 /* Access-mode check of a push or pop by the calling thread: only in
  * builds with COEXEC_CHECKS; free otherwise. */
@@ -201,19 +203,19 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
 }
 
 /* Removes u from p if it is still queued there and has never run (join in
- * place). UF_STARTED is read under the lock that the runner's later push
+ * place). RF_STARTED is read under the lock that the runner's later push
  * released, so the read is ordered after the runner set it. */
 static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
                                               struct coexec_unit_rec *u)
 {
     if (!p->shared) {
-        if (!u->in_pool || unit_pool(u) != p || (u->flags & UF_STARTED))
+        if (!u->in_pool || unit_pool(u) != p || (u->rflags & RF_STARTED))
             return false;
         list_unlink(p, u);
         return true;
     }
     pool_lock(p);
-    bool ok = u->in_pool && unit_pool(u) == p && !(u->flags & UF_STARTED);
+    bool ok = u->in_pool && unit_pool(u) == p && !(u->rflags & RF_STARTED);
     if (ok)
         list_unlink(p, u);
     pool_unlock(p);

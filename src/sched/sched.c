@@ -52,6 +52,7 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
     s->steal = steal;
     s->is_default = 0;
     s->user_created = 0;
+    s->live = 1;
     atom_store_rlx_u32(&s->in_use, 0);
     atom_store_rel_u64(&s->gen, gen);
     pthread_mutex_unlock(&coexec__g.lock);
@@ -65,8 +66,19 @@ void coexec__sched_release(struct coexec_sched_rec *s)
         atom_fsub_rlx_u32(&s->pools[i]->nscheds, 1);
     atom_store_rel_u64(&s->gen, gen_next(atom_load_rlx_u64(&s->gen)));
     s->free_next = sched_free_list;
+    s->live = 0;
     sched_free_list = s;
     pthread_mutex_unlock(&coexec__g.lock);
+}
+
+int coexec__sched_count_user_live(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&coexec__g.lock);
+    for (struct coexec_sched_rec *s = sched_all; s; s = s->all_next)
+        n += s->live && s->user_created;
+    pthread_mutex_unlock(&coexec__g.lock);
+    return n;
 }
 
 void coexec__sched_free_all(void)

@@ -23,6 +23,7 @@ struct coexec_sched_rec {
     int steal;
     uint8_t is_default;   /* made by the runtime for a default setup */
     uint8_t user_created;
+    uint8_t live; /* made and not yet released (under coexec__g.lock) */
     atom_u32_t in_use;
     atom_u64_t gen;
     struct coexec_sched_rec *free_next;
@@ -37,6 +38,7 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
                                            uint64_t idle_spin_ns, int steal);
 void coexec__sched_release(struct coexec_sched_rec *s);
 void coexec__sched_free_all(void);
+int coexec__sched_count_user_live(void);
 
 /* Runs xs's main scheduler until a stop request is honoured. */
 void coexec__sched_run(struct coexec_xstream_rec *xs);

@@ -93,7 +93,22 @@ static ALWAYS_INLINE void switch_ctx(void **from_sp, void *to_sp,
     void *fake = NULL;
     san_enter(&fake, final, to);
     tsan_to(to);
+    if (final)
+        coexec__ctx_jump(to_sp);
     coexec__ctx_switch(from_sp, to_sp);
+    san_resumed(fake);
+}
+
+/* Leaves the current context (saved in *from_sp) to run entry(arg) on the
+ * fresh stack described by `to`. Returns when the saved context resumes. */
+static ALWAYS_INLINE void start_ctx(void **from_sp, const struct fiber_info *to,
+                                    coexec__ctx_entry_t entry, void *arg)
+{
+    void *fake = NULL;
+    san_enter(&fake, 0, to);
+    tsan_to(to);
+    coexec__ctx_start(from_sp, (void *)to->stack_lo, to->stack_size, entry,
+                      arg);
     san_resumed(fake);
 }
 

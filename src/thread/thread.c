@@ -18,10 +18,12 @@
  *  queued exactly once per wake.
  *
  *  Join. unit->join is 0, JOIN_DONE, or the address of the joiner's wait
- *  record (on the joiner's stack). The finisher swaps in JOIN_DONE (release)
- *  as its very last touch of the descriptor and wakes whoever it found. A
+ *  record (on the joiner's stack). The finisher swaps in JOIN_WAKING, wakes
+ *  whoever it found, and stores JOIN_DONE (release) as its very last touch
+ *  of the descriptor, the record and the joiner: a joiner leaves only on
+ *  JOIN_DONE, so nothing it owns dies while the finisher still uses it. A
  *  joiner that finds the unit still queued removes it from its pool and
- *  runs it in place (UF_INPLACE): the unit then returns straight to the
+ *  runs it in place (RF_INPLACE): the unit then returns straight to the
  *  joiner when it finishes, without the scheduler or any atomic on the
  *  joiner. If the unit yields or parks meanwhile it switches back to its
  *  joiner, which then waits like any other joiner.
@@ -55,6 +57,7 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
     u->kind = (uint8_t)kind;
     u->in_pool = 0;
     u->flags = 0;
+    u->rflags = 0;
     u->sp = NULL;
     u->stack = NULL;
     u->joiner = NULL;
@@ -110,15 +113,15 @@ static struct fiber_info sched_fiber(struct coexec_xstream_rec *xs)
 
 static void ult_entry(void *arg);
 
-/* Gives u a stack and a fresh context. Returns false when out of memory. */
+/* Gives u a stack; its context starts on it at the first switch to it.
+ * Returns false when out of memory. */
 static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
                         struct coexec_unit_rec *u)
 {
     size_t usable;
     if (u->flags & UF_USER_STACK) {
         usable = u->stack_size;
-    } else if (u->flags & UF_BIG_STACK || coexec__g.cfg.guard_pages) {
-        u->flags |= UF_BIG_STACK;
+    } else if (u->flags & UF_BIG_STACK) {
         u->stack = coexec__stack_map(u->stack_size, coexec__g.cfg.guard_pages);
         if (!u->stack)
             return false;
@@ -130,10 +133,9 @@ static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
         usable = coexec__g.stack_size - STACK_NODE_SIZE;
         u->stack_size = (uint32_t)usable;
     }
-    u->flags |= UF_STARTED;
+    u->rflags |= RF_STARTED;
     san_stack_reuse(u->stack, usable);
     u->tsan_fiber = tsan_fiber_new();
-    u->sp = coexec__ctx_make(u->stack, usable, ult_entry, u);
     return true;
 }
 
@@ -152,6 +154,19 @@ static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
     tsan_fiber_free(u->tsan_fiber);
     u->tsan_fiber = NULL;
     u->sp = NULL;
+}
+
+/* Transfers control from the current context (saved in *save unless
+ * `final`) to the ULT `to`: resumes it, or starts it on its stack if it
+ * never ran. */
+static ALWAYS_INLINE void enter_unit(void **save, struct coexec_unit_rec *to,
+                                     int final)
+{
+    struct fiber_info fi = unit_fiber(to);
+    if (to->sp)
+        switch_ctx(save, to->sp, &fi, final);
+    else
+        start_ctx(save, &fi, ult_entry, to);
 }
 
 /* ---- queueing and waking ------------------------------------------------- */
@@ -213,24 +228,29 @@ static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
         coexec__unit_release(xs, u);
         return;
     }
-    if (u->flags & UF_INPLACE) {
+    if (u->rflags & RF_INPLACE) {
         /* Our caller is the joiner itself: nobody else waits. */
-        u->flags &= (uint16_t)~UF_INPLACE;
+        u->rflags &= (uint8_t)~RF_INPLACE;
         atom_store_rel_uptr(&u->join, JOIN_DONE);
         return;
     }
-    /* Release: everything above is visible to whoever sees JOIN_DONE. After
-     * this exchange the descriptor may be freed by the joiner at any time. */
-    uintptr_t old = atom_xchg_ar_uptr(&u->join, JOIN_DONE);
-    if (old > JOIN_DONE) {
-        struct join_waiter *w = (struct join_waiter *)old;
-        if (w->ult) {
-            coexec__wake_unit(w->ult);
-        } else {
-            atom_store_rel_u32(&w->futex, 1);
-            coexec__futex_wake(&w->futex, 1);
-        }
+    uintptr_t old = atom_load_acq_uptr(&u->join);
+    if (old == 0) {
+        /* Release: everything above is visible to whoever sees JOIN_DONE.
+         * After this the descriptor may be freed at any time. */
+        if (atom_cas_ar_uptr(&u->join, &old, JOIN_DONE))
+            return;
     }
+    old = atom_xchg_ar_uptr(&u->join, JOIN_WAKING);
+    struct join_waiter *w = (struct join_waiter *)old;
+    if (w->ult) {
+        coexec__wake_unit(w->ult);
+    } else {
+        atom_store_rel_u32(&w->futex, 1);
+        coexec__futex_wake(&w->futex, 1);
+    }
+    /* Release, and the last access: the joiner may now leave and free u. */
+    atom_store_rel_uptr(&u->join, JOIN_DONE);
 }
 
 void coexec__post_switch(struct coexec_xstream_rec *xs)
@@ -260,7 +280,7 @@ static void run_tasklet(struct coexec_xstream_rec *xs,
                         struct coexec_unit_rec *u)
 {
     struct coexec_poll cx = {u};
-    u->flags |= UF_STARTED;
+    u->rflags |= RF_STARTED;
     coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
     if (r == COEXEC_READY) {
         unit_finish(xs, u);
@@ -269,7 +289,7 @@ static void run_tasklet(struct coexec_xstream_rec *xs,
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_BLOCKED);
     /* From now on a joiner that ran us in place waits the ordinary way:
      * clear the flag before a wake can make us visible to other streams. */
-    u->flags &= (uint16_t)~UF_INPLACE;
+    u->rflags &= (uint8_t)~RF_INPLACE;
     if (!park_commit(u))
         coexec__enqueue(u, false);
 }
@@ -284,14 +304,13 @@ void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
         xs->cur = NULL;
         return;
     }
-    if (UNLIKELY(!u->sp) && UNLIKELY(!ult_prepare(xs, u))) {
+    if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
         /* No memory for a stack: try again later rather than lose it. */
         xs->cur = NULL;
         coexec__enqueue(u, true);
         return;
     }
-    struct fiber_info fi = unit_fiber(u);
-    switch_ctx(&xs->sched_sp, u->sp, &fi, 0);
+    enter_unit(&xs->sched_sp, u, 0);
     /* Scheduler contexts never change OS thread: xs is still ours. */
     coexec__post_switch(xs);
     xs->cur = NULL;
@@ -309,8 +328,7 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
     if (to) {
         xs->cur = to;
         atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
-        struct fiber_info fi = unit_fiber(to);
-        switch_ctx(save, to->sp, &fi, final);
+        enter_unit(save, to, final);
     } else {
         xs->cur = NULL;
         struct fiber_info fi = sched_fiber(xs);
@@ -324,8 +342,8 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
  * then waits for it the ordinary way), else the scheduler. */
 static struct coexec_unit_rec *leave_target(struct coexec_unit_rec *self)
 {
-    if (self->flags & UF_INPLACE) {
-        self->flags &= (uint16_t)~UF_INPLACE;
+    if (self->rflags & RF_INPLACE) {
+        self->rflags &= (uint8_t)~RF_INPLACE;
         return self->joiner;
     }
     return NULL;
@@ -335,8 +353,8 @@ static NORETURN void ult_finish_self(struct coexec_unit_rec *u)
 {
     struct coexec_xstream_rec *xs = coexec__xs_self();
     /* An in-place joiner gets control back directly; POST_FINISH (run by
-     * it) sees UF_INPLACE still set and completes the join without atomics. */
-    struct coexec_unit_rec *to = (u->flags & UF_INPLACE) ? u->joiner : NULL;
+     * it) sees RF_INPLACE still set and completes the join without atomics. */
+    struct coexec_unit_rec *to = (u->rflags & RF_INPLACE) ? u->joiner : NULL;
     leave_to(xs, u, to, POST_FINISH, 1);
     __builtin_unreachable();
 }
@@ -401,7 +419,8 @@ COEXEC_API int coexec_yield(void)
         struct coexec_unit_rec *n = coexec__pool_pop(p, xs);
         if (!n)
             return COEXEC_OK; /* nothing else to run here */
-        if (n->kind != UNIT_TASKLET && n->sp) {
+        if (n->kind != UNIT_TASKLET &&
+            ((n->rflags & RF_STARTED) || ult_prepare(xs, n))) {
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
             leave_to(xs, u, n, POST_REQUEUE, 0);
             return COEXEC_OK;
@@ -497,21 +516,40 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
     if (u->kind == UNIT_TASKLET) {
         xs->cur = u;
         atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
-        u->flags |= UF_INPLACE;
+        u->rflags |= RF_INPLACE;
         run_tasklet(xs, u); /* READY completes the join in place */
         xs->cur = self;
         return;
     }
-    if (UNLIKELY(!u->sp) && UNLIKELY(!ult_prepare(xs, u))) {
+    if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
         atom_store_rlx_uptr(&u->join, 0);
         coexec__enqueue(u, false);
         return;
     }
-    u->flags |= UF_INPLACE;
+    u->rflags |= RF_INPLACE;
     u->joiner = self;
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_BLOCKED);
     leave_to(xs, self, u, POST_NONE, 0);
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_RUNNING);
+}
+
+/* A ULT registered as u's joiner waits for JOIN_DONE. The finisher's wake
+ * may find us running (a wake recorded as NOTIFIED, for instance because we
+ * ran u in place and were resumed directly): consume such a leftover so a
+ * later park of ours does not return early. */
+static void join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self)
+{
+    for (;;) {
+        uintptr_t j = atom_load_acq_uptr(&u->join);
+        if (j == JOIN_DONE)
+            break;
+        if (j == JOIN_WAKING)
+            cpu_relax(); /* its wake reached us; JOIN_DONE is imminent */
+        else
+            park_self(coexec__xs_self(), self);
+    }
+    uint32_t n = WAKE_NOTIFIED;
+    atom_cas_ar_u32(&self->wake, &n, 0);
 }
 
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
@@ -539,7 +577,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
             if (p)
                 claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
                           coexec__pool_remove(p, u);
-            else if (!u->in_pool && !(u->flags & UF_STARTED)) {
+            else if (!u->in_pool && !(u->rflags & RF_STARTED)) {
                 /* Popped out of its pool by the user: ours to run. It needs
                  * a home pool in case it yields or parks: the joiner's. */
                 atom_store_rlx_ptr(&u->pool, xs->sched->pools[0]);
@@ -548,20 +586,24 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
         }
         if (claimed) {
             run_in_place(xs, self, u, &w);
-            xs = coexec__xs_self();
-            while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
-                park_self(xs = coexec__xs_self(), self);
+            join_wait_ult(u, self);
             return COEXEC_OK;
         }
     }
     uintptr_t exp = 0;
-    if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w))
-        return exp == JOIN_DONE ? COEXEC_OK : COEXEC_EBUSY;
-    if (self) {
+    if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w)) {
+        if (exp == JOIN_DONE)
+            return COEXEC_OK;
+        if (exp != JOIN_WAKING)
+            return COEXEC_EBUSY; /* somebody else is joining it */
         while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
-            park_self(coexec__xs_self(), self);
+            cpu_relax(); /* its finisher is a few instructions from done */
+        return COEXEC_OK;
+    }
+    if (self) {
+        join_wait_ult(u, self);
     } else {
-        while (atom_load_acq_u32(&w.futex) == 0)
+        while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
             coexec__futex_wait(&w.futex, 0, NULL);
     }
     return COEXEC_OK;
@@ -599,7 +641,10 @@ static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind, void *
             u->flags |= UF_USER_STACK;
             u->stack = ustack;
             u->stack_size = (uint32_t)(ss & ~(size_t)15);
-        } else if (ss && ss != coexec__g.cfg.stack_size) {
+        } else if ((ss && ss != coexec__g.cfg.stack_size) ||
+                   coexec__g.cfg.guard_pages) {
+            if (!ss)
+                ss = coexec__g.cfg.stack_size;
             u->flags |= UF_BIG_STACK;
             u->stack_size = (uint32_t)((ss + 4095) & ~(size_t)4095);
         } else {

@@ -31,22 +31,30 @@ enum unit_kind {
     UNIT_MAIN = 2 /* the primary's main ULT: runs on the OS thread's stack */
 };
 
+/* unit->flags: fixed when the unit is created, read by anyone. */
 enum unit_flag {
     UF_DETACHED = 1u << 0,   /* freed when it finishes */
     UF_USER_STACK = 1u << 1, /* stack given by the user: never freed by us */
     UF_BIG_STACK = 1u << 2,  /* stack not of the cached size: mapped alone */
-    UF_INPLACE = 1u << 3,    /* run in place by the joiner in `joiner` */
-    UF_NOSTEAL = 1u << 4,    /* bound to bound_xs: never stolen or migrated */
-    UF_STARTED = 1u << 5     /* has run at least once (set by its runner
-                                before it can be queued again) */
+    UF_NOSTEAL = 1u << 3     /* bound to bound_xs: never stolen or migrated */
+};
+
+/* unit->rflags: written by whoever runs the unit; read by others only
+ * under the pool lock that a later push of the unit released. */
+enum unit_rflag {
+    RF_INPLACE = 1u << 0, /* run in place by the joiner in `joiner` */
+    RF_STARTED = 1u << 1  /* has run at least once */
 };
 
 /* The park/notify word. */
 #define WAKE_PARKED 1u
 #define WAKE_NOTIFIED 2u
 
-/* unit->join: 0 = nobody waits; JOIN_DONE = finished; else a waiter. */
+/* unit->join: 0 = nobody waits; JOIN_DONE = finished; JOIN_WAKING = the
+ * finisher is still waking the waiter it found (whose record must stay
+ * alive until JOIN_DONE); else the waiter's record. */
 #define JOIN_DONE ((uintptr_t)1)
+#define JOIN_WAKING ((uintptr_t)2)
 
 struct coexec_pool_rec;
 struct coexec_xstream_rec;
@@ -66,7 +74,8 @@ struct coexec_unit_rec {
     atom_uptr_t join;             /* JOIN_DONE or struct join_waiter * */
     uint8_t kind;                 /* enum unit_kind */
     uint8_t in_pool;              /* queued in `pool` (pool lock) */
-    uint16_t flags;               /* enum unit_flag */
+    uint8_t flags;                /* enum unit_flag */
+    uint8_t rflags;               /* enum unit_rflag */
     uint32_t stack_size;          /* requested stack size */
     atom_u64_t gen;               /* handle generation */
     uint64_t id;
@@ -77,7 +86,7 @@ struct coexec_unit_rec {
     void *arg;
     void *sp;                          /* saved context; NULL: never run */
     void *stack;                       /* lowest address of the stack */
-    struct coexec_unit_rec *joiner;    /* UF_INPLACE: who runs us in place */
+    struct coexec_unit_rec *joiner;    /* RF_INPLACE: who runs us in place */
     struct coexec_xstream_rec *bound_xs; /* UF_NOSTEAL: the only runner */
     void *tsan_fiber;
     atom_ptr_t batch_next; /* global free-batch link (src/mem/) */

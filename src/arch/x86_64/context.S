@@ -48,6 +48,71 @@ coexec__ctx_switch:
     .size   coexec__ctx_switch, .-coexec__ctx_switch
 
 /*
+ * coexec__ctx_start(from_sp: rdi, stack: rsi, size: rdx, entry: rcx, arg: r8)
+ * Saves the caller like coexec__ctx_switch, then calls entry(arg) on the top
+ * of the new stack (16-byte aligned, so entry sees the ABI's alignment).
+ */
+    .globl  coexec__ctx_start
+    .hidden coexec__ctx_start
+    .type   coexec__ctx_start, @function
+    .p2align 4
+coexec__ctx_start:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %rsp, (%rdi)
+    leaq    (%rsi,%rdx), %rsp
+    andq    $-16, %rsp
+    pushq   $0              /* a zero return address ends unwinding here */
+    pushq   $0
+    movq    %r8, %rdi
+    xorl    %ebp, %ebp
+    callq   *%rcx
+    ud2
+    .cfi_endproc
+    .size   coexec__ctx_start, .-coexec__ctx_start
+
+/*
+ * coexec__ctx_jump(to_sp: rdi): the second half of coexec__ctx_switch.
+ */
+    .globl  coexec__ctx_jump
+    .hidden coexec__ctx_jump
+    .type   coexec__ctx_jump, @function
+    .p2align 4
+coexec__ctx_jump:
+    .cfi_startproc
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movl    (%rsp), %eax
+    movzwl  4(%rsp), %ecx
+    movq    %rdi, %rsp
+    cmpl    (%rsp), %eax
+    jne     1f
+    cmpw    4(%rsp), %cx
+    jne     1f
+2:  addq    $8, %rsp
+    popq    %r15
+    popq    %r14
+    popq    %r13
+    popq    %r12
+    popq    %rbx
+    popq    %rbp
+    ret
+1:  ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    jmp     2b
+    .cfi_endproc
+    .size   coexec__ctx_jump, .-coexec__ctx_jump
+
+/*
  * First code run by a fresh context: coexec__ctx_make left the entry
  * function in r12 and its argument in r13. rsp is 16-byte aligned here, so
  * the call gives entry the alignment the ABI promises.
