@@ -410,6 +410,77 @@ static void t_wait_wakeups(void)
     ch_finalize();
 }
 
+/* Stealing: an idle stream takes the unit the owner would take last. */
+static atomic_int g_steal_n;
+static int g_steal_id[8], g_steal_rank[8];
+
+static void steal_probe_ult(void *arg)
+{
+    int k = atomic_fetch_add(&g_steal_n, 1);
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    if (k < 8) {
+        g_steal_id[k] = (int)(intptr_t)arg;
+        g_steal_rank[k] = r;
+    }
+}
+
+static atomic_int g_busy_started;
+
+static void busy_ult(void *arg)
+{
+    /* keeps stream 1 busy (no yield) until the probes have run; if another
+     * stream stole it, it reports that and returns */
+    int want = (int)(intptr_t)arg;
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    if (r != 1) {
+        atomic_store(&g_busy_started, -1);
+        return;
+    }
+    atomic_store(&g_busy_started, 1);
+    double t0 = ch_now();
+    while (atomic_load(&g_steal_n) < want && ch_now() - t0 < 20)
+        ;
+}
+
+static void t_steal_oldest(void)
+{
+    /* BASIC streams spin, so the idle one keeps looking for work. The main
+     * ULT waits by sleeping: the primary takes nothing meanwhile. */
+    ch_init_ex(3, COEXEC_SCHED_BASIC, 1);
+    coexec_xstream_t x1;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
+    atomic_store(&g_steal_n, 0);
+    atomic_store(&g_busy_started, 0);
+    enum { N = 4 };
+    coexec_thread_t busy;
+    double t0 = ch_now();
+    for (;;) {
+        atomic_store(&g_busy_started, 0);
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(x1, busy_ult, (void *)(intptr_t)N, NULL, &busy));
+        while (!atomic_load(&g_busy_started) && ch_now() - t0 < CH_WAIT_LIMIT_S)
+            sleep_s(0.001);
+        if (atomic_load(&g_busy_started) == 1)
+            break;
+        CH_ASSERT_OK(coexec_thread_free(&busy)); /* stolen: try again */
+        CU_ASSERT_FATAL(ch_now() - t0 < CH_WAIT_LIMIT_S);
+    }
+    for (int i = 0; i < N; i++)
+        CH_ASSERT_OK(coexec_thread_create_on(x1, steal_probe_ult, (void *)(intptr_t)i, NULL, NULL));
+    t0 = ch_now();
+    while (atomic_load(&g_steal_n) < N && ch_now() - t0 < CH_WAIT_LIMIT_S)
+        sleep_s(0.001);
+    CH_ASSERT_EQ_FATAL(atomic_load(&g_steal_n), N);
+    CH_ASSERT_OK(coexec_thread_free(&busy));
+    /* the owner was busy: rank 2 ran them all, oldest first */
+    for (int k = 0; k < N; k++) {
+        CH_ASSERT_EQ(g_steal_rank[k], 2);
+        CH_ASSERT_EQ(g_steal_id[k], k);
+    }
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* busy                                                                     */
 /* ======================================================================= */
@@ -580,6 +651,7 @@ static const ch_test_t priority_tests[] = {
     {"basic_pool0_first", t_priority_basic},
     {"basic_wait_pool0_first", t_priority_basic_wait},
     {"pool_shared_by_two_streams", t_shared_pool},
+    {"steal_takes_oldest", t_steal_oldest},
     {NULL, NULL}};
 static const ch_test_t wait_tests[] = {
     {"idle_stream_parks", t_wait_parks},
