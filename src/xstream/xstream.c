@@ -342,6 +342,7 @@ int coexec__primary_setup(void)
 
     /* The calling thread's code becomes the main ULT, bound here. */
     m->flags = UF_NOSTEAL;
+    m->rflags = RF_STARTED; /* it runs already, on the thread's own stack */
     m->bound_xs = xs;
     atom_store_rlx_ptr(&m->pool, s->pools[0]);
     atom_store_rlx_u32(&m->state, COEXEC_UNIT_RUNNING);
