@@ -218,6 +218,12 @@ int ch_main(int argc, char **argv, const ch_suite_t *suites)
             printf("%s\n", s->name);
         return 0;
     }
+    if (argc > 1 && strcmp(argv[1], "--list-tests") == 0) {
+        for (const ch_suite_t *s = suites; s->name; s++)
+            for (const ch_test_t *t = s->tests; t->name; t++)
+                printf("%s %s\n", s->name, t->name);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "--check-suites") == 0) {
         int bad = 0, n = 0;
         for (const ch_suite_t *s = suites; s->name; s++, n++) {
@@ -266,8 +272,22 @@ int ch_main(int argc, char **argv, const ch_suite_t *suites)
             }
     }
     CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_ErrorCode rc = argc > 1 ? CU_basic_run_suite(CU_get_suite(argv[1]))
-                               : CU_basic_run_tests();
+    CU_ErrorCode rc;
+    if (argc > 2) {
+        /* one test of the suite: "binary suite test" */
+        CU_pSuite cs = CU_get_suite(argv[1]);
+        CU_pTest ct = CU_get_test(cs, argv[2]);
+        if (!ct) {
+            fprintf(stderr, "unknown test '%s' in suite '%s'\n", argv[2], argv[1]);
+            CU_cleanup_registry();
+            return 2;
+        }
+        rc = CU_basic_run_test(cs, ct);
+    } else if (argc > 1) {
+        rc = CU_basic_run_suite(CU_get_suite(argv[1]));
+    } else {
+        rc = CU_basic_run_tests();
+    }
     unsigned bad = CU_get_number_of_suites_failed() +
                    CU_get_number_of_tests_failed() +
                    CU_get_number_of_failures();

@@ -3,8 +3,9 @@
  * libcoexec test binaries.
  *
  * Every binary defines a NULL-terminated table of suites and calls
- * ch_main(). argv[1] selects one suite (ctest runs one suite per entry);
- * without an argument every suite runs. "--list" prints the suite names and
+ * ch_main(). argv[1] selects one suite (ctest runs one suite per entry),
+ * argv[2] one test of it; without an argument every suite runs. "--list"
+ * prints the suite names, "--list-tests" every "suite test" pair, and
  * "--check-suites a b c" verifies that the binary's suites are exactly the
  * ones named (so the CMake list cannot drift from the sources). The exit
  * status is non-zero when any assertion failed.
