@@ -12,6 +12,10 @@
  * recycled ones. Both under coexec__g.lock. */
 static struct coexec_pool_rec *pool_all;
 static struct coexec_pool_rec *pool_free;
+/* Default pools of streams that were freed. Parked units may still name one
+ * as their home, so such a record is only ever reused as another default
+ * pool (MPMC LIFO, where a late push is at home). */
+static struct coexec_pool_rec *pool_retired;
 
 void coexec__pool_lock_slow(struct coexec_pool_rec *p)
 {
@@ -28,13 +32,16 @@ void coexec__pool_lock_slow(struct coexec_pool_rec *p)
     }
 }
 
-struct coexec_pool_rec *coexec__pool_new(int kind, int access)
+static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt)
 {
     pthread_mutex_lock(&coexec__g.lock);
-    struct coexec_pool_rec *p = pool_free;
+    struct coexec_pool_rec *p = dflt && pool_retired ? pool_retired : pool_free;
     uint64_t gen;
     if (p) {
-        pool_free = p->free_next;
+        if (p == pool_retired)
+            pool_retired = p->free_next;
+        else
+            pool_free = p->free_next;
         gen = gen_next(atom_load_rlx_u64(&p->gen));
     } else {
         p = aligned_alloc(CACHE_LINE, sizeof *p);
@@ -57,6 +64,7 @@ struct coexec_pool_rec *coexec__pool_new(int kind, int access)
     p->head = p->tail = NULL;
     atom_store_rlx_u64(&p->size, 0);
     p->sleepers = NULL;
+    p->forward = NULL;
     pool_unlock(p);
     atom_store_rlx_u32(&p->nscheds, 0);
     p->user_created = 0;
@@ -68,6 +76,40 @@ struct coexec_pool_rec *coexec__pool_new(int kind, int access)
     atom_store_rel_u64(&p->gen, gen);
     pthread_mutex_unlock(&coexec__g.lock);
     return p;
+}
+
+struct coexec_pool_rec *coexec__pool_new(int kind, int access)
+{
+    return pool_new(kind, access, false);
+}
+
+struct coexec_pool_rec *coexec__pool_new_default(void)
+{
+    return pool_new(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPMC, true);
+}
+
+void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
+{
+    pool_lock(p);
+    p->forward = to;
+    p->stealable = 0;
+    struct coexec_unit_rec *u = p->head;
+    p->head = p->tail = NULL;
+    atom_store_rlx_u64(&p->size, 0);
+    pool_unlock(p);
+    /* Units still queued (woken after the stream stopped) move on. */
+    while (u) {
+        struct coexec_unit_rec *n = u->next;
+        u->in_pool = 0;
+        coexec__pool_push(to, u, false);
+        u = n;
+    }
+    pthread_mutex_lock(&coexec__g.lock);
+    atom_store_rel_u64(&p->gen, gen_next(atom_load_rlx_u64(&p->gen)));
+    p->live = 0;
+    p->free_next = pool_retired;
+    pool_retired = p;
+    pthread_mutex_unlock(&coexec__g.lock);
 }
 
 void coexec__pool_release(struct coexec_pool_rec *p)
@@ -103,7 +145,7 @@ void coexec__pool_free_all(void)
         free(p);
         p = n;
     }
-    pool_all = pool_free = NULL;
+    pool_all = pool_free = pool_retired = NULL;
     pthread_mutex_unlock(&coexec__g.lock);
 }
 

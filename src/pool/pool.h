@@ -38,6 +38,8 @@ struct coexec_pool_rec {
     struct coexec_unit_rec *tail;
     atom_u64_t size;
     struct sleeper *sleepers;
+    /* A retired default pool: pushes go here instead (under the lock). */
+    struct coexec_pool_rec *forward;
     /* Cold fields. */
     atom_u64_t gen CACHE_ALIGNED;
     atom_u32_t nscheds;       /* schedulers using this pool */
@@ -122,6 +124,8 @@ bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
                                    struct sleeper *s);
 struct coexec_pool_rec *coexec__pool_new(int kind, int access);
+struct coexec_pool_rec *coexec__pool_new_default(void);
+void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
 void coexec__pool_release(struct coexec_pool_rec *p);
 int coexec__pool_check_access(struct coexec_pool_rec *p, bool push);
 void coexec__pool_free_all(void);
@@ -146,17 +150,25 @@ static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
                                             struct coexec_unit_rec *u,
                                             bool yield_end)
 {
-    atom_store_rlx_ptr(&u->pool, p);
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    bool at_tail = yield_end && p->kind == COEXEC_POOL_LIFO;
     if (!p->shared) {
-        if (at_tail)
+        atom_store_rlx_ptr(&u->pool, p);
+        if (yield_end && p->kind == COEXEC_POOL_LIFO)
             list_push_tail(p, u);
         else
             list_push_head(p, u);
         return;
     }
     pool_lock(p);
+    while (UNLIKELY(p->forward != NULL)) {
+        /* The stream this default pool served is gone: follow it. */
+        struct coexec_pool_rec *to = p->forward;
+        pool_unlock(p);
+        p = to;
+        pool_lock(p);
+    }
+    atom_store_rlx_ptr(&u->pool, p);
+    bool at_tail = yield_end && p->kind == COEXEC_POOL_LIFO;
     if (at_tail)
         list_push_tail(p, u);
     else

@@ -116,6 +116,9 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
         struct coexec_unit_rec *u = coexec__pool_steal(v, xs);
         if (u) {
             xs->steal_index = (int)i;
+            /* A stolen unit moves: when it yields or is woken, it comes
+             * back here, not to the stream it was taken from. */
+            atom_store_rlx_ptr(&u->pool, s->pools[0]);
             return u;
         }
     }

@@ -94,8 +94,7 @@ static void steal_pool_remove(struct coexec_pool_rec *p)
  * the configured scheduler kind with stealing on. */
 static int default_setup(struct coexec_sched_rec **out)
 {
-    struct coexec_pool_rec *p =
-        coexec__pool_new(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPMC);
+    struct coexec_pool_rec *p = coexec__pool_new_default();
     if (!p)
         return COEXEC_ENOMEM;
     struct coexec_sched_rec *s =
@@ -259,12 +258,10 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
         if (s->pools[i]->owner_xs == xs)
             s->pools[i]->owner_xs = NULL;
     if (xs->default_pool) {
-        /* Units still queued there (woken after the stream stopped) move to
-         * the primary so they are not lost. */
-        struct coexec_unit_rec *u;
-        while ((u = coexec__pool_pop(xs->default_pool, NULL)))
-            coexec__pool_push(coexec__g.primary->default_pool, u, false);
-        default_setup_release(s);
+        /* Units still queued there, or woken later with it as their home,
+         * go to the primary: nothing is lost with the stream. */
+        coexec__sched_release(s);
+        coexec__pool_retire(xs->default_pool, coexec__g.primary->default_pool);
         xs->sched = NULL;
     }
     xs->joined = 1;
