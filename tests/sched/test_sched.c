@@ -411,18 +411,19 @@ static void t_wait_wakeups(void)
 }
 
 /* Stealing: an idle stream takes the unit the owner would take last. */
-static atomic_int g_steal_n;
-static int g_steal_id[8], g_steal_rank[8];
+static atomic_int g_steal_slot, g_steal_n; /* slots reserved / written */
+static atomic_int g_steal_id[8], g_steal_rank[8];
 
 static void steal_probe_ult(void *arg)
 {
-    int k = atomic_fetch_add(&g_steal_n, 1);
+    int k = atomic_fetch_add(&g_steal_slot, 1);
     int r = -1;
     CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
     if (k < 8) {
-        g_steal_id[k] = (int)(intptr_t)arg;
-        g_steal_rank[k] = r;
+        atomic_store(&g_steal_id[k], (int)(intptr_t)arg);
+        atomic_store(&g_steal_rank[k], r);
     }
+    atomic_fetch_add(&g_steal_n, 1);
 }
 
 static atomic_int g_busy_started;
@@ -452,6 +453,7 @@ static void t_steal_oldest(void)
     coexec_xstream_t x1;
     CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
     atomic_store(&g_steal_n, 0);
+    atomic_store(&g_steal_slot, 0);
     atomic_store(&g_busy_started, 0);
     enum { N = 4 };
     coexec_thread_t busy;
@@ -475,8 +477,8 @@ static void t_steal_oldest(void)
     CH_ASSERT_OK(coexec_thread_free(&busy));
     /* the owner was busy: rank 2 ran them all, oldest first */
     for (int k = 0; k < N; k++) {
-        CH_ASSERT_EQ(g_steal_rank[k], 2);
-        CH_ASSERT_EQ(g_steal_id[k], k);
+        CH_ASSERT_EQ(atomic_load(&g_steal_rank[k]), 2);
+        CH_ASSERT_EQ(atomic_load(&g_steal_id[k]), k);
     }
     ch_finalize();
 }
