@@ -13,7 +13,7 @@
 
 #include "core/internal.h"
 
-#define BATCH 64
+#define BATCH CACHE_BATCH
 #define DESC_SLAB 256
 #define STACK_SLAB 16
 
@@ -101,7 +101,7 @@ static struct coexec_unit_rec *desc_slab_new(unsigned *count)
     return d;
 }
 
-struct coexec_unit_rec *coexec__unit_alloc(struct unit_cache *c)
+struct coexec_unit_rec *coexec__unit_alloc_slow(struct unit_cache *c)
 {
     struct unit_cache tmp = {NULL, 0};
     struct unit_cache *lc = c ? c : &tmp;
@@ -127,7 +127,7 @@ struct coexec_unit_rec *coexec__unit_alloc(struct unit_cache *c)
     return u;
 }
 
-void coexec__unit_free(struct unit_cache *c, struct coexec_unit_rec *u)
+void coexec__unit_free_slow(struct unit_cache *c, struct coexec_unit_rec *u)
 {
     if (!c) {
         u->next = NULL;
@@ -152,11 +152,6 @@ void coexec__unit_free(struct unit_cache *c, struct coexec_unit_rec *u)
 
 /* ---- stacks ------------------------------------------------------------- */
 
-struct stack_node {
-    struct stack_node *next; /* chain inside a batch or a stream's list */
-    atom_ptr_t batch_next;
-    unsigned count;
-};
 _Static_assert(sizeof(struct stack_node) <= STACK_NODE_SIZE, "stack node");
 
 static ALWAYS_INLINE struct stack_node *node_of(void *stack)
@@ -200,14 +195,9 @@ static bool stack_slab_new(struct stack_cache *c)
     return true;
 }
 
-void *coexec__stack_alloc(struct stack_cache *c)
+void *coexec__stack_alloc_slow(struct stack_cache *c)
 {
-    struct stack_node *n = c->head;
-    if (LIKELY(n)) {
-        c->head = n->next;
-        c->count--;
-        return stack_of(n);
-    }
+    struct stack_node *n;
     if (!c->fresh_left) {
         n = batch_pop(&stack_batches, stack_link);
         if (n) {
@@ -224,12 +214,9 @@ void *coexec__stack_alloc(struct stack_cache *c)
     return s;
 }
 
-void coexec__stack_free(struct stack_cache *c, void *stack)
+void coexec__stack_spill(struct stack_cache *c)
 {
-    struct stack_node *n = node_of(stack);
-    n->next = c->head;
-    c->head = n;
-    if (UNLIKELY(++c->count >= 2 * BATCH)) {
+    {
         struct stack_node *b = c->head, *t = b;
         for (unsigned i = 1; i < BATCH; i++)
             t = t->next;

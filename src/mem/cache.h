@@ -35,13 +35,71 @@ struct stack_cache {
 
 struct coexec_xstream_rec;
 
-struct coexec_unit_rec *coexec__unit_alloc(struct unit_cache *c);
-void coexec__unit_free(struct unit_cache *c, struct coexec_unit_rec *u);
+/* Slow paths (src/mem/cache.c): refill an empty list, spill a long one,
+ * and the external-thread case (c == NULL). */
+struct coexec_unit_rec *coexec__unit_alloc_slow(struct unit_cache *c);
+void coexec__unit_free_slow(struct unit_cache *c, struct coexec_unit_rec *u);
+void *coexec__stack_alloc_slow(struct stack_cache *c);
+void coexec__stack_spill(struct stack_cache *c);
 
-/* Stacks of the runtime's default size (coexec__g.stack_size). Returns the
- * lowest address; the usable stack is stack_size - STACK_NODE_SIZE bytes. */
-void *coexec__stack_alloc(struct stack_cache *c);
-void coexec__stack_free(struct stack_cache *c, void *stack);
+#define CACHE_BATCH 64
+
+struct stack_node {
+    struct stack_node *next; /* chain inside a batch or a stream's list */
+    atom_ptr_t batch_next;
+    unsigned count;
+};
+
+/* A descriptor from the stream's cache c (NULL: an external thread). */
+static ALWAYS_INLINE struct coexec_unit_rec *
+coexec__unit_alloc(struct unit_cache *c)
+{
+    struct coexec_unit_rec *u;
+    if (LIKELY(c && (u = c->head))) {
+        c->head = u->next;
+        c->count--;
+        return u;
+    }
+    return coexec__unit_alloc_slow(c);
+}
+
+static ALWAYS_INLINE void coexec__unit_free(struct unit_cache *c,
+                                            struct coexec_unit_rec *u)
+{
+    if (LIKELY(c && c->count < 2 * CACHE_BATCH - 1)) {
+        u->next = c->head;
+        c->head = u;
+        c->count++;
+        return;
+    }
+    coexec__unit_free_slow(c, u);
+}
+
+/* Stacks of the runtime's default size (coexec__g.stack_size, passed in
+ * as `size`). Returns the lowest address; the usable stack is size -
+ * STACK_NODE_SIZE bytes. */
+static ALWAYS_INLINE void *coexec__stack_alloc(struct stack_cache *c,
+                                               size_t size)
+{
+    struct stack_node *n = c->head;
+    if (LIKELY(n)) {
+        c->head = n->next;
+        c->count--;
+        return (char *)n + STACK_NODE_SIZE - size;
+    }
+    return coexec__stack_alloc_slow(c);
+}
+
+static ALWAYS_INLINE void coexec__stack_free(struct stack_cache *c,
+                                             void *stack, size_t size)
+{
+    struct stack_node *n =
+        (struct stack_node *)((char *)stack + size - STACK_NODE_SIZE);
+    n->next = c->head;
+    c->head = n;
+    if (UNLIKELY(++c->count >= 2 * CACHE_BATCH))
+        coexec__stack_spill(c);
+}
 
 /* Stacks of any other size (or with a guard page): mapped one by one. */
 void *coexec__stack_map(size_t size, int guard);

@@ -127,7 +127,7 @@ static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
             return false;
         usable = u->stack_size;
     } else {
-        u->stack = coexec__stack_alloc(&xs->scache);
+        u->stack = coexec__stack_alloc(&xs->scache, coexec__g.stack_size);
         if (!u->stack)
             return false;
         usable = coexec__g.stack_size - STACK_NODE_SIZE;
@@ -148,7 +148,7 @@ static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
         coexec__stack_unmap(u->stack, u->stack_size, coexec__g.cfg.guard_pages);
         u->stack = NULL;
     } else if (u->stack) {
-        coexec__stack_free(&xs->scache, u->stack);
+        coexec__stack_free(&xs->scache, u->stack, coexec__g.stack_size);
         u->stack = NULL;
     }
     tsan_fiber_free(u->tsan_fiber);
@@ -549,7 +549,8 @@ static void join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *sel
             park_self(coexec__xs_self(), self);
     }
     uint32_t n = WAKE_NOTIFIED;
-    atom_cas_ar_u32(&self->wake, &n, 0);
+    if (UNLIKELY(atom_load_rlx_u32(&self->wake) == WAKE_NOTIFIED))
+        atom_cas_ar_u32(&self->wake, &n, 0);
 }
 
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
