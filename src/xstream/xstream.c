@@ -330,6 +330,9 @@ int coexec__primary_setup(void)
         return COEXEC_ENOMEM;
     }
     xs->live_units = 0; /* the main ULT is not a user unit */
+    /* The mapping may reuse addresses whose sanitizer shadow still holds
+     * the redzones of frames that lived there before. */
+    san_stack_reuse(st, PRIMARY_SCHED_STACK);
     xs->sched_stack_own = st;
     xs->sched_stack_lo = st;
     xs->sched_stack_size = PRIMARY_SCHED_STACK;
