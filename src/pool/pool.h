@@ -178,6 +178,21 @@ static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
     pool_unlock(p);
 }
 
+/* The locked half of a push: p's lock is held (or p is private). */
+static ALWAYS_INLINE void pool_push_locked(struct coexec_pool_rec *p,
+                                           struct coexec_unit_rec *u,
+                                           bool yield_end)
+{
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    atom_store_rlx_ptr(&u->pool, p);
+    if (yield_end && p->kind == COEXEC_POOL_LIFO)
+        list_push_tail(p, u);
+    else
+        list_push_head(p, u);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_locked(p);
+}
+
 /* May xs take u? Units bound to a stream (the main ULT) stay there. */
 static ALWAYS_INLINE bool pool_may_take(struct coexec_unit_rec *u,
                                         struct coexec_xstream_rec *xs)

@@ -264,6 +264,13 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
     case POST_REQUEUE:
         coexec__enqueue(u, true);
         break;
+    case POST_REQUEUE_LOCKED: {
+        struct coexec_pool_rec *p = xs->post_pool;
+        pool_push_locked(p, u, true);
+        if (p->shared)
+            pool_unlock(p);
+        break;
+    }
     case POST_PARK:
         if (!park_commit(u))
             coexec__enqueue(u, false);
@@ -416,16 +423,27 @@ COEXEC_API int coexec_yield(void)
          * what the scheduler itself would pick. */
         if (p != xs->sched->pools[0])
             goto through_sched;
-        struct coexec_unit_rec *n = coexec__pool_pop(p, xs);
-        if (!n)
+        if (atom_load_rlx_u64(&p->size) == 0)
             return COEXEC_OK; /* nothing else to run here */
-        if (n->kind != UNIT_TASKLET &&
+        /* One lock hold for both halves: take the next unit now, and queue
+         * ourselves behind the others once our context is saved (the next
+         * unit does it, then unlocks). */
+        if (p->shared)
+            pool_lock(p);
+        struct coexec_unit_rec *n =
+            pool_take_from(p, xs, p->kind == COEXEC_POOL_FIFO);
+        if (n && n->kind != UNIT_TASKLET &&
             ((n->rflags & RF_STARTED) || ult_prepare(xs, n))) {
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-            leave_to(xs, u, n, POST_REQUEUE, 0);
+            xs->post_pool = p;
+            leave_to(xs, u, n, POST_REQUEUE_LOCKED, 0);
             return COEXEC_OK;
         }
-        xs->run_next = n; /* a tasklet or a fresh ULT: the scheduler runs it */
+        if (p->shared)
+            pool_unlock(p);
+        if (!n)
+            return COEXEC_OK;
+        xs->run_next = n; /* a tasklet (or no memory for a stack) */
     } else {
     through_sched:
         xs->direct_yields = 0;
@@ -537,8 +555,19 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
  * may find us running (a wake recorded as NOTIFIED, for instance because we
  * ran u in place and were resumed directly): consume such a leftover so a
  * later park of ours does not return early. */
+/* How long a joiner watches a unit running elsewhere before parking: short
+ * units finish within it, and parking plus the wake that ends it cost far
+ * more than the watch. */
+#define JOIN_SPIN 128
+
 static void join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self)
 {
+    for (int i = 0; i < JOIN_SPIN; i++) {
+        uintptr_t j = atom_load_acq_uptr(&u->join);
+        if (j == JOIN_DONE || j == JOIN_WAKING)
+            break;
+        cpu_relax();
+    }
     for (;;) {
         uintptr_t j = atom_load_acq_uptr(&u->join);
         if (j == JOIN_DONE)

@@ -26,7 +26,9 @@ enum post_op {
     POST_NONE = 0,
     POST_REQUEUE, /* yield: queue post_unit again at the yield end */
     POST_PARK,    /* park post_unit unless a wake is already recorded */
-    POST_FINISH   /* post_unit's function returned: release its stack */
+    POST_FINISH,  /* post_unit's function returned: release its stack */
+    POST_REQUEUE_LOCKED /* yield: queue post_unit in post_pool, whose lock
+                           the leaving context holds, then unlock it */
 };
 
 struct coexec_xstream_rec {
@@ -35,6 +37,7 @@ struct coexec_xstream_rec {
     void *sched_sp;              /* the scheduler's saved context */
     int post_op;
     struct coexec_unit_rec *post_unit;
+    struct coexec_pool_rec *post_pool;
     struct coexec_unit_rec *run_next; /* run before popping */
     unsigned direct_yields;
     struct coexec_sched_rec *sched;
