@@ -330,7 +330,7 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
 {
     xs->post_op = op;
     xs->post_unit = self;
-    static void *dead_sp;
+    void *dead_sp; /* a finished context is never resumed */
     void **save = final ? &dead_sp : &self->sp;
     if (to) {
         xs->cur = to;

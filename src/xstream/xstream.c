@@ -164,8 +164,15 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
 {
     int rc = COEXEC_OK;
     bool own_setup = sched == NULL;
-    if (own_setup && (rc = default_setup(&sched)) != COEXEC_OK)
-        return rc;
+    if (own_setup) {
+        if ((rc = default_setup(&sched)) != COEXEC_OK)
+            return rc;
+    } else {
+        /* A scheduler runs on one stream at a time. */
+        uint32_t exp = 0;
+        if (!atom_cas_ar_u32(&sched->in_use, &exp, 1))
+            return COEXEC_EBUSY;
+    }
     pthread_mutex_lock(&coexec__g.lock);
     struct coexec_xstream_rec *xs = xs_record_new();
     if (!xs) {
@@ -181,7 +188,7 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
         goto fail_setup;
     }
     xs->sched = sched;
-    atom_store_rlx_u32(&sched->in_use, 1);
+    atom_store_rlx_u32(&sched->in_use, 1); /* a default one is ours alone */
     xs->cpu = cpu >= 0 ? cpu : coexec__affinity_cpu_for_rank(xs->rank);
     xs->default_pool = own_setup ? sched->pools[0] : NULL;
     xs->steal_index = xs->rank;
@@ -221,6 +228,8 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
 fail_setup:
     if (own_setup)
         default_setup_release(sched);
+    else
+        atom_store_rel_u32(&sched->in_use, 0);
     return rc;
 }
 
@@ -413,10 +422,6 @@ COEXEC_API int coexec_xstream_create(const coexec_xstream_attr_t *attr,
             if (rc)
                 return rc;
             s = attr->sched.p;
-            uint32_t exp = 0;
-            if (!atom_cas_ar_u32(&s->in_use, &exp, 1))
-                return COEXEC_EBUSY;
-            atom_store_rlx_u32(&s->in_use, 0); /* taken again by start */
         }
     }
     struct coexec_xstream_rec *xs;
