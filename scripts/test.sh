@@ -154,6 +154,12 @@ for s in "${stages[@]}"; do
   printf '%-10s %-20s %s\n' "$s" "${result[$s]}" "$(fmt_time ${took[$s]})"
 done
 printf '%-10s %-20s %s\n' total "" "$(fmt_time $(( SECONDS - start )))"
+for s in "${stages[@]}"; do
+  [[ "${result[$s]}" == FAILED* ]] || continue
+  failed_tests=$(sed -n '/^The following tests FAILED:/,$p' "$logdir/$s.log" \
+                 | grep -E '^[[:space:]]+[0-9]+ - ' | sed 's/^[[:space:]]*[0-9]* - //')
+  [[ -n "$failed_tests" ]] && printf '%s failed tests: %s\n' "$s" "$(echo $failed_tests)"
+done
 echo "logs: build/test-logs/"
 echo
 if (( nskip > 0 )); then
