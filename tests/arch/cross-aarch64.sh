@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/arch/cross-aarch64.sh: builds the AArch64 context switch
-# (src/arch/aarch64/) with tests/arch/test_context.c using the Debian cross
-# compiler and runs it under qemu user-mode emulation.
+# (src/arch/aarch64/, plus src/arch/context_generic.c for start and jump, as
+# CMake does for this backend) with tests/arch/test_context.c using the
+# Debian cross compiler and runs it under qemu user-mode emulation.
 #
 # usage: tests/arch/cross-aarch64.sh [BUILD_DIR]   (default: build/cross-aarch64)
 #
@@ -49,7 +50,7 @@ fi
 
 mkdir -p "$out"
 srcs=("$root/src/arch/aarch64/context.S" "$root/src/arch/aarch64/context_make.c"
-      "$root/tests/arch/test_context.c")
+      "$root/src/arch/context_generic.c" "$root/tests/arch/test_context.c")
 common=(-O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror
         -I"$root/src" -I"$root/tests/arch" -DCOEXEC_CUNIT_SHIM=1)
 

@@ -99,7 +99,16 @@ static void fiber_init_main(void)
 }
 
 /* Annotations before a raw switch from g_cur to `to`; `final` says the
- * leaving context will never be resumed. Returns ASan's fake-stack token. */
+ * leaving context will never be resumed. Returns ASan's fake-stack token.
+ *
+ * Not instrumented by ASan: for a final switch,
+ * __sanitizer_start_switch_fiber frees the leaving context's fake stack
+ * (ASan's use-after-return mode, ASAN_OPTIONS=detect_stack_use_after_return=1),
+ * and an instrumented switch_begin would keep its own frame, which holds
+ * `fake`, there and read it after the call. */
+#ifdef TEST_ASAN
+__attribute__((no_sanitize_address))
+#endif
 static void *switch_begin(fiber_t *to, bool final)
 {
     void *fake = NULL;
@@ -158,14 +167,14 @@ static void fiber_started(void) { switch_end(NULL); }
 
 /*
  * Allocates a stack of `size` bytes whose base is `offset` bytes (a multiple
- * of 16) past a 64-byte aligned address, with canary bytes on both sides,
- * and prepares a context on it.
+ * of 16) past a 64-byte aligned address, with canary bytes on both sides.
+ * No context is prepared on it yet: fiber_create does that with
+ * coexec__ctx_make, fiber_start (suite "startjump") with coexec__ctx_start.
  */
 #define CANARY_BYTES 64
 #define CANARY 0xa5
 
-static bool fiber_create(fiber_t *f, size_t size, size_t offset,
-                         coexec__ctx_entry_t entry, void *arg)
+static bool fiber_alloc(fiber_t *f, size_t size, size_t offset)
 {
     memset(f, 0, sizeof *f);
     if (posix_memalign((void **)&f->mem, 64,
@@ -179,6 +188,15 @@ static bool fiber_create(fiber_t *f, size_t size, size_t offset,
 #ifdef TEST_TSAN
     f->tsan = __tsan_create_fiber(0);
 #endif
+    return true;
+}
+
+/* fiber_alloc, then prepares a context on the stack with coexec__ctx_make. */
+static bool fiber_create(fiber_t *f, size_t size, size_t offset,
+                         coexec__ctx_entry_t entry, void *arg)
+{
+    if (!fiber_alloc(f, size, offset))
+        return false;
     f->sp = coexec__ctx_make(f->stack, size, entry, arg);
     return f->sp != NULL;
 }
@@ -936,9 +954,780 @@ static void t_many_random(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Suite "startjump": coexec__ctx_start and coexec__ctx_jump.               */
 
-static const char *const suite_names[] = {"switch", "registers", "fpenv",
-                                          "alignment", "many"};
+/* coexec__ctx_start from the running context onto `to`'s stack, annotated
+ * like fiber_switch. Returns when something switches back to the caller. */
+static __attribute__((noinline)) void fiber_start(fiber_t *to,
+                                                  coexec__ctx_entry_t entry,
+                                                  void *arg)
+{
+    fiber_t *from = g_cur;
+    void *fake = switch_begin(to, false);
+    coexec__ctx_start(&from->sp, to->stack, to->size, entry, arg);
+    switch_end(fake);
+}
+
+/* Leaves the running context for good with coexec__ctx_jump. */
+static __attribute__((noinline, noreturn)) void fiber_jump(fiber_t *to)
+{
+    switch_begin(to, true);
+    coexec__ctx_jump(to->sp);
+}
+
+/* Makes the stack of a context that has left for good ready for the next
+ * coexec__ctx_start, as a stack cache would (see t_stack_reuse). */
+static void fiber_recycle(fiber_t *f)
+{
+#ifdef TEST_ASAN
+    __asan_unpoison_memory_region(f->stack, f->size);
+#endif
+#ifdef TEST_TSAN
+    __tsan_destroy_fiber(f->tsan);
+    f->tsan = __tsan_create_fiber(0);
+#endif
+    f->sp = NULL;
+}
+
+/*
+ * Entry alignment and placement. test_sp_probe_entry is the entry function:
+ * it stores the stack pointer it is entered with in *(uintptr_t *)arg, before
+ * any compiler-generated code can move it, then tail-calls
+ * test_sp_probe_continue(arg). The ABI wants (sp + 8) % 16 == 0 at entry on
+ * x86-64 (the call pushed the return address) and sp % 16 == 0 on AArch64.
+ * The continuation also records what the "alignment" suite records for
+ * coexec__ctx_make: its frame address and a 16-byte aligned local.
+ */
+typedef struct {
+    uintptr_t entry_sp; /* first member: written by the asm probe */
+    uintptr_t frame, local, callee_misalign;
+    void *arg_seen;
+} start_seen_t;
+
+void test_sp_probe_entry(void *arg);
+void test_sp_probe_continue(void *arg);
+#if defined(__x86_64__)
+#define ENTRY_SP_MISALIGN(sp) (((sp) + 8) & 15)
+__asm__(".text\n"
+        ".globl test_sp_probe_entry\n"
+        ".hidden test_sp_probe_entry\n"
+        ".type test_sp_probe_entry, @function\n"
+        ".p2align 4\n"
+        "test_sp_probe_entry:\n"
+        "  movq %rsp, (%rdi)\n"
+        "  jmp test_sp_probe_continue\n"
+        ".size test_sp_probe_entry, .-test_sp_probe_entry\n");
+#elif defined(__aarch64__)
+#define ENTRY_SP_MISALIGN(sp) ((sp) & 15)
+/* hint #34 is "bti c": the probe is entered by an indirect call, and the
+ * bti-pac cross build may run with BTI enforced. */
+__asm__(".text\n"
+        ".globl test_sp_probe_entry\n"
+        ".hidden test_sp_probe_entry\n"
+        ".type test_sp_probe_entry, %function\n"
+        ".p2align 4\n"
+        "test_sp_probe_entry:\n"
+        "  hint #34\n"
+        "  mov x9, sp\n"
+        "  str x9, [x0]\n"
+        "  b test_sp_probe_continue\n"
+        ".size test_sp_probe_entry, .-test_sp_probe_entry\n");
+#else
+/* No probe for this ISA: the entry records no stack pointer (0 passes). */
+#define ENTRY_SP_MISALIGN(sp) ((sp) & 0)
+void test_sp_probe_entry(void *arg) { test_sp_probe_continue(arg); }
+#endif
+
+__attribute__((visibility("hidden"))) void test_sp_probe_continue(void *arg)
+{
+    fiber_started();
+    start_seen_t *seen = arg;
+    _Alignas(16) volatile char buf[16];
+    buf[0] = 1;
+    seen->arg_seen = arg;
+    seen->frame = (uintptr_t)__builtin_frame_address(0);
+    seen->local = (uintptr_t)&buf[0];
+    seen->callee_misalign = callee_local_misalign();
+    fiber_jump(&g_main);
+}
+
+static void t_start_entry(void)
+{
+    static const size_t sizes[] = {
+        COEXEC__CTX_MIN_STACK,      COEXEC__CTX_MIN_STACK + 16,
+        COEXEC__CTX_MIN_STACK + 32, COEXEC__CTX_MIN_STACK + 48,
+        6144 + 16,                  8192 + 48,
+        16384,                      STACK_SIZE,
+        STACK_SIZE + 16};
+    unsigned bad_sp = 0, bad_frame = 0, bad_local = 0, bad_range = 0;
+    unsigned bad_arg = 0, bad_saved = 0, bad_canary = 0, runs = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        for (size_t off = 0; off < 128; off += 16) {
+            fiber_t f;
+            start_seen_t seen;
+            memset(&seen, 0, sizeof seen);
+            fiber_init_main();
+            CU_ASSERT_FATAL(fiber_alloc(&f, sizes[s], off));
+            fiber_start(&f, test_sp_probe_entry, &seen);
+            uintptr_t lo = (uintptr_t)f.stack, hi = lo + f.size;
+            bad_arg += seen.arg_seen != &seen;
+            bad_sp += ENTRY_SP_MISALIGN(seen.entry_sp) != 0;
+#if defined(__x86_64__) || defined(__aarch64__)
+            /* The entry's stack pointer, not only its frames, is on the
+             * new stack (it may sit at the very top on AArch64). */
+            bad_range += seen.entry_sp <= lo || seen.entry_sp > hi;
+#endif
+            bad_frame += (seen.frame & 15) != 0;
+            bad_local += (seen.local & 15) != 0 || seen.callee_misalign != 0;
+            /* Without a fake stack (ASan's use-after-return mode) the
+             * locals live on the context's own stack. */
+#ifndef TEST_ASAN
+            bad_range += seen.local < lo || seen.local >= hi;
+#endif
+            bad_range += seen.frame < lo || seen.frame >= hi;
+            /* The starter was saved on its own stack, not on the new one. */
+            bad_saved += g_main.sp == NULL ||
+                         ((uintptr_t)g_main.sp >= lo && (uintptr_t)g_main.sp < hi);
+            bad_canary += !fiber_canaries_intact(&f);
+            fiber_destroy(&f);
+            runs++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad_arg, 0);
+    CU_ASSERT_EQUAL(bad_sp, 0);
+    CU_ASSERT_EQUAL(bad_frame, 0);
+    CU_ASSERT_EQUAL(bad_local, 0);
+    CU_ASSERT_EQUAL(bad_range, 0);
+    CU_ASSERT_EQUAL(bad_saved, 0);
+    CU_ASSERT_EQUAL(bad_canary, 0);
+    CU_ASSERT_EQUAL(runs, 72);
+    CU_ASSERT_EQUAL(g_errors, 0);
+}
+
+/*
+ * A started context is an ordinary one afterwards: it switches back to its
+ * starter and is resumed by coexec__ctx_switch, and may itself start
+ * another. main starts A, A starts B; B switches back to A, A to main. Then
+ * SJ_ROUNDS rotations main -> B -> A -> main by plain switches, each context
+ * checking the shared step counter and keeping a round count in a local.
+ * To finish, B jumps to A (suspended in its switch to main) and A jumps to
+ * main (suspended in its switch to B).
+ */
+#define SJ_ROUNDS 10000
+static fiber_t g_sja, g_sjb;
+static unsigned long g_sj_step, g_sja_rounds, g_sjb_rounds;
+static int g_sj_finish;
+
+static void sj_b(void *arg)
+{
+    fiber_started();
+    FIBER_CHECK(arg == &g_sjb);
+    FIBER_CHECK(g_prev == &g_sja);
+    FIBER_CHECK(g_sj_step == 0);
+    g_sj_step++;
+    fiber_switch(&g_sja, false); /* back to its starter */
+    unsigned long r = 0;
+    while (!g_sj_finish) {
+        FIBER_CHECK(g_sj_step == 3 + 3 * r);
+        g_sj_step++;
+        r++;
+        fiber_switch(&g_sja, false);
+    }
+    g_sjb_rounds = r;
+    fiber_jump(&g_sja);
+}
+
+static void sj_a(void *arg)
+{
+    fiber_started();
+    FIBER_CHECK(arg == &g_sja);
+    FIBER_CHECK(g_prev == &g_main);
+    fiber_start(&g_sjb, sj_b, &g_sjb);
+    FIBER_CHECK(g_prev == &g_sjb);
+    FIBER_CHECK(g_sj_step == 1);
+    g_sj_step++;
+    fiber_switch(&g_main, false); /* back to its starter */
+    unsigned long r = 0;
+    while (!g_sj_finish) {
+        FIBER_CHECK(g_sj_step == 4 + 3 * r);
+        g_sj_step++;
+        r++;
+        fiber_switch(&g_main, false);
+    }
+    g_sja_rounds = r;
+    fiber_jump(&g_main);
+}
+
+static void t_start_switch_back(void)
+{
+    fiber_init_main();
+    g_sj_step = g_sja_rounds = g_sjb_rounds = 0;
+    g_sj_finish = 0;
+    CU_ASSERT_FATAL(fiber_alloc(&g_sja, STACK_SIZE, 0));
+    CU_ASSERT_FATAL(fiber_alloc(&g_sjb, STACK_SIZE, 16));
+    fiber_start(&g_sja, sj_a, &g_sja);
+    CU_ASSERT_EQUAL(g_sj_step, 2);
+    CU_ASSERT(g_prev == &g_sja);
+    unsigned long bad = 0;
+    for (unsigned long i = 0; i < SJ_ROUNDS; i++) {
+        g_sj_step++;
+        fiber_switch(&g_sjb, false);
+        bad += g_sj_step != 2 + 3 * (i + 1);
+        bad += g_prev != &g_sja;
+    }
+    g_sj_finish = 1;
+    fiber_switch(&g_sjb, false); /* B jumps to A, A jumps back here */
+    CU_ASSERT(g_prev == &g_sja);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(g_sj_step, 2 + 3 * SJ_ROUNDS);
+    CU_ASSERT_EQUAL(g_sja_rounds, SJ_ROUNDS);
+    CU_ASSERT_EQUAL(g_sjb_rounds, SJ_ROUNDS);
+    CU_ASSERT_EQUAL(g_errors, 0);
+    CU_ASSERT(fiber_canaries_intact(&g_sja));
+    CU_ASSERT(fiber_canaries_intact(&g_sjb));
+    fiber_destroy(&g_sja);
+    fiber_destroy(&g_sjb);
+}
+
+/*
+ * Callee-saved registers across start and jump, with the pattern scheme of
+ * suite "registers" (test_regs_switch):
+ *   test_regs_start(from_sp, args, seed, out) loads pattern k = seed + k *
+ *     REGS_STEP into each callee-saved register, calls coexec__ctx_start
+ *     with the arguments in *args, and when that returns stores the
+ *     registers into out[] in pattern order;
+ *   test_regs_jump(to_sp, seed) loads the patterns of seed into each
+ *     callee-saved register and jumps to coexec__ctx_jump(to_sp).
+ * The context resumed by a jump must see its own patterns, not the
+ * jumper's.
+ */
+typedef struct {
+    void *stack; /* offsets 0, 8, 16, 24: the asm reads them */
+    size_t size;
+    coexec__ctx_entry_t entry;
+    void *arg;
+} start_args_t;
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl test_regs_start\n"
+        ".hidden test_regs_start\n"
+        ".type test_regs_start, @function\n"
+        ".p2align 4\n"
+        "test_regs_start:\n"
+        "  pushq %rbp\n"
+        "  pushq %rbx\n"
+        "  pushq %r12\n"
+        "  pushq %r13\n"
+        "  pushq %r14\n"
+        "  pushq %r15\n"
+        "  subq $8, %rsp\n" /* keeps rsp 16-byte aligned at the call */
+        "  movq %rcx, (%rsp)\n"
+        "  movabsq $0x9e3779b97f4a7c15, %rax\n"
+        "  leaq (%rdx,%rax), %rbx\n"
+        "  leaq (%rbx,%rax), %r12\n"
+        "  leaq (%r12,%rax), %r13\n"
+        "  leaq (%r13,%rax), %r14\n"
+        "  leaq (%r14,%rax), %r15\n"
+        "  leaq (%r15,%rax), %rbp\n"
+        "  movq 24(%rsi), %r8\n"  /* arg */
+        "  movq 16(%rsi), %rcx\n" /* entry */
+        "  movq 8(%rsi), %rdx\n"  /* size */
+        "  movq 0(%rsi), %rsi\n"  /* stack; rdi is still from_sp */
+        "  call coexec__ctx_start\n"
+        "  movq (%rsp), %rcx\n"
+        "  movq %rbx, 0(%rcx)\n"
+        "  movq %r12, 8(%rcx)\n"
+        "  movq %r13, 16(%rcx)\n"
+        "  movq %r14, 24(%rcx)\n"
+        "  movq %r15, 32(%rcx)\n"
+        "  movq %rbp, 40(%rcx)\n"
+        "  addq $8, %rsp\n"
+        "  popq %r15\n"
+        "  popq %r14\n"
+        "  popq %r13\n"
+        "  popq %r12\n"
+        "  popq %rbx\n"
+        "  popq %rbp\n"
+        "  ret\n"
+        ".size test_regs_start, .-test_regs_start\n"
+        "\n"
+        ".globl test_regs_jump\n"
+        ".hidden test_regs_jump\n"
+        ".type test_regs_jump, @function\n"
+        ".p2align 4\n"
+        "test_regs_jump:\n"
+        "  movabsq $0x9e3779b97f4a7c15, %rax\n"
+        "  leaq (%rsi,%rax), %rbx\n"
+        "  leaq (%rbx,%rax), %r12\n"
+        "  leaq (%r12,%rax), %r13\n"
+        "  leaq (%r13,%rax), %r14\n"
+        "  leaq (%r14,%rax), %r15\n"
+        "  leaq (%r15,%rax), %rbp\n"
+        "  jmp coexec__ctx_jump\n" /* rdi is still to_sp */
+        ".size test_regs_jump, .-test_regs_jump\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".globl test_regs_start\n"
+        ".hidden test_regs_start\n"
+        ".type test_regs_start, %function\n"
+        ".p2align 4\n"
+        "test_regs_start:\n"
+        "  stp x29, x30, [sp, #-176]!\n"
+        "  stp x19, x20, [sp, #16]\n"
+        "  stp x21, x22, [sp, #32]\n"
+        "  stp x23, x24, [sp, #48]\n"
+        "  stp x25, x26, [sp, #64]\n"
+        "  stp x27, x28, [sp, #80]\n"
+        "  stp d8, d9, [sp, #96]\n"
+        "  stp d10, d11, [sp, #112]\n"
+        "  stp d12, d13, [sp, #128]\n"
+        "  stp d14, d15, [sp, #144]\n"
+        "  str x3, [sp, #160]\n"
+        "  movz x9, #0x7c15\n"
+        "  movk x9, #0x7f4a, lsl #16\n"
+        "  movk x9, #0x79b9, lsl #32\n"
+        "  movk x9, #0x9e37, lsl #48\n"
+        "  add x19, x2, x9\n"
+        "  add x20, x19, x9\n"
+        "  add x21, x20, x9\n"
+        "  add x22, x21, x9\n"
+        "  add x23, x22, x9\n"
+        "  add x24, x23, x9\n"
+        "  add x25, x24, x9\n"
+        "  add x26, x25, x9\n"
+        "  add x27, x26, x9\n"
+        "  add x28, x27, x9\n"
+        "  add x29, x28, x9\n"
+        "  add x10, x29, x9\n"
+        "  fmov d8, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d9, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d10, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d11, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d12, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d13, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d14, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d15, x10\n"
+        "  ldr x4, [x1, #24]\n" /* arg */
+        "  ldr x3, [x1, #16]\n" /* entry */
+        "  ldr x2, [x1, #8]\n"  /* size */
+        "  ldr x1, [x1, #0]\n"  /* stack; x0 is still from_sp */
+        "  bl coexec__ctx_start\n"
+        "  ldr x3, [sp, #160]\n"
+        "  stp x19, x20, [x3, #0]\n"
+        "  stp x21, x22, [x3, #16]\n"
+        "  stp x23, x24, [x3, #32]\n"
+        "  stp x25, x26, [x3, #48]\n"
+        "  stp x27, x28, [x3, #64]\n"
+        "  str x29, [x3, #80]\n"
+        "  stp d8, d9, [x3, #88]\n"
+        "  stp d10, d11, [x3, #104]\n"
+        "  stp d12, d13, [x3, #120]\n"
+        "  stp d14, d15, [x3, #136]\n"
+        "  ldp x19, x20, [sp, #16]\n"
+        "  ldp x21, x22, [sp, #32]\n"
+        "  ldp x23, x24, [sp, #48]\n"
+        "  ldp x25, x26, [sp, #64]\n"
+        "  ldp x27, x28, [sp, #80]\n"
+        "  ldp d8, d9, [sp, #96]\n"
+        "  ldp d10, d11, [sp, #112]\n"
+        "  ldp d12, d13, [sp, #128]\n"
+        "  ldp d14, d15, [sp, #144]\n"
+        "  ldp x29, x30, [sp], #176\n"
+        "  ret\n"
+        ".size test_regs_start, .-test_regs_start\n"
+        "\n"
+        ".globl test_regs_jump\n"
+        ".hidden test_regs_jump\n"
+        ".type test_regs_jump, %function\n"
+        ".p2align 4\n"
+        "test_regs_jump:\n"
+        "  movz x9, #0x7c15\n"
+        "  movk x9, #0x7f4a, lsl #16\n"
+        "  movk x9, #0x79b9, lsl #32\n"
+        "  movk x9, #0x9e37, lsl #48\n"
+        "  add x19, x1, x9\n"
+        "  add x20, x19, x9\n"
+        "  add x21, x20, x9\n"
+        "  add x22, x21, x9\n"
+        "  add x23, x22, x9\n"
+        "  add x24, x23, x9\n"
+        "  add x25, x24, x9\n"
+        "  add x26, x25, x9\n"
+        "  add x27, x26, x9\n"
+        "  add x28, x27, x9\n"
+        "  add x29, x28, x9\n"
+        "  add x10, x29, x9\n"
+        "  fmov d8, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d9, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d10, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d11, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d12, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d13, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d14, x10\n"
+        "  add x10, x10, x9\n"
+        "  fmov d15, x10\n"
+        "  b coexec__ctx_jump\n" /* x0 is still to_sp */
+        ".size test_regs_jump, .-test_regs_jump\n");
+#endif
+
+#ifdef REGS_N
+void test_regs_start(void **from_sp, const start_args_t *args, uint64_t seed,
+                     uint64_t *out);
+__attribute__((noreturn)) void test_regs_jump(void *to_sp, uint64_t seed);
+
+/* fiber_start with the pattern-loading raw start. */
+static void regs_start(fiber_t *to, coexec__ctx_entry_t entry, void *arg,
+                       uint64_t seed, uint64_t *out)
+{
+    fiber_t *from = g_cur;
+    start_args_t a = {to->stack, to->size, entry, arg};
+    void *fake = switch_begin(to, false);
+    test_regs_start(&from->sp, &a, seed, out);
+    switch_end(fake);
+}
+
+/* fiber_jump with the pattern-loading raw jump. */
+static __attribute__((noreturn)) void regs_jump(fiber_t *to, uint64_t seed)
+{
+    switch_begin(to, true);
+    test_regs_jump(to->sp, seed);
+}
+
+/* Started with test_regs_start: REGS_ROUNDS pattern switches back to main,
+ * then a pattern jump to main. */
+static fiber_t g_srf;
+static unsigned long g_srf_bad;
+
+static void sregs_entry(void *arg)
+{
+    fiber_started();
+    uint64_t out[REGS_N];
+    for (unsigned long i = 0; i < REGS_ROUNDS; i++) {
+        uint64_t seed = 0x5a5a000000000000u + 3 * i;
+        regs_switch(&g_main, seed, out);
+        g_srf_bad += regs_mismatches(out, seed);
+    }
+    regs_jump(&g_main, 0x7777000000000000u);
+}
+
+static void t_start_regs_switch_back(void)
+{
+    uint64_t out[REGS_N];
+    fiber_init_main();
+    g_srf_bad = 0;
+    CU_ASSERT_FATAL(fiber_alloc(&g_srf, STACK_SIZE, 0));
+    uint64_t seed = 0x4321000000000000u;
+    regs_start(&g_srf, sregs_entry, NULL, seed, out);
+    CU_ASSERT_EQUAL(regs_mismatches(out, seed), 0);
+    /* The last switch comes back by the context's jump. */
+    unsigned long bad = 0;
+    for (unsigned long i = 0; i < REGS_ROUNDS; i++) {
+        seed = 0x4321000000000000u + 11 * (i + 1);
+        regs_switch(&g_srf, seed, out);
+        bad += regs_mismatches(out, seed);
+    }
+    CU_ASSERT(g_prev == &g_srf);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(g_srf_bad, 0);
+    CU_ASSERT_EQUAL(g_errors, 0);
+    CU_ASSERT(fiber_canaries_intact(&g_srf));
+    fiber_destroy(&g_srf);
+}
+
+/* A fresh context that jumps straight back to its starter. */
+static void sregs_jump_entry(void *arg)
+{
+    fiber_started();
+    regs_jump(&g_main, *(const uint64_t *)arg);
+}
+
+static void t_start_regs_jump(void)
+{
+    uint64_t out[REGS_N];
+    fiber_init_main();
+    CU_ASSERT_FATAL(fiber_alloc(&g_srf, STACK_SIZE, 0));
+    unsigned long bad = 0;
+    for (unsigned long i = 0; i < REGS_ROUNDS; i++) {
+        uint64_t seed = 0x1111000000000000u + 5 * i;
+        uint64_t jump_seed = ~seed;
+        fiber_recycle(&g_srf);
+        regs_start(&g_srf, sregs_jump_entry, &jump_seed, seed, out);
+        bad += regs_mismatches(out, seed);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(g_errors, 0);
+    CU_ASSERT(fiber_canaries_intact(&g_srf));
+    fiber_destroy(&g_srf);
+}
+#else
+static void t_start_regs_switch_back(void)
+{
+    printf("\n    no register-pattern routine for this ISA; skipped ");
+}
+static void t_start_regs_jump(void)
+{
+    printf("\n    no register-pattern routine for this ISA; skipped ");
+}
+#endif
+
+/*
+ * FP control state across start, switch back and jump. Beyond the rounding
+ * mode (fenv), each context sets other control bits where the ISA has them,
+ * and the whole control words are compared:
+ *   x86-64:  MXCSR without its status flags (FTZ, DAZ, RC, masks) and the
+ *            x87 control word (precision and rounding control);
+ *   AArch64: FPCR (FZ, DN, RMode).
+ * The rounding mode is also checked by its effect (third()). What a fresh
+ * context starts with is backend-defined (see context.h) and not checked.
+ */
+#if defined(__x86_64__)
+typedef struct {
+    uint32_t mxcsr;
+    uint16_t x87;
+} fpctl_t;
+static fpctl_t fpctl_get(void)
+{
+    fpctl_t c;
+    c.mxcsr = __builtin_ia32_stmxcsr() & ~0x3fu;
+    __asm__ volatile("fnstcw %0" : "=m"(c.x87));
+    return c;
+}
+static void fpctl_set(fpctl_t c)
+{
+    __builtin_ia32_ldmxcsr(c.mxcsr);
+    __asm__ volatile("fldcw %0" : : "m"(c.x87));
+}
+static bool fpctl_eq(fpctl_t a, fpctl_t b)
+{
+    return a.mxcsr == b.mxcsr && a.x87 == b.x87;
+}
+/* Extra control bits per variant k: FTZ (bit 15) and DAZ (bit 6) on or
+ * off; x87 precision control double (0x200) or extended (0x300). */
+static void fpctl_extras(unsigned k)
+{
+    fpctl_t c = fpctl_get();
+    c.mxcsr &= ~((1u << 15) | (1u << 6));
+    if (k & 1)
+        c.mxcsr |= 1u << 15;
+    if (k & 2)
+        c.mxcsr |= 1u << 6;
+    c.x87 = (uint16_t)((c.x87 & ~0x300u) | ((k & 1) ? 0x200u : 0x300u));
+    fpctl_set(c);
+}
+#elif defined(__aarch64__)
+typedef struct {
+    uint64_t fpcr;
+} fpctl_t;
+static fpctl_t fpctl_get(void)
+{
+    fpctl_t c;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(c.fpcr));
+    return c;
+}
+static void fpctl_set(fpctl_t c)
+{
+    __asm__ volatile("msr fpcr, %0" : : "r"(c.fpcr));
+}
+static bool fpctl_eq(fpctl_t a, fpctl_t b) { return a.fpcr == b.fpcr; }
+/* Extra control bits per variant k: FZ (bit 24) and DN (bit 25). */
+static void fpctl_extras(unsigned k)
+{
+    fpctl_t c = fpctl_get();
+    c.fpcr &= ~((uint64_t)3 << 24);
+    c.fpcr |= (uint64_t)(k & 3) << 24;
+    fpctl_set(c);
+}
+#else
+typedef struct {
+    int round;
+} fpctl_t;
+static fpctl_t fpctl_get(void)
+{
+    fpctl_t c = {fegetround()};
+    return c;
+}
+static void fpctl_set(fpctl_t c) { fesetround(c.round); }
+static bool fpctl_eq(fpctl_t a, fpctl_t b) { return a.round == b.round; }
+static void fpctl_extras(unsigned k) { (void)k; }
+#endif
+
+static const int g_fp_modes[4] = {FE_TONEAREST, FE_DOWNWARD, FE_UPWARD,
+                                  FE_TOWARDZERO};
+static double g_fp_third[4]; /* third() in each mode */
+
+static void fp_mode(unsigned mode, unsigned extras)
+{
+    fesetround(g_fp_modes[mode]);
+    fpctl_extras(extras);
+}
+
+/* Bad count if the running context is not in (mode, words). */
+static unsigned fp_mismatches(unsigned mode, fpctl_t words)
+{
+    return !fpctl_eq(fpctl_get(), words) + (fegetround() != g_fp_modes[mode]) +
+           (third() != g_fp_third[mode]);
+}
+
+typedef struct {
+    unsigned mode, extras; /* what the started context sets */
+    fpctl_t words;         /* what it then reads */
+    unsigned bad;
+} fp_unit_t;
+
+static fiber_t g_fpu;
+
+static void fp_unit_entry(void *arg)
+{
+    fiber_started();
+    fp_unit_t *u = arg;
+    fp_mode(u->mode, u->extras);
+    u->words = fpctl_get();
+    u->bad += fp_mismatches(u->mode, u->words);
+    fiber_switch(&g_main, false); /* back to its starter */
+    u->bad += fp_mismatches(u->mode, u->words);
+    fiber_jump(&g_main);
+}
+
+#define FP_ROUNDS 64
+
+static void t_start_fpenv(void)
+{
+    fpctl_t orig = fpctl_get();
+    for (unsigned m = 0; m < 4; m++) {
+        fesetround(g_fp_modes[m]);
+        g_fp_third[m] = third();
+    }
+    fpctl_set(orig);
+    CU_ASSERT_FATAL(g_fp_third[2] > g_fp_third[1]); /* up above down */
+
+    fiber_init_main();
+    CU_ASSERT_FATAL(fiber_alloc(&g_fpu, STACK_SIZE, 0));
+    unsigned bad_start = 0, bad_jump = 0, bad_unit = 0;
+    /* Every pair of main and unit modes (equal ones too: the x86-64 switch
+     * reloads the control words only when they differ) with each variant
+     * of the other control bits. */
+    for (unsigned r = 0; r < FP_ROUNDS; r++) {
+        fp_unit_t u = {.mode = (r >> 2) & 3, .extras = (r >> 4) & 3};
+        fp_mode(r & 3, r >> 4);
+        fpctl_t want = fpctl_get();
+        fiber_recycle(&g_fpu);
+        fiber_start(&g_fpu, fp_unit_entry, &u);
+        bad_start += fp_mismatches(r & 3, want);
+        /* Another mode, then the unit runs and jumps back. */
+        unsigned jmode = (r * 3 + 1) & 3;
+        fp_mode(jmode, ~r >> 4);
+        want = fpctl_get();
+        fiber_switch(&g_fpu, false);
+        bad_jump += fp_mismatches(jmode, want);
+        bad_unit += u.bad;
+    }
+    fpctl_set(orig);
+    CU_ASSERT_EQUAL(bad_start, 0);
+    CU_ASSERT_EQUAL(bad_jump, 0);
+    CU_ASSERT_EQUAL(bad_unit, 0);
+    CU_ASSERT_EQUAL(g_errors, 0);
+    CU_ASSERT(fiber_canaries_intact(&g_fpu));
+    fiber_destroy(&g_fpu);
+}
+
+/*
+ * The pattern start and jump exist for: a joiner starts a fresh unit on a
+ * recycled stack, the unit runs to its end and jumps back to the joiner,
+ * whose start call then returns. 1,000,000 cycles on one stack; every
+ * 1024th unit also blocks once (switches back), and the joiner resumes it
+ * with a plain switch before it finishes.
+ *
+ * Under TSan each fresh context needs a fiber of its own (fiber_recycle),
+ * and __tsan_create_fiber + __tsan_destroy_fiber take close to a
+ * millisecond in GCC 12's runtime: TSan builds run 1% of the cycles.
+ */
+#ifdef TEST_TSAN
+#define CYCLES 10000UL
+#else
+#define CYCLES 1000000UL
+#endif
+#define CYCLE_STACK (16 * 1024)
+static fiber_t g_cu;
+static volatile unsigned long g_cyc_index; /* cycle the joiner is in */
+static unsigned long g_cyc_ran, g_cyc_blocked, g_cyc_done;
+static uint64_t g_cyc_reply;
+
+static uint64_t cyc_value(unsigned long i) { return i * 0x9e3779b97f4a7c15u + 7; }
+
+static void cycle_entry(void *arg)
+{
+    fiber_started();
+    unsigned long i = (unsigned long)(uintptr_t)arg;
+    FIBER_CHECK(i == g_cyc_index);
+    FIBER_CHECK(g_prev == &g_main);
+    g_cyc_ran++;
+    /* Some work in a frame on the fresh stack. */
+    volatile uint64_t buf[8];
+    for (unsigned k = 0; k < 8; k++)
+        buf[k] = cyc_value(i) + k;
+    if ((i & 1023) == 0) {
+        g_cyc_blocked++;
+        fiber_switch(&g_main, false);
+    }
+    uint64_t sum = 0;
+    for (unsigned k = 0; k < 8; k++)
+        sum += buf[k];
+    g_cyc_reply = sum;
+    g_cyc_done++;
+    fiber_jump(&g_main);
+}
+
+static void t_start_jump_cycles(void)
+{
+    fiber_init_main();
+    g_cyc_ran = g_cyc_blocked = g_cyc_done = 0;
+    CU_ASSERT_FATAL(fiber_alloc(&g_cu, CYCLE_STACK, 0));
+    unsigned long bad = 0;
+    double t0 = now_ns();
+    for (unsigned long i = 0; i < CYCLES; i++) {
+        g_cyc_index = i;
+        g_cyc_reply = 0;
+        fiber_recycle(&g_cu);
+        fiber_start(&g_cu, cycle_entry, (void *)(uintptr_t)i);
+        if ((i & 1023) == 0) {
+            /* Blocked, not finished: resume it until it ends. */
+            bad += g_cyc_done != i || g_cyc_blocked != i / 1024 + 1;
+            fiber_switch(&g_cu, false);
+        }
+        bad += g_cyc_ran != i + 1 || g_cyc_done != i + 1;
+        bad += g_cyc_reply != 8 * cyc_value(i) + 28;
+        bad += g_prev != &g_cu;
+    }
+    double t1 = now_ns();
+    printf("\n    %lu start+jump cycles, %.1f ns per cycle ", CYCLES,
+           (t1 - t0) / (double)CYCLES);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(g_cyc_ran, CYCLES);
+    CU_ASSERT_EQUAL(g_cyc_done, CYCLES);
+    CU_ASSERT_EQUAL(g_cyc_blocked, (CYCLES + 1023) / 1024);
+    CU_ASSERT_EQUAL(g_errors, 0);
+    CU_ASSERT(fiber_canaries_intact(&g_cu));
+    fiber_destroy(&g_cu);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static const char *const suite_names[] = {"switch",    "registers", "fpenv",
+                                          "alignment", "many",      "startjump"};
 #define NSUITES (sizeof suite_names / sizeof suite_names[0])
 
 /* --check-suites NAME...: fails unless NAME... is exactly the set of suites
@@ -990,6 +1779,13 @@ int main(int argc, char **argv)
     CU_add_test(s, "entry_stack_16_bytes", t_entry_alignment);
     s = CU_add_suite(suite_names[4], NULL, NULL);
     CU_add_test(s, "1000_contexts_random_order", t_many_random);
+    s = CU_add_suite(suite_names[5], NULL, NULL);
+    CU_add_test(s, "entry_on_given_stack_16_bytes", t_start_entry);
+    CU_add_test(s, "switch_back_and_resume", t_start_switch_back);
+    CU_add_test(s, "callee_saved_start_switch_jump", t_start_regs_switch_back);
+    CU_add_test(s, "callee_saved_start_then_jump", t_start_regs_jump);
+    CU_add_test(s, "fp_control_start_switch_jump", t_start_fpenv);
+    CU_add_test(s, "start_jump_cycles", t_start_jump_cycles);
 
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_ErrorCode rc;
