@@ -54,10 +54,11 @@ void coexec__ctx_start(void **from_sp, void *stack, size_t size,
 __attribute__((noreturn)) void coexec__ctx_jump(void *to_sp);
 
 /*
- * A fresh context starts with the floating-point control state of the
- * process's first context on x86-64 (normally the ABI defaults) and with
- * its creator's on the other backends: code that needs a particular
- * rounding mode sets it itself.
+ * The floating-point control state a fresh context starts with is left to
+ * the backend: the starter's for coexec__ctx_start on x86-64 and for every
+ * entry point of the other backends, the process's first context's for
+ * coexec__ctx_make on x86-64. Code that needs a particular rounding mode
+ * sets it itself; each context keeps its own once it runs.
  */
 
 /* The smallest stack coexec__ctx_make accepts (the ucontext record included). */
