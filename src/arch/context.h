@@ -42,7 +42,8 @@ void *coexec__ctx_make(void *stack, size_t size, coexec__ctx_entry_t entry,
  * Saves the calling context in *from_sp, then calls entry(arg) on the fresh
  * stack [stack, stack + size) as coexec__ctx_make + coexec__ctx_switch
  * would, without building a frame first. Returns when another switch
- * resumes the saved context.
+ * resumes the saved context, or when entry returns: entry may return only
+ * if the saved context has not been resumed meanwhile, and then resumes it.
  */
 void coexec__ctx_start(void **from_sp, void *stack, size_t size,
                        coexec__ctx_entry_t entry, void *arg);

@@ -20,6 +20,14 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
+/* Sanitized builds never leave a context by returning from it: the
+ * sanitizers must see every switch as one. */
+#if defined(COEXEC_ASAN) || defined(COEXEC_TSAN)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
 struct fiber_info {
     const void *stack_lo;
     size_t stack_size;

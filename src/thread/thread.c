@@ -158,15 +158,19 @@ static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
 
 /* Transfers control from the current context (saved in *save unless
  * `final`) to the ULT `to`: resumes it, or starts it on its stack if it
- * never ran. */
+ * never ran. `back` says the current context is where `to` goes when it
+ * finishes, so a fresh `to` may simply return there. */
 static ALWAYS_INLINE void enter_unit(void **save, struct coexec_unit_rec *to,
-                                     int final)
+                                     int final, bool back)
 {
     struct fiber_info fi = unit_fiber(to);
-    if (to->sp)
+    if (to->sp) {
         switch_ctx(save, to->sp, &fi, final);
-    else
+    } else {
+        if (back && !SANITIZED)
+            to->rflags |= RF_RETURN;
         start_ctx(save, &fi, ult_entry, to);
+    }
 }
 
 /* ---- queueing and waking ------------------------------------------------- */
@@ -317,7 +321,7 @@ void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
         coexec__enqueue(u, true);
         return;
     }
-    enter_unit(&xs->sched_sp, u, 0);
+    enter_unit(&xs->sched_sp, u, 0, true);
     /* Scheduler contexts never change OS thread: xs is still ours. */
     coexec__post_switch(xs);
     xs->cur = NULL;
@@ -330,12 +334,16 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
 {
     xs->post_op = op;
     xs->post_unit = self;
+    /* Leaving for anything but a child run in place (POST_NONE), our own
+     * starter gets resumed by a switch, not by our return. */
+    if (op != POST_NONE)
+        self->rflags &= (uint8_t)~RF_RETURN;
     void *dead_sp; /* a finished context is never resumed */
     void **save = final ? &dead_sp : &self->sp;
     if (to) {
         xs->cur = to;
         atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
-        enter_unit(save, to, final);
+        enter_unit(save, to, final, op == POST_NONE);
     } else {
         xs->cur = NULL;
         struct fiber_info fi = sched_fiber(xs);
@@ -372,6 +380,20 @@ static void ult_entry(void *arg)
     switch_first_entry();
     coexec__post_switch(coexec__xs_self());
     u->fn.thread(u->arg);
+    if (LIKELY(u->rflags & RF_RETURN)) {
+        /* Nothing of ours left this stack since we started, so whoever
+         * started us still waits in coexec__ctx_start, and it is where we
+         * go (our in-place joiner, or the scheduler): just return to it. */
+        struct coexec_xstream_rec *xs = coexec__xs_self();
+        struct coexec_unit_rec *to = (u->rflags & RF_INPLACE) ? u->joiner
+                                                               : NULL;
+        xs->post_op = POST_FINISH;
+        xs->post_unit = u;
+        xs->cur = to;
+        if (to)
+            atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
+        return;
+    }
     ult_finish_self(u);
 }
 

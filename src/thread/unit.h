@@ -43,7 +43,9 @@ enum unit_flag {
  * under the pool lock that a later push of the unit released. */
 enum unit_rflag {
     RF_INPLACE = 1u << 0, /* run in place by the joiner in `joiner` */
-    RF_STARTED = 1u << 1  /* has run at least once */
+    RF_STARTED = 1u << 1, /* has run at least once */
+    RF_RETURN = 1u << 2   /* its starter waits in coexec__ctx_start and is
+                             where it goes when it finishes: it may return */
 };
 
 /* The park/notify word. */

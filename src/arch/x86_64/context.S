@@ -68,14 +68,19 @@ coexec__ctx_start:
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
     movq    %rsp, (%rdi)
-    leaq    (%rsi,%rdx), %rsp
-    andq    $-16, %rsp
-    pushq   $0              /* a zero return address ends unwinding here */
-    pushq   $0
+    leaq    (%rsi,%rdx), %rax
+    andq    $-16, %rax
+    movq    %rsp, -8(%rax)  /* the starter's saved context, for a return */
+    movq    $0, -16(%rax)
+    leaq    -16(%rax), %rsp
     movq    %r8, %rdi
     xorl    %ebp, %ebp
     callq   *%rcx
-    ud2
+    /* entry returned: resume the starter as coexec__ctx_jump does. The
+     * call and return pairs stay balanced, so the CPU's return predictions
+     * stay right, which a switch can never achieve. */
+    movq    8(%rsp), %rdi
+    jmp     coexec__ctx_jump
     .cfi_endproc
     .size   coexec__ctx_start, .-coexec__ctx_start
 
