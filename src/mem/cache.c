@@ -61,11 +61,14 @@ struct slab {
 static struct slab *slabs;
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void slab_record(void *mem, size_t bytes, int is_stack)
+/* Records a slab for finalize; false (and nothing kept) when the record
+ * itself cannot be had: the caller then gives the slab back and reports
+ * the failure, so no slab ever escapes finalize. */
+static bool slab_record(void *mem, size_t bytes, int is_stack)
 {
     struct slab *s = malloc(sizeof *s);
     if (!s)
-        return; /* only finalize's reclaim is lost, never correctness */
+        return false;
     s->mem = mem;
     s->bytes = bytes;
     s->is_stack = is_stack;
@@ -73,6 +76,7 @@ static void slab_record(void *mem, size_t bytes, int is_stack)
     s->next = slabs;
     slabs = s;
     pthread_mutex_unlock(&slab_lock);
+    return true;
 }
 
 /* ---- descriptors --------------------------------------------------------- */
@@ -91,7 +95,10 @@ static struct coexec_unit_rec *desc_slab_new(unsigned *count)
     if (!d)
         return NULL;
     memset(d, 0, DESC_SLAB * sizeof *d);
-    slab_record(d, DESC_SLAB * sizeof *d, 0);
+    if (!slab_record(d, DESC_SLAB * sizeof *d, 0)) {
+        free(d);
+        return NULL;
+    }
     uint64_t g = gen_first();
     for (unsigned i = 0; i < DESC_SLAB; i++) {
         atom_store_rlx_u64(&d[i].gen, g);
@@ -186,7 +193,10 @@ static bool stack_slab_new(struct stack_cache *c)
                    0);
     if (m == MAP_FAILED)
         return false;
-    slab_record(m, bytes, 1);
+    if (!slab_record(m, bytes, 1)) {
+        munmap(m, bytes);
+        return false;
+    }
     for (unsigned i = 0; i < STACK_SLAB; i++)
         register_stack((char *)m + i * coexec__g.stack_size,
                        coexec__g.stack_size);

@@ -562,7 +562,8 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
         return;
     }
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
-        atom_store_rlx_uptr(&u->join, 0);
+        /* No stack for it now: queue it again; we stay registered as its
+         * waiter and wait for it the ordinary way. */
         coexec__enqueue(u, false);
         return;
     }
