@@ -186,6 +186,9 @@ static void t_churn(void)
             CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
         for (int i = NS - 1; i > 0; i -= 2)
             CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
+        /* The primary steals too: a yielding unit it took may still be
+         * queued behind this ULT. */
+        CH_WAIT(atomic_load(&g_count) == NS * PER);
         CH_ASSERT_EQ(atomic_load(&g_count), NS * PER);
         int n = 0;
         CH_ASSERT_OK(coexec_xstream_get_num(&n));
