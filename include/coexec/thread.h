@@ -64,7 +64,8 @@ coexec_thread_create(coexec_pool_t pool, coexec_thread_fn_t fn, void *arg,
 
 /*
  * The same, into the main pool of xstream xs.
- * Returns as coexec_thread_create, COEXEC_EHANDLE also for a bad xs.
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: as coexec_thread_create, COEXEC_EHANDLE also for a bad xs.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
@@ -156,7 +157,10 @@ COEXEC_API COEXEC_NODISCARD int coexec_self_suspend(void);
 COEXEC_API COEXEC_NODISCARD int coexec_thread_resume(coexec_thread_t t);
 
 /*
- * The unit handle of a ULT or a tasklet, for coexec_pool_push.
+ * The unit handle of a ULT or a tasklet, for coexec_pool_push and
+ * coexec_pool_pop. Pure conversions: no check is made here (the calls that
+ * take the unit check it).
+ * Context: any thread. Switches: never. Cannot fail.
  */
 COEXEC_API coexec_unit_t coexec_thread_unit(coexec_thread_t t);
 COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k);
@@ -173,7 +177,11 @@ COEXEC_API COEXEC_NODISCARD int coexec_tasklet_create(coexec_pool_t pool,
                                                       void *arg,
                                                       coexec_tasklet_t *out);
 
-/* The same, into the main pool of xstream xs. */
+/*
+ * The same, into the main pool of xstream xs.
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: as coexec_tasklet_create, COEXEC_EHANDLE also for a bad xs.
+ */
 COEXEC_API COEXEC_NODISCARD int
 coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
                          void *arg, coexec_tasklet_t *out);
@@ -188,7 +196,11 @@ coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
  */
 COEXEC_API COEXEC_NODISCARD int coexec_tasklet_join(coexec_tasklet_t k);
 
-/* Joins *k if needed, releases it and clears *k. As coexec_tasklet_join. */
+/*
+ * Joins *k if needed, releases it and clears *k.
+ * Context, Switches and Returns: as coexec_tasklet_join, plus COEXEC_EINVAL
+ * for k NULL.
+ */
 COEXEC_API COEXEC_NODISCARD int coexec_tasklet_free(coexec_tasklet_t *k);
 
 /*

@@ -29,7 +29,10 @@ COEXEC_BEGIN_DECLS
  */
 COEXEC_API unsigned coexec_version(void);
 
-/* The same as a "major.minor.patch" string with static storage. */
+/*
+ * The same as a "major.minor.patch" string with static storage.
+ * Context: any thread, before or after coexec_init. Switches: never.
+ */
 COEXEC_API const char *coexec_version_string(void);
 
 COEXEC_END_DECLS
