@@ -23,17 +23,13 @@ coexec__ctx_switch:
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
     movq    %rsp, (%rdi)
-    /* Reload the control words only when they differ: ldmxcsr and fldcw
-     * are slow, and nearly every context runs with the same ones. The
-     * loads match the sizes of the stores so they forward from them. */
-    movl    (%rsp), %eax
-    movzwl  4(%rsp), %ecx
+    /* Reload the control words unconditionally: comparing them first
+     * means reading back what fnstcw just stored, which stalls, and
+     * measured slower than the reload itself. */
     movq    %rsi, %rsp
-    cmpl    (%rsp), %eax
-    jne     1f
-    cmpw    4(%rsp), %cx
-    jne     1f
-2:  addq    $8, %rsp
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    addq    $8, %rsp
     popq    %r15
     popq    %r14
     popq    %r13
@@ -41,9 +37,6 @@ coexec__ctx_switch:
     popq    %rbx
     popq    %rbp
     ret
-1:  ldmxcsr (%rsp)
-    fldcw   4(%rsp)
-    jmp     2b
     .cfi_endproc
     .size   coexec__ctx_switch, .-coexec__ctx_switch
 
@@ -93,17 +86,10 @@ coexec__ctx_start:
     .p2align 4
 coexec__ctx_jump:
     .cfi_startproc
-    subq    $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
-    movl    (%rsp), %eax
-    movzwl  4(%rsp), %ecx
     movq    %rdi, %rsp
-    cmpl    (%rsp), %eax
-    jne     1f
-    cmpw    4(%rsp), %cx
-    jne     1f
-2:  addq    $8, %rsp
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    addq    $8, %rsp
     popq    %r15
     popq    %r14
     popq    %r13
@@ -111,9 +97,6 @@ coexec__ctx_jump:
     popq    %rbx
     popq    %rbp
     ret
-1:  ldmxcsr (%rsp)
-    fldcw   4(%rsp)
-    jmp     2b
     .cfi_endproc
     .size   coexec__ctx_jump, .-coexec__ctx_jump
 
