@@ -18,5 +18,10 @@
 #include "coexec/xstream.h"
 #include "coexec/thread.h"
 #include "coexec/waker.h"
+#include "coexec/time.h"
+#include "coexec/eventual.h"
+#include "coexec/channel.h"
+#include "coexec/sync.h"
+#include "coexec/key.h"
 
 #endif /* COEXEC_H */
