@@ -99,6 +99,7 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     atom_store_rlx_u32(&coexec__g.num_steal_pools, 0);
     atom_store_rlx_u64(&coexec__g.live_units, 0);
     atom_store_rlx_u64(&coexec__g.next_unit_id, 1);
+    coexec__keys_reset();
 
     if ((rc = coexec__affinity_init()) != COEXEC_OK)
         goto fail;
@@ -154,9 +155,18 @@ COEXEC_API int coexec_finalize(void)
         if (s)
             coexec__xstream_stop_and_join(s);
     }
-    /* Units that stealers moved back here, or that were woken meanwhile. */
-    while (atom_load_acq_u64(&p->size) > 0)
-        IGNORE_RESULT(coexec_yield());
+    /* Units that stealers moved back here, or that were woken meanwhile,
+     * and units sleeping on the primary's timers. */
+    for (;;) {
+        while (atom_load_acq_u64(&p->size) > 0)
+            IGNORE_RESULT(coexec_yield());
+        uint64_t next = xs_next_timer(xs);
+        if (next == UINT64_MAX)
+            break;
+        IGNORE_RESULT(coexec_sleep_until(next));
+    }
+    if (xs->cur->keys)
+        coexec__keys_destroy(xs->cur);
     atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
     uint64_t live = atom_load_acq_u64(&coexec__g.live_units) +
                     (uint64_t)xs->live_units;

@@ -108,6 +108,16 @@ void coexec__run_unit(struct coexec_xstream_rec *xs,
 void coexec__post_switch(struct coexec_xstream_rec *xs);
 void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end);
 void coexec__wake_unit(struct coexec_unit_rec *u);
+/* Wakes u if its incarnation's tag is still `tag`; false if stale. */
+bool coexec__wake_tagged(struct coexec_unit_rec *u, uint32_t tag);
+/* Drops a wake recorded while u ran (u itself calls this). */
+void coexec__wake_clear(struct coexec_unit_rec *u);
+/* Parks the calling ULT self until woken. */
+void coexec__park_current(struct coexec_unit_rec *self);
+/* Runs the key destructors of the calling ULT u and frees its table. */
+void coexec__keys_destroy(struct coexec_unit_rec *u);
+/* Forgets every key (init). */
+void coexec__keys_reset(void);
 int coexec__join_unit(struct coexec_unit_rec *u);
 void coexec__unit_switch_to_sched(struct coexec_xstream_rec *xs,
                                   struct coexec_unit_rec *self);

@@ -17,13 +17,12 @@ static struct coexec_pool_rec *pool_free;
  * pool (MPMC LIFO, where a late push is at home). */
 static struct coexec_pool_rec *pool_retired;
 
-void coexec__pool_lock_slow(struct coexec_pool_rec *p)
+void coexec__spin_lock_slow(atom_u32_t *l)
 {
     unsigned spins = 0;
     for (;;) {
         uint32_t exp = 0;
-        if (atom_load_rlx_u32(&p->lock) == 0 &&
-            atom_cas_acq_u32(&p->lock, &exp, 1))
+        if (atom_load_rlx_u32(l) == 0 && atom_cas_acq_u32(l, &exp, 1))
             return;
         if (++spins < 128)
             cpu_relax();

@@ -20,6 +20,7 @@
 
 #include "arch/atomic.h"
 #include "core/compiler.h"
+#include "core/spin.h"
 #include "thread/unit.h"
 
 struct sleeper {
@@ -52,22 +53,14 @@ struct coexec_pool_rec {
     struct coexec_pool_rec *all_next; /* list of every record, for finalize */
 };
 
-/* Lock helpers: plain spin, then yield the CPU if the holder was preempted
- * (streams outnumber cores in tests and some deployments). */
-void coexec__pool_lock_slow(struct coexec_pool_rec *p);
-
 static ALWAYS_INLINE void pool_lock(struct coexec_pool_rec *p)
 {
-    uint32_t exp = 0;
-    /* Acquire: pairs with the release in pool_unlock. */
-    if (LIKELY(atom_cas_acq_u32(&p->lock, &exp, 1)))
-        return;
-    coexec__pool_lock_slow(p);
+    spin_lock(&p->lock);
 }
 
 static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
 {
-    atom_store_rel_u32(&p->lock, 0);
+    spin_unlock(&p->lock);
 }
 
 /* List operations; the caller holds the lock (or owns a private pool). */

@@ -7,17 +7,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "arch/clock.h"
 #include "arch/futex.h"
 #include "core/internal.h"
 
 static struct coexec_sched_rec *sched_all;
 static struct coexec_sched_rec *sched_free_list;
 
-static uint64_t now_ns(void)
+static inline uint64_t now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return clock_now_ns();
 }
 
 struct coexec_sched_rec *coexec__sched_new(int kind,
@@ -136,28 +135,6 @@ next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
     return s->steal ? steal_one(xs, s) : NULL;
 }
 
-void coexec__xs_drain_inbox(struct coexec_xstream_rec *xs)
-{
-    if (!atom_load_rlx_ptr(&xs->inbox))
-        return;
-    /* Acquire: pairs with the release in coexec__xs_inbox_push, so the
-     * units' fields written by the wakers are visible. */
-    struct coexec_unit_rec *u = atom_xchg_acq_ptr(&xs->inbox, NULL);
-    /* The inbox is a stack: reverse it to queue in arrival order. */
-    struct coexec_unit_rec *rev = NULL;
-    while (u) {
-        struct coexec_unit_rec *n = u->next;
-        u->next = rev;
-        rev = u;
-        u = n;
-    }
-    while (rev) {
-        struct coexec_unit_rec *n = rev->next;
-        coexec__pool_push(unit_pool(rev), rev, false);
-        rev = n;
-    }
-}
-
 static bool pools_empty(struct coexec_sched_rec *s)
 {
     for (int i = 0; i < s->npools; i++)
@@ -169,7 +146,7 @@ static bool pools_empty(struct coexec_sched_rec *s)
 #define MAX_SLEEP_POOLS 64
 
 /* Parks the stream until a push into one of the pools it takes from, a
- * remote wake or a stop request. The protocol: reset the park word,
+ * remote wake, a stop request or its earliest timer. The protocol: reset the park word,
  * register on every shared pool under its lock while seeing it empty, check
  * the inbox and the stop flag, then sleep on the park word. A pusher that
  * finds us registered, or a waker that filled the inbox, sets the park word
@@ -214,12 +191,21 @@ static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *
                 regp[n++] = v;
         }
     }
-    if (!abort && !atom_load_sc_ptr(&xs->inbox) &&
-        !atom_load_sc_u32(&xs->stop)) {
+    uint64_t next = xs_next_timer(xs);
+    if (!abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
+        (next == UINT64_MAX || next > now_ns())) {
         /* Too many victims to register on all: sleep in short slices. */
         struct timespec slice = {0, 1000000};
+        struct timespec *ts = partial ? &slice : NULL;
+        struct timespec until;
+        if (next != UINT64_MAX) {
+            until = clock_until(next);
+            if (!ts || until.tv_sec < ts->tv_sec ||
+                (until.tv_sec == ts->tv_sec && until.tv_nsec < ts->tv_nsec))
+                ts = &until;
+        }
         atom_store_rlx_u32(&xs->sleeping, 1);
-        coexec__futex_wait(&xs->park_word, 0, partial ? &slice : NULL);
+        coexec__futex_wait(&xs->park_word, 0, ts);
         atom_store_rlx_u32(&xs->sleeping, 0);
     }
     for (int i = 0; i < n; i++)
@@ -262,14 +248,21 @@ void coexec__sched_run(struct coexec_xstream_rec *xs)
             idle_since = 0;
             if (++iter >= s->event_freq) {
                 iter = 0;
-                coexec__xs_drain_inbox(xs);
+                coexec__xs_drain_events(xs);
+                if (UNLIKELY(xs_next_timer(xs) != UINT64_MAX))
+                    coexec__timers_run(xs, now_ns());
                 s = xs->sched;
             }
             continue;
         }
-        coexec__xs_drain_inbox(xs);
+        if (coexec__xs_drain_events(xs))
+            continue;
+        uint64_t next = xs_next_timer(xs);
+        if (next != UINT64_MAX && coexec__timers_run(xs, now_ns()) != next)
+            continue; /* some fired: run what they woke */
         if (atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
-            !atom_load_acq_ptr(&xs->inbox) && !xs->run_next)
+            !xs_events_pending(xs) && !xs->run_next &&
+            xs_next_timer(xs) == UINT64_MAX)
             return;
         if (s->kind == COEXEC_SCHED_BASIC_WAIT) {
             if (!idle_since) {

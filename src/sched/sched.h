@@ -44,6 +44,5 @@ int coexec__sched_count_user_live(void);
 void coexec__sched_run(struct coexec_xstream_rec *xs);
 
 /* Drains xs's inbox (remote wakes) into the units' home pools. */
-void coexec__xs_drain_inbox(struct coexec_xstream_rec *xs);
 
 #endif /* COEXEC_SCHED_SCHED_H */

@@ -35,6 +35,7 @@
 #include "core/config.h"
 #include "core/internal.h"
 #include "thread/switch.h"
+#include "waker/wait.h"
 
 struct coexec_poll {
     struct coexec_unit_rec *u;
@@ -52,7 +53,7 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
     u->next = u->prev = NULL;
     atom_store_rlx_ptr(&u->pool, NULL);
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    atom_store_rlx_u32(&u->wake, 0);
+    atom_store_rlx_u32(&u->wake, wake_tag_of(atom_load_rlx_u64(&u->gen)));
     atom_store_rlx_uptr(&u->join, 0);
     u->kind = (uint8_t)kind;
     u->in_pool = 0;
@@ -60,7 +61,7 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
     u->rflags = 0;
     u->sp = NULL;
     u->stack = NULL;
-    u->joiner = NULL;
+    u->keys = NULL;
     u->bound_xs = NULL;
     u->tsan_fiber = NULL;
     if (LIKELY(xs)) {
@@ -87,7 +88,10 @@ void coexec__unit_release(struct coexec_xstream_rec *xs,
         atom_fsub_rlx_u64(&coexec__g.live_units, 1);
     /* Release: a handle check that sees the new generation must not see
      * this incarnation's fields any more. */
-    atom_store_rel_u64(&u->gen, gen_next(atom_load_rlx_u64(&u->gen)));
+    uint64_t gen = gen_next(atom_load_rlx_u64(&u->gen));
+    atom_store_rel_u64(&u->gen, gen);
+    /* Wakes aimed at this incarnation fail from now on. */
+    atom_store_rlx_u32(&u->wake, wake_tag_of(gen));
     coexec__unit_free(xs ? &xs->ucache : NULL, u);
 }
 
@@ -190,33 +194,89 @@ void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end)
     coexec__pool_push(p, u, yield_end);
 }
 
-void coexec__wake_unit(struct coexec_unit_rec *u)
+/* Queues u, just unparked by a wake: a unit whose home pool is private to
+ * another stream goes through that stream's waker page (its key is in
+ * u->prev since it parked) or, without one, its inbox. */
+static void wake_enqueue(struct coexec_unit_rec *u)
+{
+    struct coexec_pool_rec *p = unit_pool(u);
+    uintptr_t key = (uintptr_t)u->prev;
+    if (!p->shared && p->owner_xs) {
+        struct coexec_xstream_rec *owner = p->owner_xs;
+        if (coexec__xs_self() != owner) {
+            atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+            if (key)
+                coexec__events_wake(owner, key);
+            else
+                coexec__xs_inbox_push(owner, u);
+            return;
+        }
+        if (key)
+            coexec__events_slot_free(owner, key);
+    }
+    coexec__pool_push(p, u, false);
+}
+
+bool coexec__wake_tagged(struct coexec_unit_rec *u, uint32_t tag)
 {
     uint32_t w = atom_load_acq_u32(&u->wake);
     for (;;) {
+        if ((w & ~WAKE_FLAGS) != tag)
+            return false; /* another incarnation: a stale wake */
         if (w & WAKE_NOTIFIED)
-            return; /* already recorded */
-        if (w == WAKE_PARKED) {
-            /* acq_rel: pairs with the parker's CAS that published PARKED. */
-            if (atom_cas_ar_u32(&u->wake, &w, 0)) {
-                coexec__enqueue(u, false);
-                return;
+            return true; /* already recorded */
+        if (w & WAKE_PARKED) {
+            /* acq_rel: pairs with the parker's CAS that published PARKED
+             * (and the page key before it). */
+            if (atom_cas_ar_u32(&u->wake, &w, tag)) {
+                wake_enqueue(u);
+                return true;
             }
-        } else if (atom_cas_ar_u32(&u->wake, &w, WAKE_NOTIFIED)) {
-            return;
+        } else if (atom_cas_ar_u32(&u->wake, &w, tag | WAKE_NOTIFIED)) {
+            return true;
         }
     }
 }
 
-/* The post-switch step of a park: returns true if u stays parked. */
-static bool park_commit(struct coexec_unit_rec *u)
+void coexec__wake_unit(struct coexec_unit_rec *u)
 {
-    uint32_t exp = 0;
-    if (atom_cas_ar_u32(&u->wake, &exp, WAKE_PARKED))
-        return true;
+    coexec__wake_tagged(u, atom_load_rlx_u32(&u->wake) & ~WAKE_FLAGS);
+}
+
+void coexec__wake_clear(struct coexec_unit_rec *u)
+{
+    uint32_t w = atom_load_rlx_u32(&u->wake);
+    if (UNLIKELY(w & WAKE_NOTIFIED))
+        atom_cas_ar_u32(&u->wake, &w, w & ~WAKE_FLAGS);
+}
+
+/* The post-switch step of a park, on the stream u ran on: returns true if
+ * u stays parked, false if a wake came first (and was consumed). */
+static bool park_commit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
+{
+    uint32_t w = atom_load_acq_u32(&u->wake);
+    if (!(w & WAKE_NOTIFIED)) {
+        uintptr_t key = 0;
+        struct coexec_pool_rec *p = unit_pool(u);
+        if (!p->shared && p->owner_xs == xs)
+            key = coexec__events_slot_take(xs, u);
+        u->prev = (struct coexec_unit_rec *)key;
+        if (atom_cas_ar_u32(&u->wake, &w, w | WAKE_PARKED))
+            return true;
+        if (key)
+            coexec__events_slot_free(xs, key);
+    }
     /* A wake arrived while u was still running: consume it. */
-    atom_store_rlx_u32(&u->wake, 0);
+    atom_store_rlx_u32(&u->wake, w & ~WAKE_FLAGS);
     return false;
+}
+
+/* The joiner running u in place (RF_INPLACE): the waiter its join word
+ * names, which nobody else may change while the flag is set. */
+static ALWAYS_INLINE struct coexec_unit_rec *
+inplace_joiner(struct coexec_unit_rec *u)
+{
+    return ((struct join_waiter *)atom_load_rlx_uptr(&u->join))->ult;
 }
 
 /* ---- finishing ----------------------------------------------------------- */
@@ -276,7 +336,7 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
         break;
     }
     case POST_PARK:
-        if (!park_commit(u))
+        if (!park_commit(xs, u))
             coexec__enqueue(u, false);
         break;
     case POST_FINISH:
@@ -294,6 +354,7 @@ static void run_tasklet(struct coexec_xstream_rec *xs,
     u->rflags |= RF_STARTED;
     coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
     if (r == COEXEC_READY) {
+        wait_tasklet_leave(u);
         unit_finish(xs, u);
         return;
     }
@@ -301,7 +362,7 @@ static void run_tasklet(struct coexec_xstream_rec *xs,
     /* From now on a joiner that ran us in place waits the ordinary way:
      * clear the flag before a wake can make us visible to other streams. */
     u->rflags &= (uint8_t)~RF_INPLACE;
-    if (!park_commit(u))
+    if (!park_commit(xs, u))
         coexec__enqueue(u, false);
 }
 
@@ -359,7 +420,7 @@ static struct coexec_unit_rec *leave_target(struct coexec_unit_rec *self)
 {
     if (self->rflags & RF_INPLACE) {
         self->rflags &= (uint8_t)~RF_INPLACE;
-        return self->joiner;
+        return inplace_joiner(self);
     }
     return NULL;
 }
@@ -369,7 +430,8 @@ static NORETURN void ult_finish_self(struct coexec_unit_rec *u)
     struct coexec_xstream_rec *xs = coexec__xs_self();
     /* An in-place joiner gets control back directly; POST_FINISH (run by
      * it) sees RF_INPLACE still set and completes the join without atomics. */
-    struct coexec_unit_rec *to = (u->rflags & RF_INPLACE) ? u->joiner : NULL;
+    struct coexec_unit_rec *to = (u->rflags & RF_INPLACE) ? inplace_joiner(u)
+                                                           : NULL;
     leave_to(xs, u, to, POST_FINISH, 1);
     __builtin_unreachable();
 }
@@ -380,13 +442,16 @@ static void ult_entry(void *arg)
     switch_first_entry();
     coexec__post_switch(coexec__xs_self());
     u->fn.thread(u->arg);
+    if (UNLIKELY(u->keys != NULL))
+        coexec__keys_destroy(u);
     if (LIKELY(u->rflags & RF_RETURN)) {
         /* Nothing of ours left this stack since we started, so whoever
          * started us still waits in coexec__ctx_start, and it is where we
          * go (our in-place joiner, or the scheduler): just return to it. */
         struct coexec_xstream_rec *xs = coexec__xs_self();
-        struct coexec_unit_rec *to = (u->rflags & RF_INPLACE) ? u->joiner
-                                                               : NULL;
+        struct coexec_unit_rec *to = (u->rflags & RF_INPLACE)
+                                         ? inplace_joiner(u)
+                                         : NULL;
         xs->post_op = POST_FINISH;
         xs->post_unit = u;
         xs->cur = to;
@@ -419,9 +484,10 @@ static ALWAYS_INLINE struct coexec_unit_rec *self_ult(struct coexec_xstream_rec 
 /* Parks the calling ULT until woken (returns at once if a wake is pending). */
 static void park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
 {
-    if (atom_load_acq_u32(&u->wake) == WAKE_NOTIFIED) {
+    uint32_t w = atom_load_acq_u32(&u->wake);
+    if (w & WAKE_NOTIFIED) {
         /* Only u itself clears NOTIFIED, so a plain store is enough. */
-        atom_store_rlx_u32(&u->wake, 0);
+        atom_store_rlx_u32(&u->wake, w & ~WAKE_FLAGS);
         return;
     }
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_BLOCKED);
@@ -484,6 +550,8 @@ COEXEC_API int coexec_thread_exit(void)
         return err;
     if (u->kind == UNIT_MAIN)
         return COEXEC_EPERM;
+    if (u->keys)
+        coexec__keys_destroy(u);
     ult_finish_self(u);
 }
 
@@ -531,12 +599,21 @@ COEXEC_API int coexec_waker_wake(coexec_waker_t w)
     if (!w.p)
         return COEXEC_EINVAL;
     RT_CHECK();
-    if (CHECK_HANDLE(w))
-        return COEXEC_OK; /* stale: its unit is gone */
-    if (atom_load_acq_u32(&w.p->state) == COEXEC_UNIT_TERMINATED)
-        return COEXEC_OK;
-    coexec__wake_unit(w.p);
+    /* A waker of an earlier init may point to memory that is gone; within
+     * one init descriptors are type-stable and the tag decides. */
+    if (handle_epoch_ok(w.gen))
+        coexec__wake_tagged(w.p, wake_tag_of(w.gen));
     return COEXEC_OK;
+}
+
+struct coexec_unit_rec *coexec__poll_unit(coexec_poll_t *cx)
+{
+    return cx ? cx->u : NULL;
+}
+
+void coexec__park_current(struct coexec_unit_rec *self)
+{
+    park_self(coexec__xs_self(), self);
 }
 
 /* ---- join ---------------------------------------------------------------- */
@@ -567,8 +644,7 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
         coexec__enqueue(u, false);
         return;
     }
-    u->rflags |= RF_INPLACE;
-    u->joiner = self;
+    u->rflags |= RF_INPLACE; /* its joiner: w->ult, through u->join */
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_BLOCKED);
     leave_to(xs, self, u, POST_NONE, 0);
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_RUNNING);
@@ -600,9 +676,7 @@ static void join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *sel
         else
             park_self(coexec__xs_self(), self);
     }
-    uint32_t n = WAKE_NOTIFIED;
-    if (UNLIKELY(atom_load_rlx_u32(&self->wake) == WAKE_NOTIFIED))
-        atom_cas_ar_u32(&self->wake, &n, 0);
+    coexec__wake_clear(self);
 }
 
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
@@ -953,7 +1027,7 @@ COEXEC_API int coexec_thread_resume(coexec_thread_t t)
         return rc;
     if (atom_load_acq_u32(&t.p->state) == COEXEC_UNIT_TERMINATED)
         return COEXEC_ESTATE;
-    coexec__wake_unit(t.p);
+    coexec__wake_tagged(t.p, wake_tag_of(t.gen));
     return COEXEC_OK;
 }
 

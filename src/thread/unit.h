@@ -12,8 +12,10 @@
  *    next is also the link of a stream's remote-wake inbox.
  *  - state: written by whoever moves the unit (pool push, the scheduler,
  *    termination); read by anyone (relaxed queries, acquire for join).
- *  - wake: the park/notify word (see src/thread/wake.c), any thread.
- *  - join: 0, JOIN_DONE, or the address of the joiner's wait record.
+ *  - wake: the park/notify word (see thread.c), any thread. While the unit
+ *    is parked, prev holds its waker-page key (src/xstream/events.c).
+ *  - join: 0, JOIN_DONE, or the address of the joiner's wait record; while
+ *    RF_INPLACE, that record names the joiner running the unit in place.
  *  - sp/stack: the saved context and the stack, owned by the unit's runner.
  */
 #ifndef COEXEC_THREAD_UNIT_H
@@ -42,15 +44,26 @@ enum unit_flag {
 /* unit->rflags: written by whoever runs the unit; read by others only
  * under the pool lock that a later push of the unit released. */
 enum unit_rflag {
-    RF_INPLACE = 1u << 0, /* run in place by the joiner in `joiner` */
+    RF_INPLACE = 1u << 0, /* run in place by the joiner of `join` */
     RF_STARTED = 1u << 1, /* has run at least once */
     RF_RETURN = 1u << 2   /* its starter waits in coexec__ctx_start and is
                              where it goes when it finishes: it may return */
 };
 
-/* The park/notify word. */
+/*
+ * The park/notify word: two flag bits and, above them, the low 30 bits of
+ * the descriptor's generation (its "tag"). A wake names the tag it expects,
+ * so one aimed at an earlier incarnation of a recycled descriptor fails its
+ * compare-and-swap and does nothing.
+ */
 #define WAKE_PARKED 1u
 #define WAKE_NOTIFIED 2u
+#define WAKE_FLAGS 3u
+
+static inline uint32_t wake_tag_of(uint64_t gen)
+{
+    return (uint32_t)gen << 2;
+}
 
 /* unit->join: 0 = nobody waits; JOIN_DONE = finished; JOIN_WAKING = the
  * finisher is still waking the waiter it found (whose record must stay
@@ -60,6 +73,20 @@ enum unit_rflag {
 
 struct coexec_pool_rec;
 struct coexec_xstream_rec;
+
+/*
+ * A wait node: one waiter in a wait list (src/waker/wait.h). ULTs and
+ * external threads keep theirs on their own stack; a tasklet's lives in
+ * its descriptor (it has no stack to keep one on across polls).
+ */
+struct wait_node {
+    struct wait_node *next, *prev;
+    /* WN_ULT: the unit. WN_TASKLET: the list it is linked on, or NULL
+     * (atomic: read without the list's lock). WN_EXTERNAL: unused. */
+    atom_ptr_t who;
+    atom_u32_t state; /* WN_WAITING, or a result (external: the futex) */
+    uint32_t flags;   /* kind (WN_ULT...) and the list owner's bits */
+};
 
 /* A joiner's wait record, on the joiner's own stack. */
 struct join_waiter {
@@ -86,11 +113,16 @@ struct coexec_unit_rec {
         coexec_tasklet_fn_t tasklet;
     } fn;
     void *arg;
-    void *sp;                          /* saved context; NULL: never run */
-    void *stack;                       /* lowest address of the stack */
-    struct coexec_unit_rec *joiner;    /* RF_INPLACE: who runs us in place */
+    union {
+        struct { /* ULTs */
+            void *sp;          /* saved context; NULL: never run */
+            void *stack;       /* lowest address of the stack */
+            struct key_table *keys; /* key values (src/thread/key.c) */
+            void *tsan_fiber;
+        };
+        struct wait_node tnode; /* tasklets: where a PENDING one waits */
+    };
     struct coexec_xstream_rec *bound_xs; /* UF_NOSTEAL: the only runner */
-    void *tsan_fiber;
     atom_ptr_t batch_next; /* global free-batch link (src/mem/) */
 } CACHE_ALIGNED;
 

@@ -48,8 +48,22 @@ static struct coexec_xstream_rec *xs_record_new(void)
             return NULL;
         coexec__g.xs_all[coexec__g.num_xs_all++] = xs;
         gen = gen_first();
+        xs->wdir = NULL;
+        xs->timers.a = NULL;
+        xs->timers.cap = 0;
     }
+    /* The waker pages and the timer array outlive a stream, so a late
+     * waker of a stopped one never touches freed memory. */
+    struct wdir *wdir = xs->wdir;
+    struct timer **ta = xs->timers.a;
+    uint32_t tcap = xs->timers.cap;
     memset(xs, 0, sizeof *xs);
+    if (wdir)
+        memset(wdir, 0, sizeof *wdir);
+    xs->wdir = wdir;
+    xs->timers.a = ta;
+    xs->timers.cap = tcap;
+    atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
     atom_store_rlx_u64(&xs->gen, gen);
     return xs;
 }
@@ -383,8 +397,10 @@ void coexec__primary_teardown(void)
     pthread_mutex_lock(&coexec__g.lock);
     coexec__g.xs_by_rank[0] = NULL;
     coexec__g.num_xs = 0;
-    for (int i = 0; i < coexec__g.num_xs_all; i++)
+    for (int i = 0; i < coexec__g.num_xs_all; i++) {
+        coexec__xs_events_free(coexec__g.xs_all[i]);
         free(coexec__g.xs_all[i]);
+    }
     coexec__g.num_xs_all = 0;
     coexec__g.xs_free = NULL;
     coexec__g.primary = NULL;

@@ -16,6 +16,7 @@
 #define COEXEC_XSTREAM_XSTREAM_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "arch/atomic.h"
@@ -29,6 +30,35 @@ enum post_op {
     POST_FINISH,  /* post_unit's function returned: release its stack */
     POST_REQUEUE_LOCKED /* yield: queue post_unit in post_pool, whose lock
                            the leaving context holds, then unlock it */
+};
+
+/* Waker pages (src/xstream/events.c): WPAGES lines of 64 notify bits. */
+#define WPAGES 64
+struct wpage {
+    atom_u64_t notified; /* set by wakers (one atomic OR), taken by the owner */
+} CACHE_ALIGNED;
+struct wdir {
+    struct wpage page[WPAGES];
+    uint64_t used[WPAGES];                      /* owner only */
+    struct coexec_unit_rec *slot[WPAGES * 64]; /* owner only */
+    unsigned hint;                              /* a page with free slots */
+};
+
+/* A timer (src/xstream/timer.c): fire(t) runs on the heap's stream, under
+ * the heap's lock, once deadline has passed, unless cancelled first. */
+struct timer {
+    uint64_t deadline;
+    void (*fire)(struct timer *t);
+    struct coexec_xstream_rec *xs; /* the heap it is in */
+    uint32_t idx;                  /* position in the heap; TIMER_OFF: none */
+};
+#define TIMER_OFF UINT32_MAX
+
+struct timer_heap {
+    atom_u32_t lock;
+    uint32_t n, cap;
+    struct timer **a;
+    atom_u64_t next; /* the earliest deadline, UINT64_MAX when empty */
 };
 
 struct coexec_xstream_rec {
@@ -55,9 +85,11 @@ struct coexec_xstream_rec {
     int64_t live_units; /* descriptors made minus freed here (may be < 0) */
     uint64_t id_next, id_end; /* a block of unit ids taken from the global */
     pthread_t thread;
+    struct wdir *wdir; /* waker pages; allocated on the first private park */
 
     /* Written by other threads. */
     atom_ptr_t inbox CACHE_ALIGNED;
+    atom_u64_t wsummary; /* bit i: page i of wdir has notify bits */
     atom_u32_t park_word;
     atom_u32_t sleeping;
     atom_u32_t stop;
@@ -66,6 +98,9 @@ struct coexec_xstream_rec {
     atom_u64_t gen;
     struct coexec_pool_rec *default_pool;
     struct coexec_xstream_rec *free_next;
+    /* Timers of units parked here: the owner fires them, any stream may
+     * cancel one (under the lock). */
+    struct timer_heap timers CACHE_ALIGNED;
 };
 
 /* The calling thread's stream, or NULL. Not inlined on purpose: a ULT may
@@ -89,6 +124,29 @@ void coexec__xs_kick(struct coexec_xstream_rec *xs);
 /* Queues u in xs's inbox and kicks xs. */
 void coexec__xs_inbox_push(struct coexec_xstream_rec *xs,
                            struct coexec_unit_rec *u);
+
+/* Waker pages (src/xstream/events.c). A key names a slot: 0 is none. */
+uintptr_t coexec__events_slot_take(struct coexec_xstream_rec *xs,
+                                   struct coexec_unit_rec *u);
+void coexec__events_slot_free(struct coexec_xstream_rec *xs, uintptr_t key);
+void coexec__events_wake(struct coexec_xstream_rec *xs, uintptr_t key);
+/* Queues every woken unit of xs's pages and inbox; true if any. */
+bool coexec__xs_drain_events(struct coexec_xstream_rec *xs);
+static inline bool xs_events_pending(struct coexec_xstream_rec *xs)
+{
+    return atom_load_sc_ptr(&xs->inbox) || atom_load_sc_u64(&xs->wsummary);
+}
+
+/* Timers (src/xstream/timer.c). */
+int coexec__timer_add(struct coexec_xstream_rec *xs, struct timer *t);
+void coexec__timer_cancel(struct timer *t);
+/* Fires the expired timers of xs; returns the next deadline or UINT64_MAX. */
+uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now);
+static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
+{
+    return atom_load_acq_u64(&xs->timers.next);
+}
+void coexec__xs_events_free(struct coexec_xstream_rec *xs);
 
 /* Affinity (src/xstream/affinity.c). */
 int coexec__affinity_init(void);

@@ -1,0 +1,187 @@
+/*
+ * src/waker/wait.c: releasing and blocking on wait nodes (see wait.h).
+ */
+#include "waker/wait.h"
+
+#include "arch/clock.h"
+#include "arch/futex.h"
+
+void wait_release(struct wait_node *n, uint32_t result)
+{
+    switch (n->flags & WN_KIND) {
+    case WN_ULT: {
+        struct coexec_unit_rec *u = atom_load_rlx_ptr(&n->who);
+        /* u waits for this node, so it is alive and this is its tag. */
+        uint32_t tag = atom_load_rlx_u32(&u->wake) & ~WAKE_FLAGS;
+        atom_store_rel_u32(&n->state, result | WN_BUSY);
+        coexec__wake_tagged(u, tag);
+        /* Release, and the last touch: the waiter may leave now. */
+        atom_store_rel_u32(&n->state, result);
+        break;
+    }
+    case WN_TASKLET: {
+        struct coexec_unit_rec *u = container_of(n, struct coexec_unit_rec,
+                                                 tnode);
+        uint32_t tag = atom_load_rlx_u32(&u->wake) & ~WAKE_FLAGS;
+        atom_store_rlx_ptr(&n->who, NULL);
+        atom_store_rel_u32(&n->state, result);
+        coexec__wake_tagged(u, tag);
+        break;
+    }
+    default:
+        atom_store_rel_u32(&n->state, result);
+        /* The waiter may have left already: a futex wake on a dead word
+         * is harmless (at most a spurious wake-up elsewhere, which futex
+         * waiters tolerate). */
+        coexec__futex_wake(&n->state, 1);
+        break;
+    }
+}
+
+void wait_release_all(struct wlist *l, uint32_t result)
+{
+    struct wait_node *n;
+    while ((n = wlist_pop(l)) != NULL)
+        wait_release(n, result);
+}
+
+int wait_result_code(uint32_t r)
+{
+    switch (r) {
+    case WN_DONE:
+        return COEXEC_OK;
+    case WN_TIMEDOUT:
+        return COEXEC_ETIMEDOUT;
+    case WN_CLOSED:
+        return COEXEC_ECLOSED;
+    default:
+        return COEXEC_ENOMEM;
+    }
+}
+
+/* Unlinks w's node if it still waits (takes the list's lock): true if it
+ * did, so the result is `r`; false if it was released meanwhile. */
+static bool waiter_withdraw(struct waiter *w, uint32_t r)
+{
+    bool done = false;
+    if (w->list)
+        spin_lock(w->list->lock);
+    if (atom_load_rlx_u32(&w->node.state) == WN_WAITING) {
+        if (w->list)
+            wlist_remove(w->list, &w->node);
+        atom_store_rel_u32(&w->node.state, r);
+        done = true;
+    }
+    if (w->list)
+        spin_unlock(w->list->lock);
+    return done;
+}
+
+/* A deadline passed: runs on the timer's stream, under the heap's lock. */
+static void waiter_fire(struct timer *t)
+{
+    struct waiter *w = container_of(t, struct waiter, timer);
+    if (w->list)
+        spin_lock(w->list->lock);
+    if (atom_load_rlx_u32(&w->node.state) == WN_WAITING) {
+        if (w->list)
+            wlist_remove(w->list, &w->node);
+        wait_release(&w->node, WN_TIMEDOUT);
+    }
+    if (w->list)
+        spin_unlock(w->list->lock);
+}
+
+/* How long a ULT watches its node before parking, when its stream has
+ * nothing else to run: a release that comes within it costs no switch. */
+#define WAIT_SPIN 256
+
+static uint32_t block_ult(struct waiter *w, uint64_t deadline)
+{
+    struct coexec_unit_rec *self = atom_load_rlx_ptr(&w->node.who);
+    bool timed = false;
+    if (deadline != UINT64_MAX) {
+        w->timer.deadline = deadline;
+        w->timer.fire = waiter_fire;
+        if (coexec__timer_add(w->xs, &w->timer) == COEXEC_OK)
+            timed = true;
+        else if (waiter_withdraw(w, WN_NOMEM))
+            return WN_NOMEM;
+    }
+    struct coexec_pool_rec *home = w->xs->sched->pools[0];
+    if (atom_load_rlx_u64(&home->size) == 0) {
+        for (int i = 0; i < WAIT_SPIN; i++) {
+            if (atom_load_acq_u32(&w->node.state) != WN_WAITING)
+                break;
+            cpu_relax();
+        }
+    }
+    uint32_t s;
+    for (;;) {
+        s = atom_load_acq_u32(&w->node.state);
+        if (s == WN_WAITING)
+            coexec__park_current(self);
+        else if (s & WN_BUSY)
+            cpu_relax(); /* its releaser is a few instructions from done */
+        else
+            break;
+    }
+    if (timed)
+        coexec__timer_cancel(&w->timer);
+    /* The release may have found us running: drop the recorded wake so a
+     * later park of ours does not return early. */
+    coexec__wake_clear(self);
+    return s;
+}
+
+static uint32_t block_external(struct waiter *w, uint64_t deadline)
+{
+    for (;;) {
+        uint32_t s = atom_load_acq_u32(&w->node.state);
+        if (s != WN_WAITING)
+            return s;
+        if (deadline == UINT64_MAX) {
+            coexec__futex_wait(&w->node.state, WN_WAITING, NULL);
+            continue;
+        }
+        if (clock_now_ns() >= deadline) {
+            if (waiter_withdraw(w, WN_TIMEDOUT))
+                return WN_TIMEDOUT;
+            continue; /* released meanwhile: read its result */
+        }
+        struct timespec ts = clock_until(deadline);
+        coexec__futex_wait(&w->node.state, WN_WAITING, &ts);
+    }
+}
+
+uint32_t wait_block(struct waiter *w, uint64_t deadline)
+{
+    if ((w->node.flags & WN_KIND) == WN_ULT)
+        return block_ult(w, deadline);
+    return block_external(w, deadline);
+}
+
+void wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
+                       uint32_t user_flags)
+{
+    struct wait_node *n = &u->tnode;
+    if (atom_load_rlx_ptr(&n->who) == l)
+        return; /* still linked from an earlier poll */
+    n->flags = WN_TASKLET | user_flags;
+    atom_store_rlx_u32(&n->state, WN_WAITING);
+    atom_store_rlx_ptr(&n->who, l);
+    wlist_push(l, n);
+}
+
+void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u)
+{
+    struct wlist *l = atom_load_acq_ptr(&u->tnode.who);
+    if (!l)
+        return;
+    spin_lock(l->lock);
+    if (atom_load_rlx_ptr(&u->tnode.who) == l) {
+        wlist_remove(l, &u->tnode);
+        atom_store_rlx_ptr(&u->tnode.who, NULL);
+    }
+    spin_unlock(l->lock);
+}

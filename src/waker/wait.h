@@ -1,0 +1,203 @@
+/*
+ * src/waker/wait.h: wait lists, the one mechanism every blocking primitive
+ * (eventual, future, channel, mutex, cond, rwlock, barrier, sleep) is
+ * built on.
+ *
+ * Room plaque. An object keeps a spin lock and one or more wait lists. A
+ * caller that must wait, holding the lock, links a wait node and unlocks:
+ *  - a ULT's node is on its own stack; it parks until the node is released
+ *    (a timer in its stream's heap releases it with WN_TIMEDOUT first, if
+ *    it has a deadline);
+ *  - an external thread's node is on its stack too, and its state word is
+ *    the futex it sleeps on;
+ *  - a tasklet's node is in its descriptor: the poll call links it and the
+ *    tasklet returns PENDING; it is polled again once released.
+ * Whoever changes the object so that a waiter may go (set, unlock, send,
+ * signal...) takes the lock, unlinks the node, and calls wait_release()
+ * with the result, still under the lock. Timeouts unlink under the lock
+ * too, so a node is released exactly once: by the object or by its timer.
+ *
+ * A ULT's node is released in two steps, result | WN_BUSY, then the wake,
+ * then result: the waiter does not leave (and its stack frame, the node,
+ * stays alive) until the releaser is done with it. The wake targets the
+ * unit's current generation tag, read while the unit certainly waits.
+ */
+#ifndef COEXEC_WAKER_WAIT_H
+#define COEXEC_WAKER_WAIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+#include "core/spin.h"
+
+/* wait_node.flags: the kind in the low bits; owners use WN_USER and up. */
+#define WN_ULT 1u
+#define WN_EXTERNAL 2u
+#define WN_TASKLET 3u
+#define WN_KIND 3u
+#define WN_USER 0x100u
+
+/* wait_node.state */
+#define WN_WAITING 0u
+#define WN_DONE 1u     /* released by the object */
+#define WN_TIMEDOUT 2u /* its deadline passed first */
+#define WN_CLOSED 3u   /* the object was closed */
+#define WN_NOMEM 4u    /* no room for its timer */
+#define WN_BUSY 0x100u /* the releaser still uses the node */
+
+struct wlist {
+    struct wait_node *head, *tail;
+    atom_u32_t *lock; /* the owner's lock, for unlinking a tasklet */
+};
+
+static inline void wlist_init(struct wlist *l, atom_u32_t *lock)
+{
+    l->head = l->tail = NULL;
+    l->lock = lock;
+}
+
+static inline bool wlist_empty(const struct wlist *l)
+{
+    return l->head == NULL;
+}
+
+static inline void wlist_push(struct wlist *l, struct wait_node *n)
+{
+    n->next = NULL;
+    n->prev = l->tail;
+    if (l->tail)
+        l->tail->next = n;
+    else
+        l->head = n;
+    l->tail = n;
+}
+
+static inline void wlist_remove(struct wlist *l, struct wait_node *n)
+{
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        l->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        l->tail = n->prev;
+    n->next = n->prev = NULL;
+}
+
+static inline struct wait_node *wlist_pop(struct wlist *l)
+{
+    struct wait_node *n = l->head;
+    if (n)
+        wlist_remove(l, n);
+    return n;
+}
+
+/* Who calls a waiting primitive. u == NULL: an external thread. */
+struct caller {
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *u;
+};
+
+/*
+ * Fills c for a call that may wait. Returns COEXEC_OK (a ULT, or an
+ * external thread when the runtime runs), COEXEC_ENOTINIT (an external
+ * thread without the runtime: it may still wait in the kernel), or
+ * COEXEC_ECONTEXT (a tasklet or a scheduler loop).
+ */
+static ALWAYS_INLINE int wait_caller(struct caller *c)
+{
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    c->xs = xs;
+    c->u = NULL;
+    if (!xs)
+        return rt_on() ? COEXEC_OK : COEXEC_ENOTINIT;
+    struct coexec_unit_rec *u = xs->cur;
+    if (!u || u->kind == UNIT_TASKLET)
+        return COEXEC_ECONTEXT;
+    c->u = u;
+    return COEXEC_OK;
+}
+
+/* A waiting ULT or thread: its node, its timer, and the list it is on. */
+struct waiter {
+    struct wait_node node;
+    struct timer timer;
+    struct wlist *list; /* NULL: a sleep, released by the timer only */
+    struct coexec_xstream_rec *xs;
+};
+
+static inline void waiter_init(struct waiter *w, const struct caller *c,
+                               struct wlist *l, uint32_t user_flags)
+{
+    w->node.next = w->node.prev = NULL;
+    atom_store_rlx_ptr(&w->node.who, c->u);
+    atom_store_rlx_u32(&w->node.state, WN_WAITING);
+    w->node.flags = (c->u ? WN_ULT : WN_EXTERNAL) | user_flags;
+    w->list = l;
+    w->xs = c->xs;
+    w->timer.idx = TIMER_OFF;
+}
+
+/* Releases n (already unlinked) with result; the list's lock is held. */
+void wait_release(struct wait_node *n, uint32_t result);
+
+/* Releases every node of l with result; l's lock is held. */
+void wait_release_all(struct wlist *l, uint32_t result);
+
+/*
+ * Waits until w's node (linked on w->list, whose lock is not held) is
+ * released, or until deadline (UINT64_MAX: none), when the node is
+ * unlinked and WN_TIMEDOUT returned. Returns the node's result.
+ */
+uint32_t wait_block(struct waiter *w, uint64_t deadline);
+
+/* The result as an error code: WN_DONE -> ok, and so on. */
+int wait_result_code(uint32_t r);
+
+/* Links the tasklet being polled on l (l's lock held), once. */
+void wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
+                       uint32_t user_flags);
+
+/* Unlinks a tasklet's node from whatever list it is on (no lock held). */
+void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u);
+static ALWAYS_INLINE void wait_tasklet_leave(struct coexec_unit_rec *u)
+{
+    if (UNLIKELY(atom_load_rlx_ptr(&u->tnode.who) != NULL))
+        coexec__wait_unlink_tasklet(u);
+}
+
+/* The unit a poll context polls (src/thread/thread.c). */
+struct coexec_unit_rec *coexec__poll_unit(coexec_poll_t *cx);
+
+/* ---- object headers ------------------------------------------------------ */
+
+#define MAGIC_DEAD 0x64656164646561ddull
+
+#define OBJ_MAGIC_EVENTUAL 0x636f6576656e0001ull
+#define OBJ_MAGIC_FUTURE 0x636f667574720001ull
+#define OBJ_MAGIC_CHANNEL 0x636f6368616e0001ull
+#define OBJ_MAGIC_BARRIER 0x636f626172720001ull
+#define OBJ_MAGIC_XBARRIER 0x636f786261720001ull
+
+/* Checks an object pointer and its header: COEXEC_EINVAL for NULL,
+ * COEXEC_EHANDLE for a destroyed or uninitialised object. */
+#define OBJ_CHECK(o, magic)                                                    \
+    do {                                                                       \
+        if (!(o))                                                              \
+            return COEXEC_EINVAL;                                              \
+        if ((o)->magic_ != (magic))                                            \
+            return COEXEC_EHANDLE;                                             \
+    } while (0)
+
+/* Declares the cast from a public opaque type to the internal record. */
+#define OBJ_CAST(pub_t, rec_t, fn)                                             \
+    _Static_assert(sizeof(rec_t) <= sizeof(pub_t), #rec_t " too big");         \
+    _Static_assert(_Alignof(rec_t) <= _Alignof(pub_t), #rec_t " misaligned");  \
+    static inline rec_t *fn(pub_t *p)                                          \
+    {                                                                          \
+        return (rec_t *)(void *)p;                                             \
+    }
+
+#endif /* COEXEC_WAKER_WAIT_H */
