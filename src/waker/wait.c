@@ -64,16 +64,16 @@ int wait_result_code(uint32_t r)
 static bool waiter_withdraw(struct waiter *w, uint32_t r)
 {
     bool done = false;
-    if (w->list)
-        spin_lock(w->list->lock);
+    if (w->lock)
+        spin_lock(w->lock);
     if (atom_load_rlx_u32(&w->node.state) == WN_WAITING) {
         if (w->list)
             wlist_remove(w->list, &w->node);
         atom_store_rel_u32(&w->node.state, r);
         done = true;
     }
-    if (w->list)
-        spin_unlock(w->list->lock);
+    if (w->lock)
+        spin_unlock(w->lock);
     return done;
 }
 
@@ -81,15 +81,15 @@ static bool waiter_withdraw(struct waiter *w, uint32_t r)
 static void waiter_fire(struct timer *t)
 {
     struct waiter *w = container_of(t, struct waiter, timer);
-    if (w->list)
-        spin_lock(w->list->lock);
+    if (w->lock)
+        spin_lock(w->lock);
     if (atom_load_rlx_u32(&w->node.state) == WN_WAITING) {
         if (w->list)
             wlist_remove(w->list, &w->node);
         wait_release(&w->node, WN_TIMEDOUT);
     }
-    if (w->list)
-        spin_unlock(w->list->lock);
+    if (w->lock)
+        spin_unlock(w->lock);
 }
 
 /* How long a ULT watches its node before parking, when its stream has

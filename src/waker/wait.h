@@ -120,24 +120,42 @@ static ALWAYS_INLINE int wait_caller(struct caller *c)
     return COEXEC_OK;
 }
 
-/* A waiting ULT or thread: its node, its timer, and the list it is on. */
+/* A waiting ULT or thread: its node, its timer, the list it is on and
+ * that list's lock. */
 struct waiter {
     struct wait_node node;
     struct timer timer;
     struct wlist *list; /* NULL: a sleep, released by the timer only */
+    atom_u32_t *lock;
     struct coexec_xstream_rec *xs;
+    void *data; /* the owner's (a mutex: who will own it) */
 };
 
 static inline void waiter_init(struct waiter *w, const struct caller *c,
-                               struct wlist *l, uint32_t user_flags)
+                               struct wlist *l, atom_u32_t *lock,
+                               uint32_t user_flags)
 {
     w->node.next = w->node.prev = NULL;
     atom_store_rlx_ptr(&w->node.who, c->u);
     atom_store_rlx_u32(&w->node.state, WN_WAITING);
     w->node.flags = (c->u ? WN_ULT : WN_EXTERNAL) | user_flags;
     w->list = l;
+    w->lock = lock;
     w->xs = c->xs;
+    w->data = NULL;
     w->timer.idx = TIMER_OFF;
+}
+
+/* The waiter of a ULT's or thread's node (never a tasklet's). */
+static inline struct waiter *node_waiter(struct wait_node *n)
+{
+    return container_of(n, struct waiter, node);
+}
+
+/* Who owns a lock taken by the caller: its unit, or its OS thread. */
+static inline void *caller_owner(const struct caller *c)
+{
+    return c->u ? (void *)c->u : coexec__thread_token();
 }
 
 /* Releases n (already unlinked) with result; the list's lock is held. */

@@ -1,0 +1,395 @@
+/*
+ * src/waker/eventual.c: eventuals and futures.
+ *
+ * Room plaque. Both are a spin lock, a `ready` word readable without it,
+ * and one wait list. Setting (the last compartment, for a future) stores
+ * the value, publishes ready with release, and releases the whole list
+ * under the lock; a waiter checks ready (acquire) before and after taking
+ * the lock, so a set can never fall between its check and its link. A
+ * future's callback runs outside the lock, before ready is published, so
+ * waiters see what it did.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/clock.h"
+#include "waker/wait.h"
+
+#define EV_INLINE 16
+
+struct eventual {
+    uint64_t magic_;
+    atom_u32_t lock;
+    atom_u32_t ready;
+    size_t size;
+    void *heap; /* the value's buffer when size > EV_INLINE */
+    struct wlist waiters;
+    unsigned char inline_[EV_INLINE];
+};
+OBJ_CAST(coexec_eventual_t, struct eventual, ev_of)
+
+static void *ev_buf(struct eventual *e)
+{
+    return e->size > EV_INLINE ? e->heap : e->inline_;
+}
+
+/* The caller checks for a blocking wait: tasklets and scheduler loops may
+ * not block; an external thread may, with or without the runtime. */
+static int blocking_caller(struct caller *c)
+{
+    int rc = wait_caller(c);
+    return rc == COEXEC_ENOTINIT ? COEXEC_OK : rc;
+}
+
+/* Waits on list (lock held on entry, released on return) until released;
+ * returns the error code of the result. */
+static int wait_on(struct wlist *l, atom_u32_t *lock, struct caller *c,
+                   uint64_t deadline)
+{
+    struct waiter w;
+    waiter_init(&w, c, l, lock, 0);
+    wlist_push(l, &w.node);
+    spin_unlock(lock);
+    return wait_result_code(wait_block(&w, deadline));
+}
+
+/* Moves the polled tasklet u off any other list before linking it on l. */
+static void tasklet_prepare(struct coexec_unit_rec *u, struct wlist *l)
+{
+    struct wlist *cur = atom_load_acq_ptr(&u->tnode.who);
+    if (cur && cur != l)
+        coexec__wait_unlink_tasklet(u);
+}
+
+COEXEC_API int coexec_eventual_init(coexec_eventual_t *ev, size_t size)
+{
+    if (!ev)
+        return COEXEC_EINVAL;
+    struct eventual *e = ev_of(ev);
+    memset(e, 0, sizeof *e);
+    if (size > EV_INLINE) {
+        e->heap = malloc(size);
+        if (!e->heap)
+            return COEXEC_ENOMEM;
+    }
+    e->size = size;
+    wlist_init(&e->waiters, &e->lock);
+    e->magic_ = OBJ_MAGIC_EVENTUAL;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_eventual_destroy(coexec_eventual_t *ev)
+{
+    struct eventual *e = ev_of(ev);
+    OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
+    spin_lock(&e->lock);
+    if (!wlist_empty(&e->waiters)) {
+        spin_unlock(&e->lock);
+        return COEXEC_EBUSY;
+    }
+    e->magic_ = MAGIC_DEAD;
+    spin_unlock(&e->lock);
+    free(e->heap);
+    e->heap = NULL;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_eventual_set(coexec_eventual_t *ev, const void *value,
+                                   size_t size)
+{
+    struct eventual *e = ev_of(ev);
+    OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
+    if (size > e->size || (size && !value))
+        return COEXEC_EINVAL;
+    spin_lock(&e->lock);
+    if (atom_load_rlx_u32(&e->ready)) {
+        spin_unlock(&e->lock);
+        return COEXEC_ESTATE;
+    }
+    if (size)
+        memcpy(ev_buf(e), value, size);
+    /* Release: the value before the flag, for lock-free readers. */
+    atom_store_rel_u32(&e->ready, 1);
+    wait_release_all(&e->waiters, WN_DONE);
+    spin_unlock(&e->lock);
+    return COEXEC_OK;
+}
+
+static int ev_wait(coexec_eventual_t *ev, uint64_t deadline, void **value)
+{
+    struct eventual *e = ev_of(ev);
+    OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
+    if (!atom_load_acq_u32(&e->ready)) {
+        struct caller c;
+        int rc = blocking_caller(&c);
+        if (rc)
+            return rc;
+        spin_lock(&e->lock);
+        if (!atom_load_rlx_u32(&e->ready)) {
+            rc = wait_on(&e->waiters, &e->lock, &c, deadline);
+            if (rc)
+                return rc;
+        } else {
+            spin_unlock(&e->lock);
+        }
+    }
+    if (value)
+        *value = ev_buf(e);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_eventual_wait(coexec_eventual_t *ev, void **value)
+{
+    return ev_wait(ev, UINT64_MAX, value);
+}
+
+COEXEC_API int coexec_eventual_wait_timed(coexec_eventual_t *ev,
+                                          uint64_t timeout_ns, void **value)
+{
+    return ev_wait(ev, clock_deadline(timeout_ns), value);
+}
+
+COEXEC_API int coexec_eventual_test(coexec_eventual_t *ev, void **value,
+                                    int *is_set)
+{
+    struct eventual *e = ev_of(ev);
+    OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
+    if (!is_set)
+        return COEXEC_EINVAL;
+    *is_set = atom_load_acq_u32(&e->ready) != 0;
+    if (*is_set && value)
+        *value = ev_buf(e);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_eventual_poll(coexec_eventual_t *ev, coexec_poll_t *cx,
+                                    void **value)
+{
+    struct eventual *e = ev_of(ev);
+    OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
+    struct coexec_unit_rec *u = coexec__poll_unit(cx);
+    if (!u)
+        return COEXEC_EINVAL;
+    if (!atom_load_acq_u32(&e->ready)) {
+        tasklet_prepare(u, &e->waiters);
+        spin_lock(&e->lock);
+        if (!atom_load_rlx_u32(&e->ready)) {
+            wait_link_tasklet(&e->waiters, u, 0);
+            spin_unlock(&e->lock);
+            return COEXEC_PENDING;
+        }
+        spin_unlock(&e->lock);
+    }
+    if (value)
+        *value = ev_buf(e);
+    return COEXEC_READY;
+}
+
+COEXEC_API int coexec_eventual_reset(coexec_eventual_t *ev)
+{
+    struct eventual *e = ev_of(ev);
+    OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
+    spin_lock(&e->lock);
+    atom_store_rlx_u32(&e->ready, 0);
+    spin_unlock(&e->lock);
+    return COEXEC_OK;
+}
+
+/* ---- futures ------------------------------------------------------------ */
+
+struct future {
+    uint64_t magic_;
+    atom_u32_t lock;
+    atom_u32_t ready;
+    uint32_t n, count;
+    void **values;
+    coexec_future_cb_t cb;
+    void *arg;
+    struct wlist waiters;
+};
+OBJ_CAST(coexec_future_t, struct future, fut_of)
+
+COEXEC_API int coexec_future_init(coexec_future_t *f, size_t n,
+                                  coexec_future_cb_t cb, void *arg)
+{
+    if (!f || n == 0 || n > UINT32_MAX)
+        return COEXEC_EINVAL;
+    struct future *x = fut_of(f);
+    memset(x, 0, sizeof *x);
+    x->values = calloc(n, sizeof *x->values);
+    if (!x->values)
+        return COEXEC_ENOMEM;
+    x->n = (uint32_t)n;
+    x->cb = cb;
+    x->arg = arg;
+    wlist_init(&x->waiters, &x->lock);
+    x->magic_ = OBJ_MAGIC_FUTURE;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_future_destroy(coexec_future_t *f)
+{
+    struct future *x = fut_of(f);
+    OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
+    spin_lock(&x->lock);
+    if (!wlist_empty(&x->waiters)) {
+        spin_unlock(&x->lock);
+        return COEXEC_EBUSY;
+    }
+    x->magic_ = MAGIC_DEAD;
+    spin_unlock(&x->lock);
+    free(x->values);
+    x->values = NULL;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_future_set(coexec_future_t *f, void *value)
+{
+    struct future *x = fut_of(f);
+    OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
+    spin_lock(&x->lock);
+    if (x->count == x->n) {
+        spin_unlock(&x->lock);
+        return COEXEC_ESTATE;
+    }
+    x->values[x->count++] = value;
+    if (x->count < x->n) {
+        spin_unlock(&x->lock);
+        return COEXEC_OK;
+    }
+    /* The last compartment: count == n turns further sets away while the
+     * callback runs, outside the lock (it may use other objects). */
+    spin_unlock(&x->lock);
+    if (x->cb)
+        x->cb(x->values, x->n, x->arg);
+    spin_lock(&x->lock);
+    atom_store_rel_u32(&x->ready, 1);
+    wait_release_all(&x->waiters, WN_DONE);
+    spin_unlock(&x->lock);
+    return COEXEC_OK;
+}
+
+static int fut_wait(coexec_future_t *f, uint64_t deadline)
+{
+    struct future *x = fut_of(f);
+    OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
+    if (atom_load_acq_u32(&x->ready))
+        return COEXEC_OK;
+    struct caller c;
+    int rc = blocking_caller(&c);
+    if (rc)
+        return rc;
+    spin_lock(&x->lock);
+    if (atom_load_rlx_u32(&x->ready)) {
+        spin_unlock(&x->lock);
+        return COEXEC_OK;
+    }
+    return wait_on(&x->waiters, &x->lock, &c, deadline);
+}
+
+COEXEC_API int coexec_future_wait(coexec_future_t *f)
+{
+    return fut_wait(f, UINT64_MAX);
+}
+
+COEXEC_API int coexec_future_wait_timed(coexec_future_t *f,
+                                        uint64_t timeout_ns)
+{
+    return fut_wait(f, clock_deadline(timeout_ns));
+}
+
+COEXEC_API int coexec_future_test(coexec_future_t *f, int *is_ready)
+{
+    struct future *x = fut_of(f);
+    OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
+    if (!is_ready)
+        return COEXEC_EINVAL;
+    *is_ready = atom_load_acq_u32(&x->ready) != 0;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_future_poll(coexec_future_t *f, coexec_poll_t *cx)
+{
+    struct future *x = fut_of(f);
+    OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
+    struct coexec_unit_rec *u = coexec__poll_unit(cx);
+    if (!u)
+        return COEXEC_EINVAL;
+    if (atom_load_acq_u32(&x->ready))
+        return COEXEC_READY;
+    tasklet_prepare(u, &x->waiters);
+    spin_lock(&x->lock);
+    if (atom_load_rlx_u32(&x->ready)) {
+        spin_unlock(&x->lock);
+        return COEXEC_READY;
+    }
+    wait_link_tasklet(&x->waiters, u, 0);
+    spin_unlock(&x->lock);
+    return COEXEC_PENDING;
+}
+
+COEXEC_API int coexec_future_get(coexec_future_t *f, size_t i, void **value)
+{
+    struct future *x = fut_of(f);
+    OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
+    if (!value || i >= x->n)
+        return COEXEC_EINVAL;
+    spin_lock(&x->lock);
+    *value = i < x->count ? x->values[i] : NULL;
+    spin_unlock(&x->lock);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_future_reset(coexec_future_t *f)
+{
+    struct future *x = fut_of(f);
+    OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
+    spin_lock(&x->lock);
+    if (!wlist_empty(&x->waiters) ||
+        (x->count == x->n && !atom_load_rlx_u32(&x->ready))) {
+        /* Waiters, or the completing set still runs the callback. */
+        spin_unlock(&x->lock);
+        return COEXEC_EBUSY;
+    }
+    x->count = 0;
+    memset(x->values, 0, x->n * sizeof *x->values);
+    atom_store_rlx_u32(&x->ready, 0);
+    spin_unlock(&x->lock);
+    return COEXEC_OK;
+}
+
+static int check_all(coexec_future_t *const *fs, size_t n)
+{
+    if (!fs || n == 0)
+        return COEXEC_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (!fs[i])
+            return COEXEC_EINVAL;
+        if (fut_of(fs[i])->magic_ != OBJ_MAGIC_FUTURE)
+            return COEXEC_EHANDLE;
+    }
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_future_wait_all(coexec_future_t *const *fs, size_t n)
+{
+    int rc = check_all(fs, n);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = fut_wait(fs[i], UINT64_MAX);
+    return rc;
+}
+
+COEXEC_API int coexec_future_poll_all(coexec_future_t *const *fs, size_t n,
+                                      coexec_poll_t *cx)
+{
+    int rc = check_all(fs, n);
+    if (rc)
+        return rc;
+    /* One registration at a time: the first future not complete. */
+    for (size_t i = 0; i < n; i++) {
+        rc = coexec_future_poll(fs[i], cx);
+        if (rc != COEXEC_READY)
+            return rc;
+    }
+    return COEXEC_READY;
+}
