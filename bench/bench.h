@@ -33,6 +33,11 @@ typedef struct bench_def {
     const char *desc;
     bench_fn_t fn;
     int decimals; /* digits printed after the point */
+    /* From BENCH.md, printed on stderr and written to the JSON beside the
+     * figure: the project's goal (an upper bound in `unit`; 0 = none) and
+     * the peers' figures or the pthread row to read it against (or NULL). */
+    double goal;
+    const char *reference;
 } bench_def_t;
 
 /* CPUs the process was allowed to run on at start, in increasing order. */
@@ -60,10 +65,44 @@ void bench_restore_affinity(void);
 /* The benchmark tables of each source file, ended by a {NULL} entry. */
 extern const bench_def_t bench_raw_defs[];
 extern const bench_def_t bench_ult_defs[];
+extern const bench_def_t bench_wait_defs[];
 extern const bench_def_t bench_peer_defs[];
 
-/* ult_memory runs in a fresh process: this is its body (ult.c). */
-int bench_memory_child(void);
+/* ult_memory and tasklet_memory run in a fresh process: this is its body
+ * (ult.c); kind is "ult" or "tasklet". */
+int bench_memory_child(const char *kind);
+
+/*
+ * The runtime of a libcoexec benchmark (ult.c): bench_rt_start starts it
+ * with nxs streams in the default setup, checks it got them, describes the
+ * placement in r->setup and returns the main pool of xstream 0 (the
+ * caller's). bench_rt_stop finalizes it. Both return 0, or -1 after
+ * bench_fail. bench_append_setup adds a sentence to r->setup.
+ */
+struct coexec_pool;
+int bench_rt_start(bench_run_t *r, int nxs, struct coexec_pool *main_pool);
+int bench_rt_stop(bench_run_t *r);
+void bench_append_setup(bench_run_t *r, const char *text);
+
+/* Makes a call whose result does not matter here (a best-effort step of a
+ * teardown); a (void) cast does not silence warn_unused_result. */
+#define BENCH_IGNORE(call)                                                     \
+    do {                                                                       \
+        int ignored_ = (call);                                                 \
+        (void)ignored_;                                                        \
+    } while (0)
+
+/* Checks a libcoexec call in a benchmark function that has a bench_run_t
+ * *r and an `out:` label for its teardown. */
+#define CK(call)                                                               \
+    do {                                                                       \
+        int rc_ = (call);                                                      \
+        if (BENCH_UNLIKELY(rc_ != COEXEC_OK)) {                                \
+            bench_fail(r, "%s: %s (%s)", #call, coexec_err_name(rc_),          \
+                       coexec_strerror(rc_));                                  \
+            goto out;                                                          \
+        }                                                                      \
+    } while (0)
 
 #define BENCH_LIKELY(x) __builtin_expect(!!(x), 1)
 #define BENCH_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -17,8 +17,9 @@
  * the timed repetitions (each timed with clock_gettime(CLOCK_MONOTONIC));
  * `name NA n/a` when this configuration cannot run it. On stderr: a header
  * with the configuration, then per benchmark its spread (min, median, max,
- * reps) and setup. ult_memory / ult_memory_vsz are measured once, in a
- * fresh process, on a cold runtime.
+ * reps), setup, and where BENCH.md gives them the goal and the peers'
+ * figures. ult_memory / ult_memory_vsz and tasklet_memory are measured
+ * once, each kind in a fresh process, on a cold runtime.
  *
  * The benchmarks set the number of streams and the pinning themselves:
  * COEXEC_NUM_XSTREAMS and COEXEC_AFFINITY are ignored (removed from the
@@ -101,7 +102,7 @@ void bench_restore_affinity(void)
 /* ---- the suite ------------------------------------------------------------ */
 
 static const bench_def_t *const tables[] = {bench_raw_defs, bench_ult_defs,
-                                            bench_peer_defs};
+                                            bench_wait_defs, bench_peer_defs};
 #define NTABLES (sizeof tables / sizeof tables[0])
 
 static const bench_def_t *find_def(const char *name)
@@ -170,6 +171,17 @@ static void print_result(FILE *out, const result_t *res)
     else
         fprintf(stderr, "#   %-32s NA: %s%s%s\n", d->name, res->error,
                 res->setup[0] ? "  " : "", res->setup);
+    /* BENCH.md's goal and the peers' figures, to read the median against. */
+    if (d->goal > 0 && res->ok)
+        fprintf(stderr, "#   %-32s goal <= %.*f %s: %s%s%s\n", "", d->decimals,
+                d->goal, d->unit, res->median <= d->goal ? "met" : "NOT met",
+                d->reference ? "; " : "", d->reference ? d->reference : "");
+    else if (d->goal > 0)
+        fprintf(stderr, "#   %-32s goal <= %.*f %s%s%s\n", "", d->decimals,
+                d->goal, d->unit, d->reference ? "; " : "",
+                d->reference ? d->reference : "");
+    else if (d->reference)
+        fprintf(stderr, "#   %-32s %s\n", "", d->reference);
     fflush(stderr);
 }
 
@@ -248,6 +260,17 @@ static int write_json(FILE *f, const result_t *res, int n, int reps,
             fprintf(f, ", \"setup\": ");
             json_string(f, x->setup);
         }
+        if (x->def->goal > 0) {
+            fprintf(f, ", \"goal\": ");
+            json_number(f, x->def->goal, x->def->decimals);
+            if (x->ok)
+                fprintf(f, ", \"goal_met\": %s",
+                        x->median <= x->def->goal ? "true" : "false");
+        }
+        if (x->def->reference) {
+            fprintf(f, ", \"reference\": ");
+            json_string(f, x->def->reference);
+        }
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
@@ -306,7 +329,8 @@ static void usage(FILE *f, const char *argv0)
 static int is_two_stream(const char *name)
 {
     size_t n = strlen(name);
-    return n > 4 && strcmp(name + n - 4, "_2es") == 0;
+    return (n > 4 && strcmp(name + n - 4, "_2es") == 0) ||
+           strcmp(name, "mutex_contended") == 0; /* 4 ULTs on 2 streams */
 }
 
 int main(int argc, char **argv)
@@ -320,7 +344,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--memory-child") == 0)
-            return bench_memory_child();
+            return bench_memory_child(i + 1 < argc ? argv[i + 1] : "ult");
         if (strcmp(a, "--json") == 0) {
             /* FILE is optional: none, an option or a benchmark name next
              * means stdout. */

@@ -1,6 +1,7 @@
 /*
  * bench/peers.c: the same work with what every Linux server already has:
- * pthreads (create/join, a mutex + condition variable ping-pong) and OpenMP
+ * pthreads (create/join, a mutex + condition variable ping-pong, a contended
+ * mutex, a message ping-pong through mutex + condvar channels) and OpenMP
  * tasks (GCC's libgomp). The OpenMP ones are built only when CMake found
  * OpenMP; otherwise they report NA.
  *
@@ -10,6 +11,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +167,247 @@ static int bench_pthread_mutex_cond_pingpong_2t(bench_run_t *r)
     return 0;
 }
 
+/* ---- pthread_mutex_contended_4t ---------------------------------------------------- */
+
+#define PM_THREADS 4    /* two on each CPU, like mutex_contended's ULTs */
+#define PM_PAIRS 25000  /* lock/unlock pairs per thread per rep */
+
+static struct pm_shared {
+    pthread_mutex_t mu;
+    long counter; /* guarded by mu */
+    pthread_barrier_t start, end;
+    int cpu[PM_THREADS];
+    int pin_err[PM_THREADS];
+    long wrong; /* counter values that were not PM_THREADS * PM_PAIRS */
+    pthread_mutex_t launch_mu; /* the workers start when all exist */
+    pthread_cond_t launch_cv;
+    int launch; /* 1: go, -1: leave (not every thread could be created) */
+    bench_run_t *r;
+} pm;
+
+/* Thread 0 times each rep: from the start barrier to the end barrier. */
+static void *pm_worker(void *p)
+{
+    int me = (int)(intptr_t)p;
+    bench_run_t *r = pm.r;
+    pm.pin_err[me] = bench_pin_self(pm.cpu[me]);
+    pthread_mutex_lock(&pm.launch_mu);
+    while (pm.launch == 0)
+        pthread_cond_wait(&pm.launch_cv, &pm.launch_mu);
+    int go = pm.launch > 0;
+    pthread_mutex_unlock(&pm.launch_mu);
+    if (!go)
+        return NULL;
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        pthread_barrier_wait(&pm.start);
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < PM_PAIRS; i++) {
+            pthread_mutex_lock(&pm.mu);
+            pm.counter++;
+            pthread_mutex_unlock(&pm.mu);
+        }
+        pthread_barrier_wait(&pm.end);
+        if (me == 0) {
+            uint64_t t1 = bench_now_ns();
+            if (pm.counter != (long)PM_THREADS * PM_PAIRS)
+                pm.wrong++;
+            pm.counter = 0; /* before the next start barrier */
+            if (rep >= r->warmups)
+                bench_sample(r, (double)(t1 - t0) /
+                                    ((double)PM_THREADS * PM_PAIRS));
+        }
+    }
+    return NULL;
+}
+
+static int bench_pthread_mutex_contended_4t(bench_run_t *r)
+{
+    if (bench_ncpus < 2)
+        return bench_fail(r, "needs 2 CPUs, the process may use %d",
+                          bench_ncpus);
+    memset(&pm, 0, sizeof pm);
+    pm.r = r;
+    pthread_mutex_init(&pm.mu, NULL);
+    pthread_barrier_init(&pm.start, NULL, PM_THREADS);
+    pthread_barrier_init(&pm.end, NULL, PM_THREADS);
+    for (int i = 0; i < PM_THREADS; i++)
+        pm.cpu[i] = bench_cpus[i % 2];
+    pthread_mutex_init(&pm.launch_mu, NULL);
+    pthread_cond_init(&pm.launch_cv, NULL);
+    pthread_t t[PM_THREADS];
+    int n = 0;
+    for (; n < PM_THREADS; n++)
+        if (pthread_create(&t[n], NULL, pm_worker, (void *)(intptr_t)n) != 0)
+            break;
+    pthread_mutex_lock(&pm.launch_mu);
+    pm.launch = n == PM_THREADS ? 1 : -1;
+    pthread_cond_broadcast(&pm.launch_cv);
+    pthread_mutex_unlock(&pm.launch_mu);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    pthread_cond_destroy(&pm.launch_cv);
+    pthread_mutex_destroy(&pm.launch_mu);
+    pthread_barrier_destroy(&pm.start);
+    pthread_barrier_destroy(&pm.end);
+    pthread_mutex_destroy(&pm.mu);
+    if (n < PM_THREADS)
+        return bench_fail(r, "pthread_create failed");
+    bench_setup(r, "4 pthreads, 2 on CPU %d and 2 on CPU %d, each %d "
+                   "lock/unlock pairs of one pthread_mutex_t (default) around "
+                   "an increment; between two barriers, per pair",
+                pm.cpu[0], pm.cpu[1], PM_PAIRS);
+    for (int i = 0; i < PM_THREADS; i++)
+        if (pm.pin_err[i])
+            return bench_fail(r, "cannot pin a thread to CPU %d: %s",
+                              pm.cpu[i], strerror(pm.pin_err[i]));
+    if (pm.wrong)
+        return bench_fail(r, "the counter was wrong in %ld reps", pm.wrong);
+    return 0;
+}
+
+/* ---- pthread_channel_pingpong_2t ---------------------------------------------------- */
+
+#define PC_ROUNDS 1000
+
+struct pc_msg {
+    uint64_t seq;
+    uint64_t payload;
+};
+
+/* A channel of capacity 1 made of a mutex and two condition variables. */
+struct pc_chan {
+    pthread_mutex_t mu;
+    pthread_cond_t not_empty, not_full;
+    int full;
+    struct pc_msg slot;
+};
+
+static void pc_init(struct pc_chan *c)
+{
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->not_empty, NULL);
+    pthread_cond_init(&c->not_full, NULL);
+    c->full = 0;
+}
+
+static void pc_destroy(struct pc_chan *c)
+{
+    pthread_cond_destroy(&c->not_empty);
+    pthread_cond_destroy(&c->not_full);
+    pthread_mutex_destroy(&c->mu);
+}
+
+static void pc_send(struct pc_chan *c, const struct pc_msg *m)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->full)
+        pthread_cond_wait(&c->not_full, &c->mu);
+    c->slot = *m;
+    c->full = 1;
+    pthread_cond_signal(&c->not_empty);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void pc_recv(struct pc_chan *c, struct pc_msg *m)
+{
+    pthread_mutex_lock(&c->mu);
+    while (!c->full)
+        pthread_cond_wait(&c->not_empty, &c->mu);
+    *m = c->slot;
+    c->full = 0;
+    pthread_cond_signal(&c->not_full);
+    pthread_mutex_unlock(&c->mu);
+}
+
+#define PC_STOP UINT64_MAX
+
+static struct pc_shared {
+    struct pc_chan to_b, to_a;
+    int cpu[2];
+    int pin_err[2];
+    long answered, wrong;
+    bench_run_t *r;
+} pc;
+
+static void *pc_responder(void *p)
+{
+    (void)p;
+    pc.pin_err[1] = bench_pin_self(pc.cpu[1]);
+    for (;;) {
+        struct pc_msg m;
+        pc_recv(&pc.to_b, &m);
+        if (m.seq == PC_STOP)
+            break;
+        m.seq++;
+        m.payload = ~m.payload;
+        pc_send(&pc.to_a, &m);
+        pc.answered++;
+    }
+    return NULL;
+}
+
+static void *pc_timer(void *p)
+{
+    bench_run_t *r = p;
+    uint64_t seq = 0;
+    pc.pin_err[0] = bench_pin_self(pc.cpu[0]);
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < PC_ROUNDS; i++, seq += 2) {
+            struct pc_msg m = {seq, seq * 0x9e3779b97f4a7c15ull};
+            pc_send(&pc.to_b, &m);
+            pc_recv(&pc.to_a, &m);
+            if (m.seq != seq + 1 ||
+                m.payload != ~(seq * 0x9e3779b97f4a7c15ull))
+                pc.wrong++;
+        }
+        uint64_t t1 = bench_now_ns();
+        if (rep >= r->warmups)
+            bench_sample(r, (double)(t1 - t0) / PC_ROUNDS);
+    }
+    struct pc_msg stop = {PC_STOP, 0};
+    pc_send(&pc.to_b, &stop);
+    return NULL;
+}
+
+static int bench_pthread_channel_pingpong_2t(bench_run_t *r)
+{
+    if (bench_ncpus < 2)
+        return bench_fail(r, "needs 2 CPUs, the process may use %d",
+                          bench_ncpus);
+    memset(&pc, 0, sizeof pc);
+    pc_init(&pc.to_a);
+    pc_init(&pc.to_b);
+    pc.cpu[0] = bench_cpus[0];
+    pc.cpu[1] = bench_cpus[1];
+    pthread_t a, b;
+    if (pthread_create(&b, NULL, pc_responder, NULL) != 0)
+        return bench_fail(r, "pthread_create failed");
+    if (pthread_create(&a, NULL, pc_timer, r) != 0) {
+        struct pc_msg stop = {PC_STOP, 0};
+        pc_send(&pc.to_b, &stop);
+        pthread_join(b, NULL);
+        return bench_fail(r, "pthread_create failed");
+    }
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pc_destroy(&pc.to_a);
+    pc_destroy(&pc.to_b);
+    bench_setup(r, "2 pthreads on CPU %d and CPU %d exchange a 16-byte "
+                   "message through two capacity-1 channels (mutex + 2 "
+                   "condvars each), %d round trips per rep",
+                pc.cpu[0], pc.cpu[1], PC_ROUNDS);
+    for (int i = 0; i < 2; i++)
+        if (pc.pin_err[i])
+            return bench_fail(r, "cannot pin a thread to CPU %d: %s",
+                              pc.cpu[i], strerror(pc.pin_err[i]));
+    long expect = (long)(r->warmups + r->reps) * PC_ROUNDS;
+    if (pc.answered != expect || pc.wrong)
+        return bench_fail(r, "%ld answers (expected %ld), %ld wrong",
+                          pc.answered, expect, pc.wrong);
+    return 0;
+}
+
 /* ---- OpenMP tasks ------------------------------------------------------------------- */
 
 #define OMP_TASKS 10000
@@ -296,16 +539,27 @@ static int no_openmp(bench_run_t *r)
 const bench_def_t bench_peer_defs[] = {
     {"pthread_create_join", "ns/op",
      "create 1,000 pthreads, then join each; per create+join pair",
-     bench_pthread_create_join, 0},
+     bench_pthread_create_join, 0, 0,
+     "BENCH.md reference: ~26 us on the project's machine kind"},
     {"pthread_mutex_cond_pingpong_2t", "ns/roundtrip",
      "2 pinned pthreads hand a turn back and forth with mutex + condvars",
-     bench_pthread_mutex_cond_pingpong_2t, 0},
+     bench_pthread_mutex_cond_pingpong_2t, 0, 0,
+     "BENCH.md: a futex sleep/wake round trip between idle vCPUs ~53 us"},
+    {"pthread_mutex_contended_4t", "ns/pair",
+     "4 pthreads on 2 CPUs lock/unlock one pthread_mutex_t (increment "
+     "inside); per pair",
+     bench_pthread_mutex_contended_4t, 1, 0, "the peer of mutex_contended"},
+    {"pthread_channel_pingpong_2t", "ns/roundtrip",
+     "2 pinned pthreads exchange a 16-byte message through two capacity-1 "
+     "mutex + condvar channels",
+     bench_pthread_channel_pingpong_2t, 0, 0,
+     "the peer of channel_pingpong_2es"},
     {"omp_task_create_join", "ns/op",
      "libgomp, 1 thread: 10,000 empty `omp task`, then taskwait; per task",
-     bench_omp_task_create_join, 1},
+     bench_omp_task_create_join, 1, 0, NULL},
     {"omp_fib_1t", "ms", "libgomp, 1 thread: fib(24) with omp task + taskwait",
-     bench_omp_fib_1t, 3},
+     bench_omp_fib_1t, 3, 0, NULL},
     {"omp_fib_2t", "ms", "libgomp, 2 threads: the same",
-     bench_omp_fib_2t, 3},
-    {NULL, NULL, NULL, NULL, 0},
+     bench_omp_fib_2t, 3, 0, NULL},
+    {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
