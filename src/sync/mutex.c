@@ -1,14 +1,22 @@
 /*
  * src/sync/mutex.c: ULT-aware mutex and condition variable.
  *
- * Room plaque. The mutex word is 0 (free), M_LOCKED, or M_LOCKED|M_WAITERS
- * (someone is queued). Uncontended lock and unlock are one CAS each. A
- * waiter sets M_WAITERS and links itself under the spin lock; an unlock
- * that sees M_WAITERS hands the mutex to the oldest waiter without ever
- * making it free (owner and depth are written for it, then it is
- * released), so newcomers cannot overtake the queue and nobody starves.
- * The word stays M_LOCKED|M_WAITERS while the list is non-empty; the last
- * hand-off (or a timed-out waiter leaving an empty list) clears M_WAITERS.
+ * Room plaque. The mutex word holds M_LOCKED, M_WAITERS (the queue is not
+ * empty), M_WOKEN (a waiter was released to compete: unlock wakes no
+ * other) and M_HANDOFF (starvation mode). Uncontended lock and unlock are
+ * one CAS each. The design is the one Go's sync.Mutex proved:
+ *  - normal mode: unlock frees the word, then releases the oldest waiter
+ *    to compete with newcomers (who may take the word first: no convoy of
+ *    park/wake pairs on a hot mutex). A released waiter that loses queues
+ *    again at the front;
+ *  - starvation mode: a waiter that has waited over STARVE_NS sets
+ *    M_HANDOFF when it queues again; unlock then hands the mutex to the
+ *    oldest waiter without freeing it (owner and depth are written for
+ *    it), newcomers queue, and the mode ends when the queue empties or a
+ *    waiter is served within STARVE_NS. Nobody waits much past STARVE_NS
+ *    plus the queue ahead of it.
+ * The queue and the M_WAITERS/M_WOKEN bits change under the spin lock; the
+ * fast paths only touch the word.
  *
  * The owner is the ULT (or tasklet, for trylock) or the OS thread of an
  * external caller; it is what makes EPERM and EDEADLK detectable.
@@ -25,6 +33,15 @@
 
 #define M_LOCKED 1u
 #define M_WAITERS 2u
+#define M_WOKEN 4u
+#define M_HANDOFF 8u
+
+/* A waiter queued longer than this switches the mutex to hand-offs. */
+#define STARVE_NS 1000000ull
+
+/* wait_node results of a mutex waiter. */
+#define MX_OWNER WN_DONE /* handed over: the mutex is ours */
+#define MX_RETRY 5u      /* released to compete for it */
 
 struct mutex {
     uint64_t magic_;
@@ -36,6 +53,12 @@ struct mutex {
     struct wlist waiters;
 };
 OBJ_CAST(coexec_mutex_t, struct mutex, mx_of)
+
+/* A queued locker: its waiter and when it first queued. */
+struct mx_waiter {
+    struct waiter w;
+    uint64_t since;
+};
 
 static int mx_check(struct mutex *m)
 {
@@ -78,14 +101,21 @@ COEXEC_API int coexec_mutex_destroy(coexec_mutex_t *mp)
     return COEXEC_OK;
 }
 
-static ALWAYS_INLINE bool mx_try_fast(struct mutex *m, void *me)
+static ALWAYS_INLINE void mx_own(struct mutex *m, void *me)
 {
-    uint32_t exp = 0;
-    /* Acquire: pairs with the release of the unlock that freed it. */
-    if (atom_cas_acq_u32(&m->word, &exp, M_LOCKED)) {
-        atom_store_rlx_ptr(&m->owner, me);
-        m->depth = 1;
-        return true;
+    atom_store_rlx_ptr(&m->owner, me);
+    m->depth = 1;
+}
+
+/* Takes the word if it is free and not being handed over; `clear` drops
+ * bits at the same time (M_WOKEN, for the released waiter). */
+static ALWAYS_INLINE bool mx_barge(struct mutex *m, uint32_t clear)
+{
+    uint32_t w = atom_load_rlx_u32(&m->word);
+    while (!(w & (M_LOCKED | M_HANDOFF))) {
+        /* Acquire: pairs with the release of the unlock that freed it. */
+        if (atom_cas_acq_u32(&m->word, &w, (w & ~clear) | M_LOCKED))
+            return true;
     }
     return false;
 }
@@ -97,49 +127,88 @@ static ALWAYS_INLINE bool mx_try_fast(struct mutex *m, void *me)
 static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
                       uint64_t deadline)
 {
-    if (mx_try_fast(m, me))
+    uint32_t exp = 0;
+    if (LIKELY(atom_cas_acq_u32(&m->word, &exp, M_LOCKED))) {
+        mx_own(m, me);
         return COEXEC_OK;
-    if (atom_load_rlx_ptr(&m->owner) == me) {
+    }
+    if (atom_load_rlx_ptr(&m->owner) == me &&
+        (atom_load_rlx_u32(&m->word) & M_LOCKED)) {
         if (!mx_recursive(m))
             return COEXEC_EDEADLK;
         m->depth++;
         return COEXEC_OK;
     }
-    for (int i = 0; i < MX_SPIN; i++) {
-        cpu_relax();
-        if (atom_load_rlx_u32(&m->word) == 0 && mx_try_fast(m, me))
-            return COEXEC_OK;
-    }
-    spin_lock(&m->lock);
-    uint32_t w = atom_load_rlx_u32(&m->word);
+    uint32_t woken = 0; /* M_WOKEN once released to compete */
+    struct mx_waiter q;
+    q.since = 0;
     for (;;) {
-        if (w == 0) {
-            if (atom_cas_acq_u32(&m->word, &w, M_LOCKED)) {
-                spin_unlock(&m->lock);
-                atom_store_rlx_ptr(&m->owner, me);
-                m->depth = 1;
+        for (int i = 0; i < MX_SPIN; i++) {
+            if (mx_barge(m, woken)) {
+                mx_own(m, me);
                 return COEXEC_OK;
             }
-        } else if (w & M_WAITERS) {
-            break;
-        } else if (atom_cas_rlx_u32(&m->word, &w, w | M_WAITERS)) {
-            break;
+            cpu_relax();
         }
+        spin_lock(&m->lock);
+        if (mx_barge(m, woken)) {
+            spin_unlock(&m->lock);
+            mx_own(m, me);
+            return COEXEC_OK;
+        }
+        uint64_t now = clock_now_ns();
+        if (!q.since)
+            q.since = now;
+        uint32_t set = M_WAITERS;
+        if (woken && now - q.since > STARVE_NS)
+            set |= M_HANDOFF;
+        uint32_t w = atom_load_rlx_u32(&m->word);
+        bool got = false;
+        for (;;) {
+            if (!(w & (M_LOCKED | M_HANDOFF))) {
+                /* Freed since we looked: take it rather than queue with
+                 * nobody left to wake us. */
+                if (atom_cas_acq_u32(&m->word, &w, (w & ~woken) | M_LOCKED)) {
+                    got = true;
+                    break;
+                }
+            } else if (atom_cas_rlx_u32(&m->word, &w, (w & ~woken) | set)) {
+                break;
+            }
+        }
+        if (got) {
+            spin_unlock(&m->lock);
+            mx_own(m, me);
+            return COEXEC_OK;
+        }
+        waiter_init(&q.w, c, &m->waiters, &m->lock, 0);
+        q.w.data = me;
+        if (woken) { /* lost to a newcomer: keep our place at the front */
+            q.w.node.prev = NULL;
+            q.w.node.next = m->waiters.head;
+            if (m->waiters.head)
+                m->waiters.head->prev = &q.w.node;
+            else
+                m->waiters.tail = &q.w.node;
+            m->waiters.head = &q.w.node;
+        } else {
+            wlist_push(&m->waiters, &q.w.node);
+        }
+        spin_unlock(&m->lock);
+        uint32_t r = wait_block(&q.w, deadline);
+        if (r == MX_OWNER)
+            return COEXEC_OK; /* handed over: owner and depth are ours */
+        if (r == MX_RETRY) {
+            woken = M_WOKEN;
+            continue;
+        }
+        /* Timed out: we left the queue; tidy the bits if it is empty. */
+        spin_lock(&m->lock);
+        if (wlist_empty(&m->waiters))
+            atom_fand_rlx_u32(&m->word, ~(M_WAITERS | M_HANDOFF));
+        spin_unlock(&m->lock);
+        return wait_result_code(r);
     }
-    struct waiter wt;
-    waiter_init(&wt, c, &m->waiters, &m->lock, 0);
-    wt.data = me;
-    wlist_push(&m->waiters, &wt.node);
-    spin_unlock(&m->lock);
-    uint32_t r = wait_block(&wt, deadline);
-    if (r == WN_DONE)
-        return COEXEC_OK; /* handed over: owner and depth are ours */
-    /* Timed out: we left the list; clear M_WAITERS if it is now empty. */
-    spin_lock(&m->lock);
-    if (wlist_empty(&m->waiters))
-        atom_fand_rlx_u32(&m->word, ~M_WAITERS);
-    spin_unlock(&m->lock);
-    return wait_result_code(r);
 }
 
 static int mx_lock(coexec_mutex_t *mp, uint64_t deadline)
@@ -183,8 +252,10 @@ COEXEC_API int coexec_mutex_trylock(coexec_mutex_t *mp)
     if (rc)
         return rc;
     void *me = any_owner();
-    if (mx_try_fast(m, me))
+    if (mx_barge(m, 0)) {
+        mx_own(m, me);
         return COEXEC_OK;
+    }
     if (mx_recursive(m) && atom_load_rlx_ptr(&m->owner) == me) {
         m->depth++;
         return COEXEC_OK;
@@ -197,35 +268,61 @@ static void mx_release(struct mutex *m)
 {
     m->depth = 0;
     atom_store_rlx_ptr(&m->owner, NULL);
-    uint32_t exp = M_LOCKED;
+    uint32_t w = M_LOCKED;
     /* Release: the critical section before the free word. */
-    if (atom_cas_rel_u32(&m->word, &exp, 0))
+    if (LIKELY(atom_cas_rel_u32(&m->word, &w, 0)))
         return;
-    spin_lock(&m->lock);
-    struct wait_node *n = wlist_pop(&m->waiters);
-    if (!n) {
-        /* The only waiter timed out and has not cleared the flag yet. */
-        atom_store_rel_u32(&m->word, 0);
+    /* Free it unless a starving waiter asked for a hand-off (it sets
+     * M_HANDOFF only while the word is locked, under the spin lock). */
+    while (!(w & M_HANDOFF) && !atom_cas_rel_u32(&m->word, &w, w & ~M_LOCKED))
+        ;
+    if (w & M_HANDOFF) {
+        spin_lock(&m->lock);
+        struct wait_node *n = wlist_pop(&m->waiters);
+        if (!n) { /* its waiters timed out */
+            atom_store_rel_u32(&m->word, 0);
+            spin_unlock(&m->lock);
+            return;
+        }
+        struct mx_waiter *q = container_of(node_waiter(n), struct mx_waiter, w);
+        uint32_t clear = 0;
+        if (wlist_empty(&m->waiters))
+            clear = M_WAITERS | M_HANDOFF;
+        else if (clock_now_ns() - q->since < STARVE_NS)
+            clear = M_HANDOFF;
+        atom_fand_rlx_u32(&m->word, ~clear);
+        mx_own(m, q->w.data);
+        /* The release below publishes the critical section and owner. */
+        wait_release(n, MX_OWNER);
         spin_unlock(&m->lock);
         return;
     }
-    if (wlist_empty(&m->waiters))
-        atom_store_rlx_u32(&m->word, M_LOCKED);
-    struct waiter *w = node_waiter(n);
-    atom_store_rlx_ptr(&m->owner, w->data);
-    m->depth = 1;
-    /* The release below publishes the critical section, owner and depth. */
-    wait_release(n, WN_DONE);
+    /* Normal mode, freed: send the oldest waiter to compete. */
+    if (!(w & M_WAITERS) || (w & M_WOKEN))
+        return;
+    spin_lock(&m->lock);
+    w = atom_load_rlx_u32(&m->word);
+    /* A newcomer took it (it wakes someone at its unlock), or a waiter is
+     * already on its way. */
+    if (!(w & M_WAITERS) || (w & (M_WOKEN | M_LOCKED | M_HANDOFF))) {
+        spin_unlock(&m->lock);
+        return;
+    }
+    struct wait_node *n = wlist_pop(&m->waiters);
+    uint32_t set = n ? M_WOKEN : 0, clear = wlist_empty(&m->waiters) ? M_WAITERS : 0;
+    while (!atom_cas_rlx_u32(&m->word, &w, (w & ~clear) | set))
+        ;
+    if (n)
+        wait_release(n, MX_RETRY);
     spin_unlock(&m->lock);
 }
-
 COEXEC_API int coexec_mutex_unlock(coexec_mutex_t *mp)
 {
     struct mutex *m = mx_of(mp);
     int rc = mx_check(m);
     if (rc)
         return rc;
-    if (atom_load_rlx_u32(&m->word) == 0 ||
+    if (!(atom_load_rlx_u32(&m->word) & M_LOCKED) ||
         atom_load_rlx_ptr(&m->owner) != any_owner())
         return COEXEC_EPERM;
     if (m->depth > 1) {
@@ -294,7 +391,8 @@ static int cv_wait(coexec_cond_t *cp, coexec_mutex_t *mp, uint64_t deadline)
     if (rc)
         return rc;
     void *me = caller_owner(&cl);
-    if (atom_load_rlx_u32(&m->word) == 0 || atom_load_rlx_ptr(&m->owner) != me)
+    if (!(atom_load_rlx_u32(&m->word) & M_LOCKED) ||
+        atom_load_rlx_ptr(&m->owner) != me)
         return COEXEC_EPERM;
     spin_lock(&c->lock);
     if (c->bound && c->bound != m) {
