@@ -7,8 +7,15 @@
  * that never wait (trylock) and get COEXEC_ECONTEXT from the others. All of
  * them queue their waiters first-come first-served on one wait-list
  * mechanism whose nodes live on the waiter's own stack, so waiting never
- * allocates, and a lock released while others wait is handed to the oldest
- * waiter: no waiter starves under constant contention.
+ * allocates.
+ *
+ * Fairness: a mutex released while others wait wakes the oldest waiter to
+ * compete with newcomers (a hot mutex then costs no park/wake per
+ * hand-over); a woken waiter that loses keeps its place at the front, and
+ * once one has waited over a millisecond the mutex is handed from owner to
+ * oldest waiter directly until the queue drains. So no waiter starves
+ * under constant contention. The reader-writer lock serves strictly in
+ * arrival order.
  *
  * The objects live in caller storage, like pthread's: initialise them with
  * the _init call or the static initialiser. A call on a destroyed or never
@@ -102,7 +109,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_mutex_lock_timed(coexec_mutex_t *m,
 COEXEC_API COEXEC_NODISCARD int coexec_mutex_trylock(coexec_mutex_t *m);
 
 /*
- * Unlocks m; if units or threads wait, the oldest becomes the owner.
+ * Unlocks m; if units or threads wait, the oldest is released to take it
+ * (or, after it waited over a millisecond, made the owner at once).
  * Context: the owner. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EPERM (the
  * caller does not hold m).
