@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include "wk.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -192,7 +193,7 @@ static void early_ult(void *arg)
     CH_CHECK_RC(coexec_self_waker(&e->w), COEXEC_OK);
     atomic_store(&e->phase, 1);
     while (atomic_load(&e->phase) != 2)
-        ; /* running (not parked) while the wakes arrive */
+        sched_yield(); /* running (not parked) while the wakes arrive */
     CH_CHECK_RC(coexec_park(), COEXEC_OK); /* recorded: returns at once */
     atomic_store(&e->phase, 3);
     CH_CHECK_RC(coexec_park(), COEXEC_OK); /* all those wakes were one */
@@ -270,7 +271,7 @@ static void gate_ult(void *arg)
     gate_t *g = arg;
     atomic_store(&g->running, 1);
     while (!atomic_load(&g->open))
-        ; /* holds the stream: nothing else of it runs meanwhile */
+        sched_yield(); /* holds the stream: nothing else of it runs */
 }
 
 static void t_wakes_while_queued(void)
