@@ -124,6 +124,8 @@ static int ev_wait(coexec_eventual_t *ev, uint64_t deadline, void **value)
         int rc = blocking_caller(&c);
         if (rc)
             return rc;
+        if (wait_spin_flag(&c, &e->ready))
+            goto ready;
         spin_lock(&e->lock);
         if (!atom_load_rlx_u32(&e->ready)) {
             rc = wait_on(&e->waiters, &e->lock, &c, deadline);
@@ -133,6 +135,7 @@ static int ev_wait(coexec_eventual_t *ev, uint64_t deadline, void **value)
             spin_unlock(&e->lock);
         }
     }
+ready:
     if (value)
         *value = ev_buf(e);
     return COEXEC_OK;
@@ -279,6 +282,8 @@ static int fut_wait(coexec_future_t *f, uint64_t deadline)
     int rc = blocking_caller(&c);
     if (rc)
         return rc;
+    if (wait_spin_flag(&c, &x->ready))
+        return COEXEC_OK;
     spin_lock(&x->lock);
     if (atom_load_rlx_u32(&x->ready)) {
         spin_unlock(&x->lock);

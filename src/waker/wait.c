@@ -92,10 +92,6 @@ static void waiter_fire(struct timer *t)
         spin_unlock(w->lock);
 }
 
-/* How long a ULT watches its node before parking, when its stream has
- * nothing else to run: a release that comes within it costs no switch. */
-#define WAIT_SPIN 256
-
 static uint32_t block_ult(struct waiter *w, uint64_t deadline)
 {
     struct coexec_unit_rec *self = atom_load_rlx_ptr(&w->node.who);

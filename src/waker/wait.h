@@ -158,6 +158,24 @@ static inline void *caller_owner(const struct caller *c)
     return c->u ? (void *)c->u : coexec__thread_token();
 }
 
+/* How long a waiter watches before it queues or parks, when its stream has
+ * nothing else to run: a release that comes within it costs no switch. */
+#define WAIT_SPIN 256
+
+/* Watches *flag (acquire) for up to WAIT_SPIN rounds while the caller's
+ * stream has nothing queued; true once it is non-zero. */
+static inline bool wait_spin_flag(const struct caller *c, atom_u32_t *flag)
+{
+    if (c->u && atom_load_rlx_u64(&c->xs->sched->pools[0]->size) != 0)
+        return false;
+    for (int i = 0; i < WAIT_SPIN; i++) {
+        if (atom_load_acq_u32(flag))
+            return true;
+        cpu_relax();
+    }
+    return false;
+}
+
 /* Releases n (already unlinked) with result; the list's lock is held. */
 void wait_release(struct wait_node *n, uint32_t result);
 
