@@ -151,6 +151,19 @@ coexec_xstream_get_main_sched(coexec_xstream_t xs, coexec_sched_t *out);
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_main_pool(coexec_xstream_t xs, coexec_pool_t *out);
 
+/*
+ * Runs fn(cx, arg) on xs and only there, as a detached tasklet delivered
+ * through xs's event pool (the inbox its scheduler drains every event_freq
+ * units and whenever idle): for work that must run on a given stream, such
+ * as pushing into its private pools. fn may return COEXEC_PENDING like any
+ * tasklet; it is never stolen by another stream.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL); COEXEC_EHANDLE; COEXEC_ESTATE
+ * (xs has been joined); COEXEC_ENOMEM; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn, void *arg);
+
 COEXEC_END_DECLS
 
 #endif /* COEXEC_XSTREAM_H */

@@ -891,6 +891,34 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
     return COEXEC_OK;
 }
 
+COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
+                                   void *arg)
+{
+    RT_CHECK();
+    if (!fn)
+        return COEXEC_EINVAL;
+    int rc = CHECK_HANDLE(xs);
+    if (rc)
+        return rc;
+    struct coexec_xstream_rec *x = xs.p;
+    struct coexec_sched_rec *s = x->sched;
+    if (x->joined || atom_load_acq_u32(&x->done) || !s)
+        return COEXEC_ESTATE;
+    struct coexec_unit_rec *u = coexec__unit_new(xs_self_entry(), UNIT_TASKLET);
+    if (UNLIKELY(!u))
+        return COEXEC_ENOMEM;
+    u->fn.tasklet = fn;
+    u->arg = arg;
+    u->flags = UF_DETACHED | UF_NOSTEAL;
+    u->bound_xs = x;
+    atom_store_rlx_ptr(&u->pool, s->pools[0]);
+    if (xs_self_entry() == x)
+        coexec__pool_push(s->pools[0], u, false);
+    else
+        coexec__xs_inbox_push(x, u);
+    return COEXEC_OK;
+}
+
 /* Handle check plus the kind the handle type promises. */
 static int check_unit(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
 {

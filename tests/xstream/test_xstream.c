@@ -836,6 +836,105 @@ static void t_drain_on_join(void)
 
 /* ======================================================================= */
 
+/* ======================================================================= */
+/* post: tasklets delivered through a stream's event pool                  */
+/* ======================================================================= */
+
+typedef struct post_arg {
+    int want_rank;
+    atomic_int ran, wrong;
+} post_arg_t;
+
+static coexec_poll_status_t post_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    post_arg_t *pa = arg;
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    if (r != pa->want_rank)
+        atomic_fetch_add(&pa->wrong, 1);
+    atomic_fetch_add(&pa->ran, 1);
+    return COEXEC_READY;
+}
+
+typedef struct post_thread_arg {
+    coexec_xstream_t xs;
+    post_arg_t *pa;
+    long n;
+} post_thread_arg_t;
+
+static void *post_from_pthread(void *arg)
+{
+    post_thread_arg_t *t = arg;
+    for (long i = 0; i < t->n; i++)
+        CH_CHECK_RC(coexec_xstream_post(t->xs, post_tasklet, t->pa), COEXEC_OK);
+    return NULL;
+}
+
+static void post_from_ult(void *arg)
+{
+    post_thread_arg_t *t = arg;
+    for (long i = 0; i < t->n; i++)
+        CH_CHECK_RC(coexec_xstream_post(t->xs, post_tasklet, t->pa), COEXEC_OK);
+}
+
+/* Posted tasklets run on their stream only: a private-pool stream, and a
+ * default one whose idle neighbours would otherwise steal. */
+static void t_post_runs_there(void)
+{
+    ch_init(3);
+    long n = ch_iters(2000, 100);
+    for (int variant = 0; variant < 2; variant++) {
+        ch_stream_t s;
+        coexec_xstream_t target;
+        if (variant == 0) {
+            CH_ASSERT_OK_FATAL(ch_stream_create_ex(&s, COEXEC_SCHED_BASIC_WAIT,
+                                                   COEXEC_POOL_FIFO,
+                                                   COEXEC_ACCESS_PRIV));
+            target = s.xs;
+        } else {
+            CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &target));
+        }
+        post_arg_t pa = {0};
+        CH_ASSERT_OK(coexec_xstream_get_rank(target, &pa.want_rank));
+        post_thread_arg_t ta = {target, &pa, n};
+        pthread_t th;
+        CU_ASSERT_FATAL(pthread_create(&th, NULL, post_from_pthread, &ta) == 0);
+        coexec_xstream_t other;
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(2, &other));
+        coexec_thread_t u;
+        CH_ASSERT_OK(coexec_thread_create_on(other, post_from_ult, &ta, NULL, &u));
+        post_from_ult(&ta); /* and from the main ULT */
+        pthread_join(th, NULL);
+        CH_ASSERT_OK(coexec_thread_free(&u));
+        while (atomic_load(&pa.ran) < 3 * n)
+            CH_ASSERT_OK(coexec_yield());
+        CH_ASSERT_EQ(atomic_load(&pa.ran), 3 * n);
+        CH_ASSERT_EQ(atomic_load(&pa.wrong), 0);
+        if (variant == 0)
+            CH_ASSERT_OK(ch_stream_free(&s));
+    }
+    ch_finalize();
+}
+
+static void t_post_errors(void)
+{
+    CH_ASSERT_RC(coexec_xstream_post((coexec_xstream_t){0}, post_tasklet, NULL),
+                 COEXEC_ENOTINIT);
+    ch_init(1);
+    coexec_xstream_t xs;
+    CH_ASSERT_OK_FATAL(coexec_xstream_self(&xs));
+    CH_ASSERT_RC(coexec_xstream_post(xs, NULL, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_post((coexec_xstream_t){0}, post_tasklet, NULL),
+                 COEXEC_EHANDLE);
+    coexec_xstream_t s;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &s));
+    coexec_xstream_t stale = s;
+    CH_ASSERT_OK(coexec_xstream_free(&s));
+    CH_ASSERT_RC(coexec_xstream_post(stale, post_tasklet, NULL), COEXEC_EHANDLE);
+    ch_finalize();
+}
+
 static const ch_test_t lifecycle_tests[] = {
     {"attr_defaults", t_attr_defaults},
     {"create_join_free_oversubscribed", t_create_join_free},
@@ -867,11 +966,16 @@ static const ch_test_t sched_attr_tests[] = {
 static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain_on_join},
                                         {NULL, NULL}};
 
+static const ch_test_t post_tests[] = {{"runs_on_its_stream", t_post_runs_there},
+                                       {"errors", t_post_errors},
+                                       {NULL, NULL}};
+
 static const ch_suite_t suites[] = {
     {"lifecycle", lifecycle_tests}, {"ranks", ranks_tests},
     {"state", state_tests},         {"cpu", cpu_tests},
     {"self", self_tests},           {"errors", errors_tests},
     {"sched_attr", sched_attr_tests}, {"drain", drain_tests},
+    {"post", post_tests},
     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
