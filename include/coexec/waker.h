@@ -3,11 +3,14 @@
  * runnable again.
  *
  * A waker names one unit and the generation it had. coexec_waker_wake() is
- * idempotent, lock-free and callable from any thread. A wake that arrives
- * while its unit is still running is recorded in the unit's state word, so
- * the unit's next park returns at once: no wake is ever lost. A waker whose
- * unit has finished and been recycled is recognised by its generation and
- * does nothing.
+ * idempotent, lock-free and callable from any thread. It works like a
+ * permit: waking a parked unit makes it runnable; waking a unit that is
+ * runnable already (running, or queued and not yet running) records one
+ * wake in the unit's state word, however many arrive, so the unit's next
+ * park returns at once and the one after blocks. So no wake is ever lost,
+ * and waits built on wakers re-check their condition after a park. A
+ * waker whose unit has finished and been recycled is recognised by its
+ * generation and does nothing.
  */
 #ifndef COEXEC_WAKER_H
 #define COEXEC_WAKER_H
@@ -44,8 +47,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_park(void);
 
 /*
  * Makes w's unit runnable: queued in its home pool when parked, recorded
- * when running. Waking twice is the same as once. A stale waker does
- * nothing and returns COEXEC_OK.
+ * (once) when it is runnable already. A stale waker does nothing and
+ * returns COEXEC_OK.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (null waker); COEXEC_ENOTINIT.
  */

@@ -117,7 +117,9 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
             xs->steal_index = (int)i;
             /* A stolen unit moves: when it yields or is woken, it comes
              * back here, not to the stream it was taken from. */
-            atom_store_rlx_ptr(&u->pool, s->pools[0]);
+            /* Release: a joiner that finds the new home (acquire) also
+             * sees the victim's unlink of u. */
+            atom_store_rel_ptr(&u->pool, s->pools[0]);
             return u;
         }
     }

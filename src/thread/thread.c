@@ -697,7 +697,8 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
 
     struct join_waiter w = {self, ATOM_INIT(0)};
     if (self) {
-        struct coexec_pool_rec *p = unit_pool(u);
+        /* Acquire: pairs with a thief's release of u's new home. */
+        struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
         bool claimed = false;
         if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
             may_run_here(u, xs)) {

@@ -258,8 +258,9 @@ static void t_wake_before_park_and_twice(void)
 
 /*
  * Wakes that arrive while the woken unit is still queued (made runnable by
- * the first one, not yet running) are the same wake: its next park blocks.
- * A "gate" ULT holds the parker's stream while the wakes are sent.
+ * the first one, not yet running) leave one recorded wake, like a permit:
+ * its next park returns at once, the one after that blocks. A "gate" ULT
+ * holds the parker's stream while the wakes are sent.
  */
 typedef struct {
     atomic_int running;
@@ -274,6 +275,21 @@ static void gate_ult(void *arg)
         sched_yield(); /* holds the stream: nothing else of it runs */
 }
 
+static void permit_ult(void *arg)
+{
+    early_t *e = arg;
+    CH_CHECK_RC(coexec_self_waker(&e->w), COEXEC_OK);
+    atomic_store(&e->phase, 1);
+    while (atomic_load(&e->phase) != 2)
+        sched_yield();
+    CH_CHECK_RC(coexec_park(), COEXEC_OK); /* blocks until the first wake */
+    atomic_store(&e->phase, 3);
+    CH_CHECK_RC(coexec_park(), COEXEC_OK); /* the queued wakes' permit */
+    atomic_store(&e->phase, 4);
+    CH_CHECK_RC(coexec_park(), COEXEC_OK); /* nothing left: blocks */
+    atomic_store(&e->phase, 5);
+}
+
 static void t_wakes_while_queued(void)
 {
     ch_init(2);
@@ -281,9 +297,7 @@ static void t_wakes_while_queued(void)
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
     early_t e;
     memset(&e, 0, sizeof e);
-    /* early_ult parks at phase 2 (after a wake) and at phase 3: here the
-     * first park is released by a wake while it is parked */
-    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, early_ult, &e, NULL, &e.t));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, permit_ult, &e, NULL, &e.t));
     CH_WAIT(atomic_load(&e.phase) == 1);
     atomic_store(&e.phase, 2);
     CH_WAIT(wk_ult_state(e.t) == COEXEC_UNIT_BLOCKED);
@@ -306,14 +320,14 @@ static void t_wakes_while_queued(void)
     CH_ASSERT_EQ(atomic_load(&e.phase), 2);
     atomic_store(&g.open, 1);
     CH_ASSERT_OK(coexec_thread_free(&gt));
-    CH_WAIT(atomic_load(&e.phase) >= 3);
+    CH_WAIT(atomic_load(&e.phase) >= 4);
     CH_WAIT(wk_ult_state(e.t) == COEXEC_UNIT_BLOCKED ||
             wk_ult_state(e.t) == COEXEC_UNIT_TERMINATED);
     wk_relax_n(200);
-    CH_ASSERT_EQ(atomic_load(&e.phase), 3); /* the second park blocked */
+    CH_ASSERT_EQ(atomic_load(&e.phase), 4); /* one permit, not 201 */
     CH_ASSERT_OK(coexec_waker_wake(e.w));
     CH_ASSERT_OK(coexec_thread_join(e.t));
-    CH_ASSERT_EQ(atomic_load(&e.phase), 4);
+    CH_ASSERT_EQ(atomic_load(&e.phase), 5);
     CH_ASSERT_OK(coexec_thread_free(&e.t));
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
@@ -637,7 +651,7 @@ static void t_pending_wake_twice(void)
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
     pend_t p;
     memset(&p, 0, sizeof p);
-    p.rounds = 2;
+    p.rounds = 3;
     CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, pend_tasklet, &p, &p.k));
     CH_WAIT(atomic_load(&p.published) == 1);
     CH_WAIT(wk_tasklet_state(p.k) == COEXEC_UNIT_BLOCKED);
@@ -659,17 +673,18 @@ static void t_pending_wake_twice(void)
     CH_ASSERT_EQ(atomic_load(&p.polls), 1);
     atomic_store(&g.open, 1);
     CH_ASSERT_OK(coexec_thread_free(&gt));
-    /* polled once more: PENDING again, with its waker published again */
-    CH_WAIT(atomic_load(&p.published) == 2);
+    /* polled for the wake, then once more for the permit the queued wakes
+     * left, then PENDING for good */
+    CH_WAIT(atomic_load(&p.published) == 3);
     CH_WAIT(wk_tasklet_state(p.k) == COEXEC_UNIT_BLOCKED ||
             wk_tasklet_state(p.k) == COEXEC_UNIT_TERMINATED);
     wk_relax_n(200);
-    CH_ASSERT_EQ(atomic_load(&p.polls), 2);
+    CH_ASSERT_EQ(atomic_load(&p.polls), 3);
     CH_ASSERT_EQ(wk_tasklet_state(p.k), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_EQ(atomic_load(&p.early_polls), 1); /* the permit's poll */
     pend_wake(&p);
     CH_ASSERT_OK(coexec_tasklet_join(p.k));
-    CH_ASSERT_EQ(atomic_load(&p.polls), 3);
-    CH_ASSERT_EQ(atomic_load(&p.early_polls), 0);
+    CH_ASSERT_EQ(atomic_load(&p.polls), 4);
     CH_ASSERT_OK(coexec_tasklet_free(&p.k));
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
@@ -768,8 +783,8 @@ static const ch_test_t pollable_tests[] = {
 /* Wakes sent while the unit is queued (made ready by an earlier wake, not
  * running yet): "waking twice is the same as once" (waker.h). */
 static const ch_test_t coalesce_tests[] = {
-    {"ult_wakes_while_queued_are_one", t_wakes_while_queued},
-    {"tasklet_wakes_while_queued_are_one", t_pending_wake_twice},
+    {"ult_queued_wakes_leave_one_permit", t_wakes_while_queued},
+    {"tasklet_queued_wakes_leave_one_permit", t_pending_wake_twice},
     {NULL, NULL}};
 
 static const ch_suite_t suites[] = {{"waker", waker_tests},
