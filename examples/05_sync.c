@@ -18,6 +18,7 @@
  * threads. At the end main checks that every item was consumed exactly
  * once.
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,15 +60,20 @@ static struct {
     .producers_left = N_PRODUCERS,
 };
 
+static atomic_int started; /* workers that have recorded first_rank */
+
 struct worker {
     int index;
-    int made;     /* items produced or consumed */
-    int rank;     /* the xstream it was on when it finished */
+    int made;       /* items produced or consumed */
+    int first_rank; /* the xstream it started on */
+    int rank;       /* the xstream it was on when it finished */
 };
 
 static void producer(void *arg)
 {
     struct worker *w = arg;
+    CHECK(coexec_xstream_self_rank(&w->first_rank));
+    atomic_fetch_add(&started, 1);
     for (int i = 0; i < ITEMS_PER_PRODUCER; i++) {
         /* The "work": the ULT parks on its stream's timers; the stream
          * runs other ULTs meanwhile. */
@@ -98,6 +104,8 @@ static void producer(void *arg)
 static void consumer(void *arg)
 {
     struct worker *w = arg;
+    CHECK(coexec_xstream_self_rank(&w->first_rank));
+    atomic_fetch_add(&started, 1);
     CHECK(coexec_mutex_lock(&buf.lock));
     for (;;) {
         while (buf.count == 0 && buf.producers_left > 0)
@@ -132,24 +140,33 @@ int main(void)
     uint64_t slept = coexec_now_ns() - t0;
     printf("main slept %.2f ms (asked for 1 ms)\n", (double)slept / 1e6);
 
-    /* Producers and consumers, dealt round-robin over the streams. (With
-     * the default setup an idle stream may steal a queued ULT, so where
-     * each one finishes can vary from run to run.) */
+    /* Producers and consumers, dealt round-robin over the streams. With
+     * the default setup an idle stream steals queued ULTs from the others,
+     * and a ULT woken from a wait or a sleep is queued again, where it may
+     * be stolen too: where each one starts and finishes varies from run to
+     * run. */
     struct worker prod[N_PRODUCERS], cons[N_CONSUMERS];
     coexec_thread_t tp[N_PRODUCERS], tc[N_CONSUMERS];
     int next = 0;
     for (int i = 0; i < N_CONSUMERS; i++, next++) {
         coexec_xstream_t xs;
-        cons[i] = (struct worker){.index = i, .rank = -1};
+        cons[i] = (struct worker){.index = i, .first_rank = -1, .rank = -1};
         CHECK(coexec_xstream_by_rank(next % nxs, &xs));
         CHECK(coexec_thread_create_on(xs, consumer, &cons[i], NULL, &tc[i]));
     }
     for (int i = 0; i < N_PRODUCERS; i++, next++) {
         coexec_xstream_t xs;
-        prod[i] = (struct worker){.index = i, .rank = -1};
+        prod[i] = (struct worker){.index = i, .first_rank = -1, .rank = -1};
         CHECK(coexec_xstream_by_rank(next % nxs, &xs));
         CHECK(coexec_thread_create_on(xs, producer, &prod[i], NULL, &tp[i]));
     }
+
+    /* A join of a ULT that has not started runs it at once, in place, on
+     * the joiner's stream. To see the ULTs start where they were sent, let
+     * them all start first: each yield gives this stream's scheduler a
+     * turn (the other streams run theirs in parallel). */
+    while (atomic_load(&started) < N_PRODUCERS + N_CONSUMERS)
+        CHECK(coexec_yield());
 
     /* Join them all; main parks while they run. */
     for (int i = 0; i < N_PRODUCERS; i++)
@@ -159,13 +176,13 @@ int main(void)
 
     int consumed = 0, ok = slept >= 1000000;
     for (int i = 0; i < N_PRODUCERS; i++) {
-        printf("producer %d made %d items, finished on xstream %d\n", i,
-               prod[i].made, prod[i].rank);
+        printf("producer %d made %d items (xstream %d, then %d)\n", i,
+               prod[i].made, prod[i].first_rank, prod[i].rank);
         ok &= prod[i].made == ITEMS_PER_PRODUCER;
     }
     for (int i = 0; i < N_CONSUMERS; i++) {
-        printf("consumer %d took %d items, finished on xstream %d\n", i,
-               cons[i].made, cons[i].rank);
+        printf("consumer %d took %d items (xstream %d, then %d)\n", i,
+               cons[i].made, cons[i].first_rank, cons[i].rank);
         consumed += cons[i].made;
     }
     for (int i = 0; i < N_ITEMS; i++)
