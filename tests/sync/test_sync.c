@@ -2154,6 +2154,17 @@ static void key_modes_ult(void *arg)
     }
 }
 
+/* sets k1 and leaves through coexec_thread_exit */
+static void key_exit_ult(void *arg)
+{
+    kult_t *u = arg;
+    set_owner(u->slot);
+    CH_CHECK_RC(coexec_key_set(u->k1, u->slot), COEXEC_OK);
+    int rc = coexec_thread_exit(); /* does not return */
+    ch_fail_at(__FILE__, __LINE__, "coexec_thread_exit returned %s",
+               coexec_err_name(rc));
+}
+
 static void key_reset_ult(void *arg)
 {
     kult_t *u = arg;
@@ -2187,6 +2198,29 @@ static void t_key_destructors(void)
         CH_ASSERT_EQ(atomic_load(&slot[i].dtor_calls), want_slot);
         CH_ASSERT_EQ(atomic_load(&slot[i].dtor_on_owner), want_slot);
         CH_ASSERT_EQ(atomic_load(&other[i].dtor_calls), want_other);
+    }
+
+    /* a ULT that exits, and detached ULTs, run their destructors too */
+    kslot_t xs_[3];
+    kult_t xu[3];
+    memset(xs_, 0, sizeof xs_);
+    coexec_thread_t xt;
+    for (int i = 0; i < 3; i++)
+        xu[i] = (kult_t){.k1 = k1, .slot = &xs_[i], .mode = 0};
+    spawn_on(1, key_exit_ult, &xu[0], &xt);
+    CH_ASSERT_OK(coexec_thread_free(&xt));
+    CH_ASSERT_EQ(atomic_load(&xs_[0].dtor_calls), 1);
+    CH_ASSERT_EQ(atomic_load(&xs_[0].dtor_on_owner), 1);
+    CH_ASSERT_OK(coexec_thread_create_on(xs_rank(2), key_modes_ult, &xu[1],
+                                         NULL, NULL));
+    CH_ASSERT_OK(coexec_thread_create_on(xs_rank(3), key_exit_ult, &xu[2],
+                                         NULL, NULL));
+    CH_WAIT(atomic_load(&xs_[1].dtor_calls) == 1 &&
+            atomic_load(&xs_[2].dtor_calls) == 1);
+    linger(2);
+    for (int i = 1; i < 3; i++) {
+        CH_ASSERT_EQ(atomic_load(&xs_[i].dtor_calls), 1);
+        CH_ASSERT_EQ(atomic_load(&xs_[i].dtor_on_owner), 1);
     }
 
     /* destructors that set the key again: more rounds, at most four */
@@ -2450,6 +2484,7 @@ static void nb_spinner(void *arg)
 {
     nb_t *n = arg;
     CH_CHECK_RC(coexec_xstream_self_rank(&n->rank_b), COEXEC_OK);
+    atomic_store(&n->progress, 0);
     while (!atomic_load(&n->stop)) {
         atomic_fetch_add(&n->progress, 1);
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
@@ -2459,7 +2494,11 @@ static void nb_spinner(void *arg)
 static void nb_sleeper(void *arg)
 {
     nb_t *n = arg;
-    CH_WAIT(atomic_load(&n->progress) > 0);
+    /* sleep_ns(0) yields once: the spinner on this stream gets to run */
+    double t0s = ch_now();
+    while (atomic_load(&n->progress) == 0 && ch_now() - t0s < CH_WAIT_LIMIT_S)
+        CH_CHECK_RC(coexec_sleep_ns(0), COEXEC_OK);
+    CH_CHECK(atomic_load(&n->progress) > 0);
     for (int i = 0; i < n->sleeps; i++) {
         long p0 = atomic_load(&n->progress);
         uint64_t t0 = coexec_now_ns();
@@ -2485,8 +2524,10 @@ static void t_sleep_stream_not_blocked(void)
     memset(&n, 0, sizeof n);
     n.sleeps = 5;
     coexec_thread_t ta, tb;
-    CH_ASSERT_OK(coexec_thread_create(s.pool, nb_spinner, &n, NULL, &tb));
+    /* the sleeper is queued first (FIFO pool): it runs before the spinner
+     * has started and waits for it with sleep_ns(0) */
     CH_ASSERT_OK(coexec_thread_create(s.pool, nb_sleeper, &n, NULL, &ta));
+    CH_ASSERT_OK(coexec_thread_create(s.pool, nb_spinner, &n, NULL, &tb));
     CH_WAIT(atomic_load(&n.stop));
     CH_ASSERT_OK(coexec_thread_free(&ta));
     CH_ASSERT_OK(coexec_thread_free(&tb));
@@ -2829,6 +2870,244 @@ static void t_timeout_many(void)
     ch_finalize();
 }
 
+/* ---- timeouts racing with hand-offs and signals ---- */
+
+typedef struct {
+    coexec_mutex_t m;
+    coexec_rwlock_t l;
+    coexec_mutex_t cm;
+    coexec_cond_t c;
+    long iters;
+    long counter;  /* protected by m */
+    long rwvalue;  /* protected by l */
+    long tokens;   /* protected by cm */
+    long consumed; /* protected by cm */
+    long total;
+    atomic_int inside;
+    atomic_int readers, writers;
+    atomic_long got;
+    atomic_long timeouts;
+    atomic_long bad;
+} race_t;
+
+typedef struct {
+    race_t *R;
+    int id;
+} race_arg_t;
+
+/* 0 to 175 us: timeouts that often expire while the lock changes hands */
+static uint64_t race_timeout(long i, int id)
+{
+    return (uint64_t)((i * 37 + id * 11) % 8) * 25000;
+}
+
+static void race_mutex(void *arg)
+{
+    race_arg_t *a = arg;
+    race_t *R = a->R;
+    long bad = 0, got = 0, tmo = 0;
+    for (long i = 0; i < R->iters; i++) {
+        int rc = coexec_mutex_lock_timed(&R->m, race_timeout(i, a->id));
+        if (rc == COEXEC_OK) {
+            if (atomic_fetch_add(&R->inside, 1) != 0)
+                bad++;
+            R->counter++;
+            if (i % 16 == 0)
+                ch_relax();
+            atomic_fetch_sub(&R->inside, 1);
+            bad += coexec_mutex_unlock(&R->m) != COEXEC_OK;
+            got++;
+        } else if (rc == COEXEC_ETIMEDOUT) {
+            /* a waiter that timed out was not made the owner */
+            bad += coexec_mutex_unlock(&R->m) != COEXEC_EPERM;
+            tmo++;
+        } else {
+            CH_CHECK_RC(rc, COEXEC_ETIMEDOUT);
+            bad++;
+        }
+    }
+    atomic_fetch_add(&R->bad, bad);
+    atomic_fetch_add(&R->got, got);
+    atomic_fetch_add(&R->timeouts, tmo);
+}
+
+static void race_rwlock(void *arg)
+{
+    race_arg_t *a = arg;
+    race_t *R = a->R;
+    long bad = 0, got = 0, tmo = 0;
+    int writer = a->id % 3 == 0;
+    for (long i = 0; i < R->iters; i++) {
+        uint64_t t = race_timeout(i, a->id);
+        int rc = writer ? coexec_rwlock_wrlock_timed(&R->l, t)
+                        : coexec_rwlock_rdlock_timed(&R->l, t);
+        if (rc == COEXEC_ETIMEDOUT) {
+            tmo++;
+            continue;
+        }
+        if (rc != COEXEC_OK) {
+            CH_CHECK_RC(rc, COEXEC_OK);
+            bad++;
+            continue;
+        }
+        if (writer) {
+            bad += atomic_fetch_add(&R->writers, 1) != 0;
+            bad += atomic_load(&R->readers) != 0;
+            R->rwvalue++;
+            got++;
+            if (i % 16 == 0)
+                ch_relax();
+            atomic_fetch_sub(&R->writers, 1);
+        } else {
+            atomic_fetch_add(&R->readers, 1);
+            bad += atomic_load(&R->writers) != 0;
+            if (i % 16 == 0)
+                ch_relax();
+            atomic_fetch_sub(&R->readers, 1);
+        }
+        bad += coexec_rwlock_unlock(&R->l) != COEXEC_OK;
+    }
+    atomic_fetch_add(&R->bad, bad);
+    atomic_fetch_add(&R->got, got);
+    atomic_fetch_add(&R->timeouts, tmo);
+}
+
+static void race_producer(void *arg)
+{
+    race_arg_t *a = arg;
+    race_t *R = a->R;
+    for (long i = 0; i < R->iters; i++) {
+        CH_CHECK_RC(coexec_mutex_lock(&R->cm), COEXEC_OK);
+        R->tokens++;
+        CH_CHECK_RC(i % 8 == 7 ? coexec_cond_broadcast(&R->c)
+                               : coexec_cond_signal(&R->c),
+                    COEXEC_OK);
+        CH_CHECK_RC(coexec_mutex_unlock(&R->cm), COEXEC_OK);
+        if (i % 4 == 0)
+            ch_relax();
+    }
+}
+
+/* takes tokens with short timed waits; a lost signal only costs time */
+static void race_consumer(void *arg)
+{
+    race_arg_t *a = arg;
+    race_t *R = a->R;
+    long bad = 0, got = 0, tmo = 0, i = 0;
+    for (;; i++) {
+        CH_CHECK_RC(coexec_mutex_lock(&R->cm), COEXEC_OK);
+        bad += atomic_fetch_add(&R->inside, 1) != 0;
+        while (R->tokens == 0 && R->consumed < R->total) {
+            atomic_fetch_sub(&R->inside, 1);
+            int rc = coexec_cond_wait_timed(&R->c, &R->cm,
+                                            race_timeout(i++, a->id) + 1000);
+            /* whatever the result, the mutex is ours again */
+            bad += atomic_fetch_add(&R->inside, 1) != 0;
+            if (rc == COEXEC_ETIMEDOUT)
+                tmo++;
+            else if (rc != COEXEC_OK) {
+                CH_CHECK_RC(rc, COEXEC_OK);
+                bad++;
+                break;
+            }
+        }
+        bool over = R->tokens == 0;
+        if (!over) {
+            R->tokens--;
+            R->consumed++;
+            got++;
+        }
+        atomic_fetch_sub(&R->inside, 1);
+        bad += coexec_mutex_unlock(&R->cm) != COEXEC_OK;
+        if (over)
+            break;
+    }
+    atomic_fetch_add(&R->bad, bad);
+    atomic_fetch_add(&R->got, got);
+    atomic_fetch_add(&R->timeouts, tmo);
+}
+
+static void race_run(race_t *R, void (*fn)(void *), int nu, int ne)
+{
+    race_arg_t a[24];
+    coexec_thread_t t[20];
+    ext_t e[4];
+    for (int i = 0; i < nu + ne; i++)
+        a[i] = (race_arg_t){R, i};
+    for (int i = 0; i < nu; i++)
+        spawn_on(i % NSTREAMS, fn, &a[i], &t[i]);
+    for (int i = 0; i < ne; i++)
+        ext_start(&e[i], fn, &a[nu + i]);
+    free_threads(t, nu);
+    for (int i = 0; i < ne; i++)
+        ext_join(&e[i]);
+}
+
+/*
+ * Short timeouts (0-175 us) under contention, so that timeouts race with
+ * unlocks that hand the lock over and with signals. Every result must be
+ * consistent: a lock that returned OK is owned, one that timed out is not;
+ * a cond wait returns with the mutex held; no token is consumed twice or
+ * lost; and at the end every object is free (nobody was left owning it or
+ * queued on it).
+ */
+static void t_timeout_races(void)
+{
+    ch_init(NSTREAMS);
+    race_t R;
+    memset(&R, 0, sizeof R);
+    CH_ASSERT_OK_FATAL(coexec_mutex_init(&R.m, COEXEC_MUTEX_PLAIN));
+    CH_ASSERT_OK_FATAL(coexec_rwlock_init(&R.l));
+    CH_ASSERT_OK_FATAL(coexec_mutex_init(&R.cm, COEXEC_MUTEX_PLAIN));
+    CH_ASSERT_OK_FATAL(coexec_cond_init(&R.c));
+    R.iters = ch_iters(3000, 100);
+
+    race_run(&R, race_mutex, 12, 2);
+    CH_ASSERT_EQ(atomic_load(&R.bad), 0);
+    CH_ASSERT_EQ(R.counter, atomic_load(&R.got));
+    CH_ASSERT_EQ(atomic_load(&R.got) + atomic_load(&R.timeouts),
+                 14 * R.iters);
+    fprintf(stderr, "    mutex: %ld locked, %ld timed out\n",
+            atomic_load(&R.got), atomic_load(&R.timeouts));
+    CH_ASSERT_OK(coexec_mutex_trylock(&R.m));
+    CH_ASSERT_OK(coexec_mutex_unlock(&R.m));
+    CH_ASSERT_OK(coexec_mutex_destroy(&R.m));
+
+    atomic_store(&R.got, 0);
+    atomic_store(&R.timeouts, 0);
+    race_run(&R, race_rwlock, 12, 2);
+    CH_ASSERT_EQ(atomic_load(&R.bad), 0);
+    CH_ASSERT_EQ(R.rwvalue, atomic_load(&R.got));
+    fprintf(stderr, "    rwlock: %ld writes, %ld timed out\n",
+            atomic_load(&R.got), atomic_load(&R.timeouts));
+    CH_ASSERT_OK(coexec_rwlock_trywrlock(&R.l));
+    CH_ASSERT_OK(coexec_rwlock_unlock(&R.l));
+    CH_ASSERT_OK(coexec_rwlock_destroy(&R.l));
+
+    /* 3 producers (one external), 7 consumers (one external) */
+    atomic_store(&R.got, 0);
+    atomic_store(&R.timeouts, 0);
+    R.total = 3 * R.iters;
+    race_arg_t pa[3];
+    coexec_thread_t pt[2];
+    ext_t pe;
+    for (int i = 0; i < 3; i++)
+        pa[i] = (race_arg_t){&R, 100 + i};
+    for (int i = 0; i < 2; i++)
+        spawn_on(1 + i, race_producer, &pa[i], &pt[i]);
+    ext_start(&pe, race_producer, &pa[2]);
+    race_run(&R, race_consumer, 6, 1);
+    free_threads(pt, 2);
+    ext_join(&pe);
+    CH_ASSERT_EQ(atomic_load(&R.bad), 0);
+    CH_ASSERT_EQ(R.consumed, R.total);
+    CH_ASSERT_EQ(atomic_load(&R.got), R.total);
+    CH_ASSERT_EQ(R.tokens, 0);
+    CH_ASSERT_OK(coexec_cond_destroy(&R.c));
+    CH_ASSERT_OK(coexec_mutex_destroy(&R.cm));
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* context                                                                  */
 /* ======================================================================= */
@@ -3098,6 +3377,7 @@ static const ch_test_t sleep_tests[] = {
     {NULL, NULL}};
 static const ch_test_t timeout_tests[] = {
     {"many_kinds_never_early", t_timeout_many},
+    {"races_with_handoff", t_timeout_races},
     {NULL, NULL}};
 static const ch_test_t context_tests[] = {
     {"tasklet_calls", t_context_tasklet},
