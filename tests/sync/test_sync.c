@@ -2326,6 +2326,29 @@ static void t_key_delete(void)
     ch_finalize();
 }
 
+/* a key of an earlier init names nothing in the next one */
+static void t_key_reinit(void)
+{
+    ch_init(1);
+    coexec_key_t old;
+    CH_ASSERT_OK_FATAL(coexec_key_create(NULL, &old));
+    CH_ASSERT_OK(coexec_key_set(old, (void *)5));
+    ch_finalize();
+    ch_init(1);
+    void *v = (void *)1;
+    CH_ASSERT_RC(coexec_key_get(old, &v), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_key_set(old, (void *)6), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_key_delete(old), COEXEC_EHANDLE);
+    /* the new runtime's first key is fresh, whatever slot it reuses */
+    coexec_key_t k;
+    CH_ASSERT_OK(coexec_key_create(NULL, &k));
+    v = (void *)1;
+    CH_ASSERT_OK(coexec_key_get(k, &v));
+    CU_ASSERT_PTR_NULL(v);
+    CH_ASSERT_OK(coexec_key_delete(k));
+    ch_finalize();
+}
+
 static void t_key_limit(void)
 {
     ch_init(1);
@@ -3365,6 +3388,7 @@ static const ch_test_t key_tests[] = {
     {"destructors", t_key_destructors},
     {"main_ult_at_finalize", t_key_main_ult},
     {"delete", t_key_delete},
+    {"stale_after_reinit", t_key_reinit},
     {"limit", t_key_limit},
     {"external_threads", t_key_external},
     {NULL, NULL}};
