@@ -92,12 +92,10 @@ COEXEC_API int coexec_mutex_destroy(coexec_mutex_t *mp)
     if (rc)
         return rc;
     spin_lock(&m->lock);
-    if (atom_load_acq_u32(&m->word) != 0) {
-        spin_unlock(&m->lock);
-        return COEXEC_EBUSY;
-    }
-    m->magic_ = MAGIC_DEAD;
+    int rc_ = obj_retire(&m->magic_, atom_load_acq_u32(&m->word) != 0);
     spin_unlock(&m->lock);
+    if (rc_)
+        return rc_;
     return COEXEC_OK;
 }
 
@@ -219,8 +217,6 @@ static int mx_lock(coexec_mutex_t *mp, uint64_t deadline)
         return rc;
     struct caller c;
     rc = wait_caller(&c);
-    if (rc == COEXEC_ENOTINIT)
-        rc = COEXEC_OK;
     if (rc)
         return rc;
     return mx_lock_as(m, &c, caller_owner(&c), deadline);
@@ -368,12 +364,10 @@ COEXEC_API int coexec_cond_destroy(coexec_cond_t *cp)
     if (rc)
         return rc;
     spin_lock(&c->lock);
-    if (!wlist_empty(&c->waiters)) {
-        spin_unlock(&c->lock);
-        return COEXEC_EBUSY;
-    }
-    c->magic_ = MAGIC_DEAD;
+    int rc_ = obj_retire(&c->magic_, !wlist_empty(&c->waiters));
     spin_unlock(&c->lock);
+    if (rc_)
+        return rc_;
     return COEXEC_OK;
 }
 
@@ -386,8 +380,6 @@ static int cv_wait(coexec_cond_t *cp, coexec_mutex_t *mp, uint64_t deadline)
         return rc;
     struct caller cl;
     rc = wait_caller(&cl);
-    if (rc == COEXEC_ENOTINIT)
-        rc = COEXEC_OK;
     if (rc)
         return rc;
     void *me = caller_owner(&cl);

@@ -55,12 +55,11 @@ COEXEC_API int coexec_rwlock_destroy(coexec_rwlock_t *lp)
     if (rc)
         return rc;
     spin_lock(&l->lock);
-    if (l->readers || l->writer || !wlist_empty(&l->waiters)) {
-        spin_unlock(&l->lock);
-        return COEXEC_EBUSY;
-    }
-    l->magic_ = MAGIC_DEAD;
+    int rc_ = obj_retire(&l->magic_, l->readers || l->writer ||
+                                         !wlist_empty(&l->waiters));
     spin_unlock(&l->lock);
+    if (rc_)
+        return rc_;
     return COEXEC_OK;
 }
 
@@ -95,8 +94,6 @@ static int rw_take(coexec_rwlock_t *lp, bool write, bool wait,
     void *me;
     if (wait) {
         rc = wait_caller(&c);
-        if (rc == COEXEC_ENOTINIT)
-            rc = COEXEC_OK;
         if (rc)
             return rc;
         me = caller_owner(&c);
@@ -222,12 +219,10 @@ COEXEC_API int coexec_barrier_destroy(coexec_barrier_t *bp)
     struct barrier *b = bar_of(bp);
     OBJ_CHECK(b, OBJ_MAGIC_BARRIER);
     spin_lock(&b->lock);
-    if (b->count) {
-        spin_unlock(&b->lock);
-        return COEXEC_EBUSY;
-    }
-    b->magic_ = MAGIC_DEAD;
+    int rc_ = obj_retire(&b->magic_, b->count);
     spin_unlock(&b->lock);
+    if (rc_)
+        return rc_;
     return COEXEC_OK;
 }
 
@@ -237,8 +232,6 @@ COEXEC_API int coexec_barrier_wait(coexec_barrier_t *bp, int *serial)
     OBJ_CHECK(b, OBJ_MAGIC_BARRIER);
     struct caller c;
     int rc = wait_caller(&c);
-    if (rc == COEXEC_ENOTINIT)
-        rc = COEXEC_OK;
     if (rc)
         return rc;
     spin_lock(&b->lock);

@@ -50,12 +50,11 @@ COEXEC_API int coexec_channel_destroy(coexec_channel_t *ch)
     struct channel *c = ch_of(ch);
     OBJ_CHECK(c, OBJ_MAGIC_CHANNEL);
     spin_lock(&c->lock);
-    if (!wlist_empty(&c->recvq) || !wlist_empty(&c->sendq)) {
-        spin_unlock(&c->lock);
-        return COEXEC_EBUSY;
-    }
-    c->magic_ = MAGIC_DEAD;
+    int rc_ = obj_retire(&c->magic_, !wlist_empty(&c->recvq) ||
+                                         !wlist_empty(&c->sendq));
     spin_unlock(&c->lock);
+    if (rc_)
+        return rc_;
     free(c->buf);
     c->buf = NULL;
     return COEXEC_OK;
@@ -103,8 +102,6 @@ static int ch_xfer(coexec_channel_t *ch, void *msg, bool is_send,
         return COEXEC_EINVAL;
     struct caller cl;
     int rc = wait_caller(&cl);
-    if (rc == COEXEC_ENOTINIT)
-        rc = COEXEC_OK; /* an external thread without the runtime */
     if (rc)
         return rc;
     struct wlist *q = is_send ? &c->sendq : &c->recvq;

@@ -33,14 +33,6 @@ static void *ev_buf(struct eventual *e)
     return e->size > EV_INLINE ? e->heap : e->inline_;
 }
 
-/* The caller checks for a blocking wait: tasklets and scheduler loops may
- * not block; an external thread may, with or without the runtime. */
-static int blocking_caller(struct caller *c)
-{
-    int rc = wait_caller(c);
-    return rc == COEXEC_ENOTINIT ? COEXEC_OK : rc;
-}
-
 /* Waits on list (lock held on entry, released on return) until released;
  * returns the error code of the result. */
 static int wait_on(struct wlist *l, atom_u32_t *lock, struct caller *c,
@@ -83,12 +75,10 @@ COEXEC_API int coexec_eventual_destroy(coexec_eventual_t *ev)
     struct eventual *e = ev_of(ev);
     OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
     spin_lock(&e->lock);
-    if (!wlist_empty(&e->waiters)) {
-        spin_unlock(&e->lock);
-        return COEXEC_EBUSY;
-    }
-    e->magic_ = MAGIC_DEAD;
+    int rc_ = obj_retire(&e->magic_, !wlist_empty(&e->waiters));
     spin_unlock(&e->lock);
+    if (rc_)
+        return rc_;
     free(e->heap);
     e->heap = NULL;
     return COEXEC_OK;
@@ -121,7 +111,7 @@ static int ev_wait(coexec_eventual_t *ev, uint64_t deadline, void **value)
     OBJ_CHECK(e, OBJ_MAGIC_EVENTUAL);
     if (!atom_load_acq_u32(&e->ready)) {
         struct caller c;
-        int rc = blocking_caller(&c);
+        int rc = wait_caller(&c);
         if (rc)
             return rc;
         if (wait_spin_flag(&c, &e->ready))
@@ -235,12 +225,10 @@ COEXEC_API int coexec_future_destroy(coexec_future_t *f)
     struct future *x = fut_of(f);
     OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
     spin_lock(&x->lock);
-    if (!wlist_empty(&x->waiters)) {
-        spin_unlock(&x->lock);
-        return COEXEC_EBUSY;
-    }
-    x->magic_ = MAGIC_DEAD;
+    int rc_ = obj_retire(&x->magic_, !wlist_empty(&x->waiters));
     spin_unlock(&x->lock);
+    if (rc_)
+        return rc_;
     free(x->values);
     x->values = NULL;
     return COEXEC_OK;
@@ -279,7 +267,7 @@ static int fut_wait(coexec_future_t *f, uint64_t deadline)
     if (atom_load_acq_u32(&x->ready))
         return COEXEC_OK;
     struct caller c;
-    int rc = blocking_caller(&c);
+    int rc = wait_caller(&c);
     if (rc)
         return rc;
     if (wait_spin_flag(&c, &x->ready))

@@ -102,9 +102,8 @@ struct caller {
 
 /*
  * Fills c for a call that may wait. Returns COEXEC_OK (a ULT, or an
- * external thread when the runtime runs), COEXEC_ENOTINIT (an external
- * thread without the runtime: it may still wait in the kernel), or
- * COEXEC_ECONTEXT (a tasklet or a scheduler loop).
+ * external thread, with or without the runtime: it waits in the kernel),
+ * or COEXEC_ECONTEXT (a tasklet or a scheduler loop).
  */
 static ALWAYS_INLINE int wait_caller(struct caller *c)
 {
@@ -112,7 +111,7 @@ static ALWAYS_INLINE int wait_caller(struct caller *c)
     c->xs = xs;
     c->u = NULL;
     if (!xs)
-        return rt_on() ? COEXEC_OK : COEXEC_ENOTINIT;
+        return COEXEC_OK;
     struct coexec_unit_rec *u = xs->cur;
     if (!u || u->kind == UNIT_TASKLET)
         return COEXEC_ECONTEXT;
@@ -216,6 +215,15 @@ struct coexec_unit_rec *coexec__poll_unit(coexec_poll_t *cx);
 #define OBJ_MAGIC_CHANNEL 0x636f6368616e0001ull
 #define OBJ_MAGIC_BARRIER 0x636f626172720001ull
 #define OBJ_MAGIC_XBARRIER 0x636f786261720001ull
+
+/* Marks an object destroyed (its lock held) unless busy: COEXEC_EBUSY. */
+static inline int obj_retire(uint64_t *magic, bool busy)
+{
+    if (busy)
+        return COEXEC_EBUSY;
+    *magic = MAGIC_DEAD;
+    return COEXEC_OK;
+}
 
 /* Checks an object pointer and its header: COEXEC_EINVAL for NULL,
  * COEXEC_EHANDLE for a destroyed or uninitialised object. */

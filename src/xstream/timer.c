@@ -130,7 +130,7 @@ COEXEC_API int coexec_sleep_until(uint64_t deadline)
 {
     struct caller c;
     int rc = wait_caller(&c);
-    if (rc == COEXEC_ENOTINIT || (rc == COEXEC_OK && !c.u)) {
+    if (rc == COEXEC_OK && !c.u) {
         /* An external thread, with or without the runtime. */
         for (;;) {
             uint64_t now = clock_now_ns();
@@ -157,7 +157,7 @@ COEXEC_API int coexec_sleep_ns(uint64_t ns)
     if (ns == 0) {
         struct caller c;
         int rc = wait_caller(&c);
-        if (rc == COEXEC_ENOTINIT || (rc == COEXEC_OK && !c.u))
+        if (rc == COEXEC_OK && !c.u)
             return COEXEC_OK;
         if (rc)
             return rc;
