@@ -13,10 +13,14 @@
  *             external threads, errors
  *   xbarrier  the xstream barrier: one ULT per stream, external threads, a
  *             tasklet, errors
- *   key       per-ULT values, destructor counts and rounds, delete, limits
- *   sleep     never early, does not block the stream, parks an idle stream,
- *             deadline order, wakers do not cut a sleep short
- *   timeout   many timed waits of every kind on one stream, none early
+ *   key       per-ULT values, destructor counts and rounds (exit and
+ *             detached ULTs too), delete, keys of an earlier init, limits
+ *   sleep     never early, does not block the stream (sleep_ns(0) yields),
+ *             parks an idle stream, deadline order, wakers do not cut a
+ *             sleep short
+ *   timeout   many timed waits of every kind on one stream, none early;
+ *             short timeouts racing with hand-offs and signals leave every
+ *             object consistent
  *   context   tasklets get COEXEC_ECONTEXT from every call that may wait
  *   args      NULL pointers and never-initialised objects
  *
