@@ -12,9 +12,9 @@
  * Fairness: a mutex released while others wait wakes the oldest waiter to
  * compete with newcomers (a hot mutex then costs no park/wake per
  * hand-over); a woken waiter that loses keeps its place at the front, and
- * once one has waited over a millisecond the mutex is handed from owner to
- * oldest waiter directly until the queue drains. So no waiter starves
- * under constant contention. The reader-writer lock serves strictly in
+ * an unlock that finds the oldest waiter queued for over 200 microseconds
+ * hands the mutex to it directly (newcomers queue meanwhile). So no waiter
+ * starves under constant contention, even when the holder never yields. The reader-writer lock serves strictly in
  * arrival order.
  *
  * The objects live in caller storage, like pthread's: initialise them with
@@ -110,7 +110,7 @@ COEXEC_API COEXEC_NODISCARD int coexec_mutex_trylock(coexec_mutex_t *m);
 
 /*
  * Unlocks m; if units or threads wait, the oldest is released to take it
- * (or, after it waited over a millisecond, made the owner at once).
+ * (or, once it has waited over 200 microseconds, made the owner at once).
  * Context: the owner. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EPERM (the
  * caller does not hold m).
@@ -132,9 +132,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_cond_init(coexec_cond_t *c);
 COEXEC_API COEXEC_NODISCARD int coexec_cond_destroy(coexec_cond_t *c);
 
 /*
- * Atomically unlocks m (held by the caller, not recursively) and waits for
- * a signal or broadcast on c; locks m again before returning, whatever the
- * result. As with pthreads, a waiter may return without a signal after a
+ * Atomically unlocks m (held by the caller; a recursive mutex is released
+ * whatever its depth) and waits for a signal or broadcast on c; locks m
+ * again, at the same depth, before returning, whatever the result. As with pthreads, a waiter may return without a signal after a
  * broadcast races with it: re-check the predicate.
  * Context: a ULT or an external thread. Switches: yes.
  * Returns: COEXEC_OK; COEXEC_EINVAL (NULL, or m is bound to c's other
@@ -179,7 +179,7 @@ COEXEC_API COEXEC_NODISCARD int coexec_rwlock_destroy(coexec_rwlock_t *l);
  * queues behind it, so writers never starve.
  * Context: a ULT or an external thread. Switches: yes (a ULT).
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EDEADLK
- * (wrlock by the writer that holds it); COEXEC_ECONTEXT.
+ * (either call by the writer that holds l); COEXEC_ECONTEXT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_rdlock(coexec_rwlock_t *l);
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_wrlock(coexec_rwlock_t *l);
@@ -193,7 +193,8 @@ coexec_rwlock_wrlock_timed(coexec_rwlock_t *l, uint64_t timeout_ns);
 /*
  * Take l only if that needs no wait.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EBUSY; COEXEC_EINVAL; COEXEC_EHANDLE.
+ * Returns: COEXEC_OK; COEXEC_EBUSY (also for the writer that holds l);
+ * COEXEC_EINVAL; COEXEC_EHANDLE.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_tryrdlock(coexec_rwlock_t *l);
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_trywrlock(coexec_rwlock_t *l);
@@ -248,7 +249,9 @@ coexec_xstream_barrier_init(coexec_xstream_barrier_t *b, unsigned n);
 
 /*
  * Destroys b. Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EBUSY (waiters).
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EBUSY (a thread
+ * is inside coexec_xstream_barrier_wait, including one the last arrival
+ * released that has not returned yet: retry).
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_barrier_destroy(coexec_xstream_barrier_t *b);

@@ -25,8 +25,9 @@ COEXEC_API uint64_t coexec_now_ns(void);
 
 /*
  * Suspends the caller for at least ns nanoseconds. A ULT is parked on its
- * stream's timers and never returns early, even if its waker is woken
- * meanwhile; an external thread sleeps in the kernel. ns == 0 yields once
+ * stream's timers and never returns early, even if its waker is woken or
+ * coexec_thread_resume is called on it meanwhile; an external thread
+ * sleeps in the kernel. ns == 0 yields once
  * (a ULT) or returns at once.
  * Context: a ULT or an external thread. Switches: yes (a ULT).
  * Returns: COEXEC_OK; COEXEC_ECONTEXT (a tasklet or a scheduler loop);

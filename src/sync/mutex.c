@@ -4,19 +4,21 @@
  * Room plaque. The mutex word holds M_LOCKED, M_WAITERS (the queue is not
  * empty), M_WOKEN (a waiter was released to compete: unlock wakes no
  * other) and M_HANDOFF (starvation mode). Uncontended lock and unlock are
- * one CAS each. The design is the one Go's sync.Mutex proved:
- *  - normal mode: unlock frees the word, then releases the oldest waiter
- *    to compete with newcomers (who may take the word first: no convoy of
- *    park/wake pairs on a hot mutex). A released waiter that loses queues
- *    again at the front;
- *  - starvation mode: a waiter that has waited over STARVE_NS sets
- *    M_HANDOFF when it queues again; unlock then hands the mutex to the
- *    oldest waiter without freeing it (owner and depth are written for
- *    it), newcomers queue, and the mode ends when the queue empties or a
- *    waiter is served within STARVE_NS. Nobody waits much past STARVE_NS
- *    plus the queue ahead of it.
- * The queue and the M_WAITERS/M_WOKEN bits change under the spin lock; the
- * fast paths only touch the word.
+ * one CAS each. Contended, it works like Go's sync.Mutex, with the
+ * starvation test moved to the unlocker (a waiter on a stream whose
+ * running ULT never yields could not run to make it):
+ *  - normal: unlock frees the word, then releases the oldest waiter to
+ *    compete with newcomers (who may take the word first: no convoy of
+ *    park/wake pairs on a hot mutex); a released waiter that loses queues
+ *    again at the front, keeping its arrival time;
+ *  - hand-off: an unlock that finds the oldest waiter queued for over
+ *    STARVE_NS gives it the mutex without freeing it (owner and depth are
+ *    written for it) and sets M_HANDOFF, which keeps newcomers queueing,
+ *    until an unlock finds the oldest waiter fresh again or the queue
+ *    empty. So nobody waits much past STARVE_NS plus the queue ahead.
+ * The queue changes under the spin lock; an unlocker that finds waiters
+ * takes it and, holding the locked word, is its only writer. The fast
+ * paths only touch the word.
  *
  * The owner is the ULT (or tasklet, for trylock) or the OS thread of an
  * external caller; it is what makes EPERM and EDEADLK detectable.
@@ -36,8 +38,8 @@
 #define M_WOKEN 4u
 #define M_HANDOFF 8u
 
-/* A waiter queued longer than this switches the mutex to hand-offs. */
-#define STARVE_NS 1000000ull
+/* An oldest waiter queued longer than this is handed the mutex. */
+#define STARVE_NS 200000ull
 
 /* wait_node results of a mutex waiter. */
 #define MX_OWNER WN_DONE /* handed over: the mutex is ours */
@@ -154,12 +156,9 @@ static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
             mx_own(m, me);
             return COEXEC_OK;
         }
-        uint64_t now = clock_now_ns();
         if (!q.since)
-            q.since = now;
+            q.since = clock_now_ns();
         uint32_t set = M_WAITERS;
-        if (woken && now - q.since > STARVE_NS)
-            set |= M_HANDOFF;
         uint32_t w = atom_load_rlx_u32(&m->word);
         bool got = false;
         for (;;) {
@@ -259,6 +258,11 @@ COEXEC_API int coexec_mutex_trylock(coexec_mutex_t *mp)
     return COEXEC_EBUSY;
 }
 
+static struct mx_waiter *mx_waiter_of(struct wait_node *n)
+{
+    return container_of(node_waiter(n), struct mx_waiter, w);
+}
+
 /* Releases m completely (the caller owns it). */
 static void mx_release(struct mutex *m)
 {
@@ -268,50 +272,41 @@ static void mx_release(struct mutex *m)
     /* Release: the critical section before the free word. */
     if (LIKELY(atom_cas_rel_u32(&m->word, &w, 0)))
         return;
-    /* Free it unless a starving waiter asked for a hand-off (it sets
-     * M_HANDOFF only while the word is locked, under the spin lock). */
-    while (!(w & M_HANDOFF) && !atom_cas_rel_u32(&m->word, &w, w & ~M_LOCKED))
-        ;
-    if (w & M_HANDOFF) {
-        spin_lock(&m->lock);
-        struct wait_node *n = wlist_pop(&m->waiters);
-        if (!n) { /* its waiters timed out */
-            atom_store_rel_u32(&m->word, 0);
-            spin_unlock(&m->lock);
-            return;
-        }
-        struct mx_waiter *q = container_of(node_waiter(n), struct mx_waiter, w);
-        uint32_t clear = 0;
-        if (wlist_empty(&m->waiters))
-            clear = M_WAITERS | M_HANDOFF;
-        else if (clock_now_ns() - q->since < STARVE_NS)
-            clear = M_HANDOFF;
-        atom_fand_rlx_u32(&m->word, ~clear);
+    /* Waiters. While we hold the word (locked) and the queue's lock, only
+     * we change the word. */
+    spin_lock(&m->lock);
+    struct wait_node *n = m->waiters.head;
+    bool last = n && !n->next;
+    w = atom_load_rlx_u32(&m->word);
+    if (n && clock_now_ns() - mx_waiter_of(n)->since > STARVE_NS) {
+        /* The oldest waiter starves: hand the mutex over, and keep
+         * newcomers out (M_HANDOFF) while others queue behind it. */
+        struct mx_waiter *q = mx_waiter_of(n);
+        wlist_remove(&m->waiters, n);
+        uint32_t nw = last ? w & ~(M_WAITERS | M_HANDOFF) : w | M_HANDOFF;
+        atom_store_rlx_u32(&m->word, nw);
         mx_own(m, q->w.data);
         /* The release below publishes the critical section and owner. */
         wait_release(n, MX_OWNER);
         spin_unlock(&m->lock);
         return;
     }
-    /* Normal mode, freed: send the oldest waiter to compete. */
-    if (!(w & M_WAITERS) || (w & M_WOKEN))
-        return;
-    spin_lock(&m->lock);
-    w = atom_load_rlx_u32(&m->word);
-    /* A newcomer took it (it wakes someone at its unlock), or a waiter is
-     * already on its way. */
-    if (!(w & M_WAITERS) || (w & (M_WOKEN | M_LOCKED | M_HANDOFF))) {
-        spin_unlock(&m->lock);
-        return;
-    }
-    struct wait_node *n = wlist_pop(&m->waiters);
-    uint32_t set = n ? M_WOKEN : 0, clear = wlist_empty(&m->waiters) ? M_WAITERS : 0;
-    while (!atom_cas_rlx_u32(&m->word, &w, (w & ~clear) | set))
-        ;
-    if (n)
+    /* Free it, and send the oldest waiter to compete, unless one released
+     * earlier is still on its way (M_WOKEN). */
+    bool send = n && !(w & M_WOKEN);
+    uint32_t nw = w & ~(M_LOCKED | M_HANDOFF);
+    if (send)
+        nw = (nw | M_WOKEN) & ~(last ? M_WAITERS : 0);
+    if (!n)
+        nw &= ~M_WAITERS; /* its waiters timed out */
+    atom_store_rel_u32(&m->word, nw);
+    if (send) {
+        wlist_remove(&m->waiters, n);
         wait_release(n, MX_RETRY);
+    }
     spin_unlock(&m->lock);
 }
+
 COEXEC_API int coexec_mutex_unlock(coexec_mutex_t *mp)
 {
     struct mutex *m = mx_of(mp);

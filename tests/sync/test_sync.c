@@ -544,11 +544,12 @@ static void fifo_waiter(void *arg)
 }
 
 /*
- * The API promises that an unlock with waiters makes the oldest waiter the
- * owner. Waiters are queued one at a time (each is parked before the next
- * is created), so the acquisition order must be the creation order, and
- * right after the holder's unlock the mutex already belongs to waiter 0:
- * the old holder's trylock must fail.
+ * Waiters are served in arrival order when no newcomer competes: they are
+ * queued one at a time (each is parked before the next is created), so
+ * the acquisition order must be the creation order. The holder's unlock
+ * either releases waiter 0 to take the mutex or, once it has waited long
+ * enough to count as starving, hands it over directly; the test does not
+ * depend on which.
  */
 static void t_mutex_fifo(void)
 {
@@ -566,13 +567,8 @@ static void t_mutex_fifo(void)
         CU_ASSERT(wait_blocked(t[i]));
     }
     CH_ASSERT_OK(coexec_mutex_unlock(&f.m));
-    /* handed over, not released: no barging by the old holder */
-    int rc = coexec_mutex_trylock(&f.m);
-    CH_ASSERT_RC(rc, COEXEC_EBUSY);
-    if (rc == COEXEC_OK) /* it barged: give it back, see the order below */
-        CH_ASSERT_OK(coexec_mutex_unlock(&f.m));
     CH_WAIT(atomic_load(&f.first_holds));
-    rc = coexec_mutex_trylock(&f.m);
+    int rc = coexec_mutex_trylock(&f.m);
     CH_ASSERT_RC(rc, COEXEC_EBUSY);
     if (rc == COEXEC_OK)
         CH_ASSERT_OK(coexec_mutex_unlock(&f.m));
@@ -589,11 +585,10 @@ static void t_mutex_fifo(void)
 
 typedef struct {
     coexec_mutex_t m;
-    long limit;
-    long total;    /* protected by m */
+    long quota;    /* acquisitions each ULT must make */
     long count[4]; /* protected by m */
     atomic_int started;
-    atomic_int done;
+    atomic_int satisfied; /* ULTs that made their quota */
 } fair_t;
 
 typedef struct {
@@ -601,30 +596,35 @@ typedef struct {
     int id;
 } fair_arg_t;
 
+/*
+ * Each ULT locks and unlocks without ever yielding, and keeps doing so
+ * after it made its quota, until every ULT has made its own: the contention
+ * never lets up while anyone still waits. A ULT that starved would never
+ * make its quota and the test would hang (the ctest timeout is the verdict
+ * then), whatever the machine's speed.
+ */
 static void fair_body(void *arg)
 {
     fair_arg_t *a = arg;
     fair_t *f = a->f;
-    /* all four running (or ready) before the contention starts */
     atomic_fetch_add(&f->started, 1);
     while (atomic_load(&f->started) < 4)
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
-    for (;;) {
+    bool made = false;
+    while (atomic_load(&f->satisfied) < 4) {
         if (coexec_mutex_lock(&f->m) != COEXEC_OK) {
             ch_fail_at(__FILE__, __LINE__, "lock failed");
+            atomic_fetch_add(&f->satisfied, made ? 0 : 1);
             break;
         }
-        bool stop = f->total >= f->limit;
-        if (!stop) {
-            f->total++;
-            f->count[a->id]++;
-        }
+        long c = ++f->count[a->id];
         CH_CHECK_RC(coexec_mutex_unlock(&f->m), COEXEC_OK);
-        if (stop)
-            break;
+        if (!made && c >= f->quota) {
+            made = true;
+            atomic_fetch_add(&f->satisfied, 1);
+        }
         /* no yield: the unlocker comes straight back for the lock */
     }
-    atomic_fetch_add(&f->done, 1);
 }
 
 static void t_mutex_no_starvation(void)
@@ -634,7 +634,7 @@ static void t_mutex_no_starvation(void)
     streams_create(s, 2);
     fair_t f;
     memset(&f, 0, sizeof f);
-    f.limit = ch_iters(40000, 800);
+    f.quota = ch_iters(2000, 50);
     CH_ASSERT_OK_FATAL(coexec_mutex_init(&f.m, COEXEC_MUTEX_PLAIN));
     fair_arg_t a[4];
     coexec_thread_t t[4];
@@ -643,20 +643,9 @@ static void t_mutex_no_starvation(void)
         CH_ASSERT_OK(coexec_thread_create(s[i % 2].pool, fair_body, &a[i],
                                           NULL, &t[i]));
     }
-    CH_WAIT(atomic_load(&f.done) == 4);
     free_threads(t, 4);
-    CH_ASSERT_EQ(f.total, f.limit);
-    long sum = 0;
-    for (int i = 0; i < 4; i++) {
-        sum += f.count[i];
-        /* a fair share is limit/4; FIFO hand-off gives each about that.
-         * Require a quarter of it: starvation would give ~0. */
-        if (f.count[i] < f.limit / 16)
-            fprintf(stderr, "    ULT %d got %ld of %ld acquisitions\n", i,
-                    f.count[i], f.limit);
-        CU_ASSERT(f.count[i] >= f.limit / 16);
-    }
-    CH_ASSERT_EQ(sum, f.limit);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT(f.count[i] >= f.quota);
     CH_ASSERT_OK(coexec_mutex_destroy(&f.m));
     streams_free(s, 2);
     ch_finalize();
