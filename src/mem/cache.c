@@ -14,7 +14,7 @@
 #include "core/internal.h"
 
 #define BATCH CACHE_BATCH
-#define DESC_SLAB 256
+#define DESC_SLAB 2048
 #define STACK_SLAB 16
 
 /* ---- the global stacks of batches --------------------------------------- */
@@ -88,49 +88,58 @@ static atom_ptr_t *desc_link(void *n)
     return &((struct coexec_unit_rec *)n)->batch_next;
 }
 
-static struct coexec_unit_rec *desc_slab_new(unsigned *count)
+/* External threads' descriptors come from this cache, under ext_lock. */
+static struct unit_cache ext_cache;
+static pthread_mutex_t ext_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Maps a slab for c to carve from. Pages of the mapping become resident
+ * only as descriptors are carved from them. */
+static bool desc_slab_new(struct unit_cache *c)
 {
-    struct coexec_unit_rec *d =
-        aligned_alloc(CACHE_LINE, DESC_SLAB * sizeof *d);
-    if (!d)
-        return NULL;
-    memset(d, 0, DESC_SLAB * sizeof *d);
-    if (!slab_record(d, DESC_SLAB * sizeof *d, 0)) {
-        free(d);
-        return NULL;
+    size_t bytes = DESC_SLAB * sizeof(struct coexec_unit_rec);
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return false;
+    if (!slab_record(m, bytes, 0)) {
+        munmap(m, bytes);
+        return false;
     }
-    uint64_t g = gen_first();
-    for (unsigned i = 0; i < DESC_SLAB; i++) {
-        atom_store_rlx_u64(&d[i].gen, g);
-        d[i].next = i + 1 < DESC_SLAB ? &d[i + 1] : NULL;
+    c->fresh = m;
+    c->fresh_left = DESC_SLAB;
+    return true;
+}
+
+static struct coexec_unit_rec *desc_take(struct unit_cache *c)
+{
+    if (!c->head) {
+        struct coexec_unit_rec *b = batch_pop(&desc_batches, desc_link);
+        if (b) {
+            c->head = b;
+            c->count = (unsigned)b->id;
+        }
     }
-    *count = DESC_SLAB;
-    return d;
+    struct coexec_unit_rec *u = c->head;
+    if (u) {
+        c->head = u->next;
+        c->count--;
+        return u;
+    }
+    if (!c->fresh_left && !desc_slab_new(c))
+        return NULL;
+    u = c->fresh++;
+    c->fresh_left--;
+    atom_store_rlx_u64(&u->gen, gen_first());
+    return u;
 }
 
 struct coexec_unit_rec *coexec__unit_alloc_slow(struct unit_cache *c)
 {
-    struct unit_cache tmp = {NULL, 0};
-    struct unit_cache *lc = c ? c : &tmp;
-    if (UNLIKELY(!lc->head)) {
-        struct coexec_unit_rec *b = batch_pop(&desc_batches, desc_link);
-        if (b) {
-            lc->head = b;
-            lc->count = (unsigned)b->id;
-        } else {
-            lc->head = desc_slab_new(&lc->count);
-            if (!lc->head)
-                return NULL;
-        }
-    }
-    struct coexec_unit_rec *u = lc->head;
-    lc->head = u->next;
-    lc->count--;
-    if (!c && tmp.head) {
-        /* No stream cache (external thread): give the rest back. */
-        tmp.head->id = tmp.count;
-        batch_push(&desc_batches, tmp.head, &tmp.head->batch_next);
-    }
+    if (c)
+        return desc_take(c);
+    pthread_mutex_lock(&ext_lock);
+    struct coexec_unit_rec *u = desc_take(&ext_cache);
+    pthread_mutex_unlock(&ext_lock);
     return u;
 }
 
@@ -270,6 +279,18 @@ void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc)
         uc->head = NULL;
         uc->count = 0;
     }
+    if (uc->fresh_left) {
+        /* The rest of the slab serves external threads, or stays unused
+         * (and not resident) until finalize. */
+        pthread_mutex_lock(&ext_lock);
+        if (!ext_cache.fresh_left) {
+            ext_cache.fresh = uc->fresh;
+            ext_cache.fresh_left = uc->fresh_left;
+        }
+        pthread_mutex_unlock(&ext_lock);
+        uc->fresh = NULL;
+        uc->fresh_left = 0;
+    }
     if (sc->head) {
         struct stack_node *n = sc->head;
         n->count = sc->count;
@@ -295,18 +316,16 @@ void coexec__cache_destroy_all(void)
     struct slab *s = slabs;
     while (s) {
         struct slab *n = s->next;
-        if (s->is_stack) {
-#ifdef COEXEC_HAVE_VALGRIND
-            /* Valgrind keeps registered stacks; they die with the mapping. */
-#endif
-            munmap(s->mem, s->bytes);
-        } else {
-            free(s->mem);
-        }
+        /* Every slab is a mapping (valgrind's registered stacks die with
+         * theirs). */
+        munmap(s->mem, s->bytes);
         free(s);
         s = n;
     }
     slabs = NULL;
+    pthread_mutex_lock(&ext_lock);
+    memset(&ext_cache, 0, sizeof ext_cache);
+    pthread_mutex_unlock(&ext_lock);
     pthread_mutex_unlock(&slab_lock);
     tagged_val_t z = {NULL, 0};
     atom_store_rlx_ptr(&desc_batches.h.ptr, z.ptr);

@@ -5,10 +5,11 @@
  * and one of stacks of the runtime's default size. An empty list is
  * refilled with a whole batch from a global lock-free stack of batches
  * (16-byte tagged CAS against ABA); a list grown past twice the batch size
- * gives a batch back. Fresh memory comes in slabs: descriptors 256 at a
- * time, stacks 16 at a time in one mapping (so 100,000 stacks do not
- * exhaust the kernel's mapping limit), and a fresh stack is not touched
- * until a ULT runs on it. The top 64 bytes of every cached-size stack hold
+ * gives a batch back. Fresh memory comes in slabs, one mapping each:
+ * descriptors 2048 at a time, carved one by one as they are first needed
+ * (an untouched descriptor costs no resident memory), stacks 16 at a time
+ * (so 100,000 stacks do not exhaust the kernel's mapping limit), and a
+ * fresh stack is not touched until a ULT runs on it. The top 64 bytes of every cached-size stack hold
  * its free-list node and are never part of a ULT's usable stack. Slabs are
  * returned to the system only at finalize.
  */
@@ -24,6 +25,8 @@
 struct unit_cache {
     struct coexec_unit_rec *head;
     unsigned count;
+    unsigned fresh_left;
+    struct coexec_unit_rec *fresh; /* next never-used descriptor of a slab */
 };
 
 struct stack_cache {

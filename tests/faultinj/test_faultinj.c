@@ -753,7 +753,7 @@ static void t_finalize_sweep(void)
 /* units: creating many ULTs and tasklets                                   */
 /* ======================================================================= */
 
-#define NUNITS 600
+#define NUNITS 2600 /* past one descriptor slab (2048) */
 
 typedef struct slot {
     atomic_int runs;
