@@ -147,10 +147,16 @@ static bool pools_empty(struct coexec_sched_rec *s)
 
 #define MAX_SLEEP_POOLS 64
 
+/* The kernel ends a timed sleep late (tens of microseconds on a VM, even
+ * with the timer slack at 1 ns): a stream with a timer due parks until this
+ * long before it, then spins to it. */
+#define PARK_EARLY_NS 100000ull
+
 /* Parks the stream until a push into one of the pools it takes from, a
- * remote wake, a stop request or its earliest timer. The protocol: reset the park word,
- * register on every shared pool under its lock while seeing it empty, check
- * the inbox and the stop flag, then sleep on the park word. A pusher that
+ * remote wake, a stop request or (nearly) its earliest timer. The
+ * protocol: reset the park word, register on every shared pool under its
+ * lock while seeing it empty, check the event pool and the stop flag, then
+ * sleep on the park word. A pusher that
  * finds us registered, or a waker that filled the inbox, sets the park word
  * before the futex wake, so no event falls between the checks and sleep. */
 static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
@@ -195,13 +201,13 @@ static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *
     }
     uint64_t next = xs_next_timer(xs);
     if (!abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
-        (next == UINT64_MAX || next > now_ns())) {
+        (next == UINT64_MAX || next > now_ns() + PARK_EARLY_NS)) {
         /* Too many victims to register on all: sleep in short slices. */
         struct timespec slice = {0, 1000000};
         struct timespec *ts = partial ? &slice : NULL;
         struct timespec until;
         if (next != UINT64_MAX) {
-            until = clock_until(next);
+            until = clock_until(next - PARK_EARLY_NS);
             if (!ts || until.tv_sec < ts->tv_sec ||
                 (until.tv_sec == ts->tv_sec && until.tv_nsec < ts->tv_nsec))
                 ts = &until;
@@ -260,8 +266,10 @@ void coexec__sched_run(struct coexec_xstream_rec *xs)
         if (coexec__xs_drain_events(xs))
             continue;
         uint64_t next = xs_next_timer(xs);
-        if (next != UINT64_MAX && coexec__timers_run(xs, now_ns()) != next)
-            continue; /* some fired: run what they woke */
+        if (next != UINT64_MAX && next <= now_ns()) {
+            coexec__timers_run(xs, now_ns());
+            continue; /* run what they woke */
+        }
         if (atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
             !xs_events_pending(xs) && !xs->run_next &&
             xs_next_timer(xs) == UINT64_MAX)

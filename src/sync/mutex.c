@@ -148,6 +148,8 @@ static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
                 mx_own(m, me);
                 return COEXEC_OK;
             }
+            if (atom_load_rlx_u32(&m->word) & M_HANDOFF)
+                break; /* it goes to the queue's head: queue at once */
             cpu_relax();
         }
         spin_lock(&m->lock);

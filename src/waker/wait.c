@@ -104,8 +104,10 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
         else if (waiter_withdraw(w, WN_NOMEM))
             return WN_NOMEM;
     }
+    /* A sleep is released by this stream's own timer only, which cannot
+     * fire while we watch: park at once. */
     struct coexec_pool_rec *home = w->xs->sched->pools[0];
-    if (atom_load_rlx_u64(&home->size) == 0) {
+    if (w->list && atom_load_rlx_u64(&home->size) == 0) {
         for (int i = 0; i < WAIT_SPIN; i++) {
             if (atom_load_acq_u32(&w->node.state) != WN_WAITING)
                 break;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 
 #include "arch/futex.h"
 #include "core/internal.h"
@@ -158,6 +159,9 @@ static void *xs_main(void *arg)
     struct coexec_xstream_rec *xs = arg;
     coexec__xs_set_self(xs);
     coexec__affinity_bind_self(xs->cpu);
+    /* The stream parks with a timeout when its units sleep: the kernel's
+     * default 50 us slack on that timeout would make every sleep late. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     stack_bounds_of_self(&xs->sched_stack_lo, &xs->sched_stack_size);
     xs->sched_fiber = tsan_fiber_current();
     claim_pools(xs, xs->sched);
@@ -313,12 +317,19 @@ static void primary_sched_entry(void *arg)
 
 #define PRIMARY_SCHED_STACK (256 * 1024)
 
+/* The init thread's timer slack, restored at finalize. */
+static long primary_slack = -1;
+
 int coexec__primary_setup(void)
 {
     struct coexec_sched_rec *s;
     int rc = default_setup(&s);
     if (rc)
         return rc;
+    /* As for secondary streams (xs_main): its parks time the sleeps of the
+     * units it runs. */
+    primary_slack = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     pthread_mutex_lock(&coexec__g.lock);
     struct coexec_xstream_rec *xs = xs_record_new();
     if (!xs) {
@@ -386,6 +397,10 @@ int coexec__primary_setup(void)
 
 void coexec__primary_teardown(void)
 {
+    if (primary_slack > 0) {
+        prctl(PR_SET_TIMERSLACK, (unsigned long)primary_slack, 0UL, 0UL, 0UL);
+        primary_slack = -1;
+    }
     struct coexec_xstream_rec *xs = coexec__g.primary;
     if (!xs)
         return;
