@@ -2,13 +2,16 @@
  * src/waker/channel.c: bounded MPMC channels of fixed-size messages.
  *
  * Room plaque. A ring of `cap` messages under one spin lock, with two wait
- * lists: receivers waiting for a message, senders waiting for room. Each
- * send releases at most one receiver and each receive at most one sender;
- * a released waiter takes the lock and tries again, so a message taken by
- * a newcomer first simply sends the released one back to wait (a waiter
- * only waits while the ring is empty, resp. full, so no message is left
- * with every receiver asleep). Close releases both lists with WN_CLOSED;
- * receivers still drain what is queued.
+ * lists: receivers waiting for a message, senders waiting for room.
+ * Receivers wait only while the ring is empty and senders only while it is
+ * full. A send that finds a waiting ULT or thread receiver copies the
+ * message straight into its buffer and releases it done (no second trip
+ * through the lock, as in Go's channels); a receive that makes room moves
+ * the oldest waiting sender's message into the ring for it. A waiting
+ * tasklet has no buffer that outlives its poll: it is released to poll
+ * again, and a message taken by a newcomer first simply sends it back to
+ * wait. Close releases both lists with WN_CLOSED; receivers still drain
+ * what is queued.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,25 +63,48 @@ COEXEC_API int coexec_channel_destroy(coexec_channel_t *ch)
     return COEXEC_OK;
 }
 
+static bool node_is_tasklet(const struct wait_node *n)
+{
+    return (n->flags & WN_KIND) == WN_TASKLET;
+}
+
+static void ring_put(struct channel *c, const void *msg)
+{
+    size_t tail = (c->head + c->count) % c->cap;
+    memcpy(c->buf + tail * c->msg_size, msg, c->msg_size);
+    c->count++;
+}
+
 /* Under the lock: put msg if there is room (COEXEC_OK), else COEXEC_EAGAIN;
- * COEXEC_ECLOSED once closed. */
+ * COEXEC_ECLOSED once closed. A waiting ULT or thread receiver gets the
+ * message copied straight into its buffer; a waiting tasklet is released
+ * to poll for it. */
 static int put_locked(struct channel *c, const void *msg)
 {
     if (c->closed)
         return COEXEC_ECLOSED;
+    struct wait_node *n = c->recvq.head;
+    if (n && !node_is_tasklet(n)) {
+        /* Receivers wait only while the ring is empty: FIFO holds. */
+        wlist_remove(&c->recvq, n);
+        memcpy(node_waiter(n)->data, msg, c->msg_size);
+        wait_release(n, WN_DONE);
+        return COEXEC_OK;
+    }
     if (c->count == c->cap)
         return COEXEC_EAGAIN;
-    size_t tail = (c->head + c->count) % c->cap;
-    memcpy(c->buf + tail * c->msg_size, msg, c->msg_size);
-    c->count++;
-    struct wait_node *n = wlist_pop(&c->recvq);
-    if (n)
+    ring_put(c, msg);
+    if (n) {
+        wlist_remove(&c->recvq, n);
         wait_release(n, WN_DONE);
+    }
     return COEXEC_OK;
 }
 
 /* Under the lock: take the oldest message (COEXEC_OK), else COEXEC_EAGAIN,
- * or COEXEC_ECLOSED once closed and empty. */
+ * or COEXEC_ECLOSED once closed and empty. The room it makes goes to the
+ * oldest waiting sender: a ULT's or thread's message is moved into the
+ * ring for it, a tasklet is released to poll. */
 static int take_locked(struct channel *c, void *msg)
 {
     if (c->count == 0)
@@ -87,12 +113,17 @@ static int take_locked(struct channel *c, void *msg)
     c->head = (c->head + 1) % c->cap;
     c->count--;
     struct wait_node *n = wlist_pop(&c->sendq);
-    if (n)
+    if (n) {
+        if (!node_is_tasklet(n))
+            ring_put(c, node_waiter(n)->data);
         wait_release(n, WN_DONE);
+    }
     return COEXEC_OK;
 }
 
-/* send (is_send) or recv, waiting until deadline. */
+/* send (is_send) or recv, waiting until deadline. A ULT or thread that
+ * waits is released with WN_DONE once its message was moved for it, or
+ * with WN_CLOSED. */
 static int ch_xfer(coexec_channel_t *ch, void *msg, bool is_send,
                    uint64_t deadline)
 {
@@ -114,12 +145,13 @@ static int ch_xfer(coexec_channel_t *ch, void *msg, bool is_send,
         }
         struct waiter w;
         waiter_init(&w, &cl, q, &c->lock, 0);
+        w.data = msg;
         wlist_push(q, &w.node);
         spin_unlock(&c->lock);
         uint32_t r = wait_block(&w, deadline);
-        if (r == WN_TIMEDOUT || r == WN_NOMEM)
+        if (r != WN_CLOSED)
             return wait_result_code(r);
-        /* Released (or closed): try again; close is seen there. */
+        /* Closed: a receiver still drains what is queued. */
     }
 }
 
