@@ -10,6 +10,11 @@
  * COEXEC_ECLOSED; messages already queued can still be received, after
  * which recv returns COEXEC_ECLOSED too.
  *
+ * A ULT or thread that waits gets its message copied straight in (or out)
+ * by the unit that makes it possible. A tasklet released from a _poll
+ * form is expected to poll the channel again: the message (or room) it
+ * was released for waits in the channel for the next taker meanwhile.
+ *
  * A channel lives in caller storage; init allocates its ring buffer.
  */
 #ifndef COEXEC_CHANNEL_H
