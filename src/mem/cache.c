@@ -323,10 +323,12 @@ void coexec__cache_destroy_all(void)
         s = n;
     }
     slabs = NULL;
+    pthread_mutex_unlock(&slab_lock);
+    /* Lock order: ext_lock before slab_lock (desc_take under ext_lock maps
+     * and records a slab). */
     pthread_mutex_lock(&ext_lock);
     memset(&ext_cache, 0, sizeof ext_cache);
     pthread_mutex_unlock(&ext_lock);
-    pthread_mutex_unlock(&slab_lock);
     tagged_val_t z = {NULL, 0};
     atom_store_rlx_ptr(&desc_batches.h.ptr, z.ptr);
     atom_store_rlx_u64(&desc_batches.h.tag, 0);
