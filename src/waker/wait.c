@@ -13,8 +13,8 @@ void wait_release(struct wait_node *n, uint32_t result)
         struct coexec_unit_rec *u = atom_load_rlx_ptr(&n->who);
         /* u waits for this node, so it is alive and this is its tag. */
         uint32_t tag = atom_load_rlx_u32(&u->wake) & ~WAKE_FLAGS;
-        atom_store_rel_u32(&n->state, result | WN_BUSY);
-        coexec__wake_tagged(u, tag);
+        if (atom_xchg_ar_u32(&n->state, result | WN_BUSY) != WN_SPIN)
+            coexec__wake_tagged(u, tag); /* it parks, or is about to */
         /* Release, and the last touch: the waiter may leave now. */
         atom_store_rel_u32(&n->state, result);
         break;
@@ -66,7 +66,7 @@ static bool waiter_withdraw(struct waiter *w, uint32_t r)
     bool done = false;
     if (w->lock)
         spin_lock(w->lock);
-    if (atom_load_rlx_u32(&w->node.state) == WN_WAITING) {
+    if (wn_waiting(atom_load_rlx_u32(&w->node.state))) {
         if (w->list)
             wlist_remove(w->list, &w->node);
         atom_store_rel_u32(&w->node.state, r);
@@ -83,7 +83,7 @@ static void waiter_fire(struct timer *t)
     struct waiter *w = container_of(t, struct waiter, timer);
     if (w->lock)
         spin_lock(w->lock);
-    if (atom_load_rlx_u32(&w->node.state) == WN_WAITING) {
+    if (wn_waiting(atom_load_rlx_u32(&w->node.state))) {
         if (w->list)
             wlist_remove(w->list, &w->node);
         wait_release(&w->node, WN_TIMEDOUT);
@@ -107,12 +107,18 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
     /* A sleep is released by this stream's own timer only, which cannot
      * fire while we watch: park at once. */
     struct coexec_pool_rec *home = w->xs->sched->pools[0];
-    if (w->list && atom_load_rlx_u64(&home->size) == 0) {
+    uint32_t exp = WN_WAITING;
+    if (w->list && atom_load_rlx_u64(&home->size) == 0 &&
+        atom_cas_rlx_u32(&w->node.state, &exp, WN_SPIN)) {
         for (int i = 0; i < WAIT_SPIN; i++) {
-            if (atom_load_acq_u32(&w->node.state) != WN_WAITING)
+            if (atom_load_acq_u32(&w->node.state) != WN_SPIN)
                 break;
             cpu_relax();
         }
+        /* Take the mark back before parking; failing, we were released
+         * (no wake was sent: nothing to drop below). */
+        exp = WN_SPIN;
+        atom_cas_ar_u32(&w->node.state, &exp, WN_WAITING);
     }
     uint32_t s;
     for (;;) {

@@ -20,7 +20,10 @@
  * A ULT's node is released in two steps, result | WN_BUSY, then the wake,
  * then result: the waiter does not leave (and its stack frame, the node,
  * stays alive) until the releaser is done with it. The wake targets the
- * unit's current generation tag, read while the unit certainly waits.
+ * unit's current generation tag, read while the unit certainly waits. A
+ * ULT that watches its node before parking marks it WN_SPIN, and takes
+ * the mark back (CAS) before it parks: a releaser whose exchange finds the
+ * mark skips the wake, and the watcher leaves no recorded wake behind.
  */
 #ifndef COEXEC_WAKER_WAIT_H
 #define COEXEC_WAKER_WAIT_H
@@ -44,7 +47,13 @@
 #define WN_TIMEDOUT 2u /* its deadline passed first */
 #define WN_CLOSED 3u   /* the object was closed */
 #define WN_NOMEM 4u    /* no room for its timer */
+#define WN_SPIN 0x80u  /* waiting, and its ULT watches instead of parking */
 #define WN_BUSY 0x100u /* the releaser still uses the node */
+
+static inline bool wn_waiting(uint32_t s)
+{
+    return s == WN_WAITING || s == WN_SPIN;
+}
 
 struct wlist {
     struct wait_node *head, *tail;
