@@ -23,5 +23,6 @@
 #include "coexec/channel.h"
 #include "coexec/sync.h"
 #include "coexec/key.h"
+#include "coexec/service.h"
 
 #endif /* COEXEC_H */

@@ -16,6 +16,10 @@
  *   COEXEC_GUARD_PAGES    1 = an inaccessible page below every ULT stack
  *   COEXEC_PRINT_CONFIG   1 = print the configuration on stderr at init
  *   COEXEC_QUIET          1 = no one-line warnings on stderr
+ *   COEXEC_SERVICE_THREADS      service threads kept running (>= 1)
+ *   COEXEC_SERVICE_MAX_THREADS  service threads at most, while calls are stuck
+ *   COEXEC_SERVICE_SPIN_US      microseconds an idle service thread spins
+ *   COEXEC_SERVICE_CPUS         CPUs of the service threads: "3" or "2,3"
  *
  * A malformed value makes coexec_init() fail with COEXEC_EENV; the message
  * naming the variable is printed on stderr and returned by
@@ -45,6 +49,12 @@ typedef struct coexec_config {
     int guard_pages;                /* default 0 */
     int print_config;               /* default 0 */
     int quiet;                      /* default 0 */
+    /* The service stream (coexec/service.h). */
+    int service_threads;            /* threads kept running, default 1 */
+    int service_max_threads;        /* while calls are stuck, default 16 */
+    unsigned service_spin_us;       /* idle spin before parking, default 50 */
+    char service_cpus[64];          /* CPU list "3" or "2,3"; "" = the last
+                                       CPU of the process's binding */
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/internal.h"
+#include "service/service.h"
 
 static char init_error[256];
 
@@ -43,6 +44,10 @@ COEXEC_API int coexec_config_init(coexec_config_t *cfg)
     cfg->guard_pages = 0;
     cfg->print_config = 0;
     cfg->quiet = 0;
+    cfg->service_threads = 1;
+    cfg->service_max_threads = 16;
+    cfg->service_spin_us = 50;
+    cfg->service_cpus[0] = '\0';
     return COEXEC_OK;
 }
 
@@ -139,6 +144,20 @@ int coexec__config_apply_env(coexec_config_t *cfg)
             "a whole number of at least 1", event_freq, unsigned);
     ENV_U64("COEXEC_IDLE_SPIN_US", 0, 60u * 1000 * 1000, false,
             "microseconds, 0 to 60000000", idle_spin_us, unsigned);
+    ENV_U64("COEXEC_SERVICE_THREADS", 1, 1024, false,
+            "a whole number from 1 to 1024", service_threads, int);
+    ENV_U64("COEXEC_SERVICE_MAX_THREADS", 1, 1024, false,
+            "a whole number from 1 to 1024", service_max_threads, int);
+    ENV_U64("COEXEC_SERVICE_SPIN_US", 0, 60u * 1000 * 1000, false,
+            "microseconds, 0 to 60000000", service_spin_us, unsigned);
+    const char *cpus = getenv("COEXEC_SERVICE_CPUS");
+    if (cpus) {
+        if (strlen(cpus) >= sizeof cfg->service_cpus ||
+            coexec__service_check_cpus(cpus) != 0)
+            return env_error("COEXEC_SERVICE_CPUS", cpus,
+                             "a CPU number or a comma-separated list of them");
+        strcpy(cfg->service_cpus, cpus);
+    }
     ENV_BOOL("COEXEC_AFFINITY", affinity);
     ENV_BOOL("COEXEC_GUARD_PAGES", guard_pages);
     ENV_BOOL("COEXEC_PRINT_CONFIG", print_config);
@@ -168,6 +187,14 @@ int coexec__config_validate(const coexec_config_t *cfg)
         bad = "sched_kind is not a scheduler kind";
     else if (cfg->event_freq < 1)
         bad = "event_freq must be at least 1";
+    else if (cfg->service_threads < 1 || cfg->service_threads > 1024)
+        bad = "service_threads must be 1..1024";
+    else if (cfg->service_max_threads < cfg->service_threads ||
+             cfg->service_max_threads > 1024)
+        bad = "service_max_threads must be service_threads..1024";
+    else if (memchr(cfg->service_cpus, '\0', sizeof cfg->service_cpus) == NULL ||
+             coexec__service_check_cpus(cfg->service_cpus) != 0)
+        bad = "service_cpus must be a CPU number or a comma-separated list";
     if (bad) {
         coexec__set_init_error("coexec_init: %s", bad);
         return COEXEC_EINVAL;
@@ -204,5 +231,11 @@ COEXEC_API int coexec_print_config(void *fp)
     }
     fprintf(f, "\n");
     pthread_mutex_unlock(&coexec__g.lock);
+    coexec_service_info_t si = {.size = sizeof si};
+    if (coexec_service_get_info(&si) == COEXEC_OK)
+        fprintf(f, "coexec service: threads=%d (max %d) cpu=%d%s spin_us=%u "
+                   "io=%s\n", si.threads, c->service_max_threads, si.cpu,
+                si.shares_cpu ? " (shared with a compute stream)" : "",
+                c->service_spin_us, si.io_path);
     return COEXEC_OK;
 }

@@ -13,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/internal.h"
+#include "service/service.h"
 
 struct coexec__global coexec__g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -119,6 +120,13 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
             goto fail;
         }
     }
+    if ((rc = coexec__service_start()) != COEXEC_OK) {
+        atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
+        for (int r = 1; r < MAX_XSTREAMS; r++)
+            if (coexec__g.xs_by_rank[r])
+                coexec__xstream_stop_and_join(coexec__g.xs_by_rank[r]);
+        goto fail;
+    }
     pthread_mutex_unlock(&init_lock);
     if (cfg.print_config)
         IGNORE_RESULT(coexec_print_config(NULL));
@@ -149,6 +157,9 @@ COEXEC_API int coexec_finalize(void)
     struct coexec_pool_rec *p = xs->default_pool;
     while (atom_load_acq_u64(&p->size) > 0)
         IGNORE_RESULT(coexec_yield());
+    /* No new service requests; queued ones are cancelled, running ones
+     * finish (or are abandoned after a grace period): their waiters wake. */
+    coexec__service_close();
     /* Stop the secondary streams: each finishes its pools first. */
     for (int r = MAX_XSTREAMS - 1; r >= 1; r--) {
         struct coexec_xstream_rec *s = coexec__g.xs_by_rank[r];
@@ -167,6 +178,7 @@ COEXEC_API int coexec_finalize(void)
     }
     if (xs->cur->keys)
         coexec__keys_destroy(xs->cur);
+    coexec__service_stop();
     atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
     uint64_t live = atom_load_acq_u64(&coexec__g.live_units) +
                     (uint64_t)xs->live_units;

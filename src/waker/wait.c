@@ -66,7 +66,8 @@ static bool waiter_withdraw(struct waiter *w, uint32_t r)
     bool done = false;
     if (w->lock)
         spin_lock(w->lock);
-    if (wn_waiting(atom_load_rlx_u32(&w->node.state))) {
+    if (wn_waiting(atom_load_rlx_u32(&w->node.state)) &&
+        !(w->node.flags & WN_DETACHED)) {
         if (w->list)
             wlist_remove(w->list, &w->node);
         atom_store_rel_u32(&w->node.state, r);
@@ -83,7 +84,8 @@ static void waiter_fire(struct timer *t)
     struct waiter *w = container_of(t, struct waiter, timer);
     if (w->lock)
         spin_lock(w->lock);
-    if (wn_waiting(atom_load_rlx_u32(&w->node.state))) {
+    if (wn_waiting(atom_load_rlx_u32(&w->node.state)) &&
+        !(w->node.flags & WN_DETACHED)) {
         if (w->list)
             wlist_remove(w->list, &w->node);
         wait_release(&w->node, WN_TIMEDOUT);

@@ -40,6 +40,9 @@
 #define WN_TASKLET 3u
 #define WN_KIND 3u
 #define WN_USER 0x100u
+/* Unlinked by a releaser that will release it after dropping the lock:
+ * a timeout must leave it alone. */
+#define WN_DETACHED 0x80000000u
 
 /* wait_node.state */
 #define WN_WAITING 0u

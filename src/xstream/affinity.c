@@ -117,6 +117,11 @@ int coexec__affinity_cpu_for_rank(int rank)
     return cpus[rank % ncpus];
 }
 
+int coexec__affinity_last_cpu(void)
+{
+    return ncpus ? cpus[ncpus - 1] : -1;
+}
+
 int coexec__affinity_valid_cpu(int cpu)
 {
     for (int i = 0; i < ncpus; i++)

@@ -154,6 +154,7 @@ int coexec__affinity_cpu_for_rank(int rank);
 int coexec__affinity_valid_cpu(int cpu);
 int coexec__affinity_bind_self(int cpu);
 int coexec__affinity_ncpus(void);
+int coexec__affinity_last_cpu(void); /* of the process's binding, or -1 */
 const char *coexec__affinity_describe(void);
 
 int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,

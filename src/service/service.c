@@ -1,0 +1,720 @@
+/*
+ * src/service/service.c: the service stream: OS threads that run blocking
+ * calls for the units of the compute streams.
+ *
+ * Room plaque.
+ *  - Submission: a request record (the caller's stack for coexec_offload,
+ *    its storage for the submit/poll pair) is pushed on `inbox`, a
+ *    lock-free stack (one CAS). A worker that needs work takes the whole
+ *    inbox with one exchange under `qlock`, reverses it onto the FIFO
+ *    `qhead`/`qtail` (a batch), and pops the oldest. A submitter wakes a
+ *    parked worker only when one sleeps (an event count: `seq` plus
+ *    `sleepers`, both seq_cst against the push).
+ *  - Running: a worker takes the oldest request and marks itself busy with
+ *    it under qlock, runs it outside any lock, then completes it under its
+ *    own lock unless finalize abandoned it meanwhile. An idle worker only
+ *    reads the inbox, so the submitters keep its cache line.
+ *  - Completion: the result is stored and one CAS turns RQ_QUEUED into
+ *    the final state with RQ_SETTLED: a waiter that only watched (the
+ *    common case) sees it and may leave; nothing touches the record after.
+ *    A waiter or poller that registered set RQ_WAITERS under the record's
+ *    lock, which fails that CAS: then, under the lock, the state becomes
+ *    final (late registrants wait for RQ_SETTLED instead), the nodes are
+ *    unlinked and marked WN_DETACHED (a timeout leaves them alone) and the
+ *    poller's waker taken; RQ_SETTLED is stored as the last touch of the
+ *    record, and then the nodes (on their waiters' stacks) are released
+ *    and the tasklet woken.
+ *  - Growth: a waiter whose request is not done after STUCK_NS (its timed
+ *    wait's timeout) starts another worker when none is idle and requests
+ *    are queued, up to service_max_threads; a tasklet's submit does the
+ *    same check at once.
+ *    Workers beyond service_threads exit after IDLE_EXIT_NS idle.
+ *  - Finalize: close refuses new requests (COEXEC_ECLOSED), cancels the
+ *    queued ones, gives running ones GRACE_NS, then abandons the rest: their
+ *    waiters get COEXEC_ECANCELED and their workers, detached, exit when
+ *    the call returns without touching anything of the runtime.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "arch/clock.h"
+#include "arch/futex.h"
+#include "service/service.h"
+#include "waker/wait.h"
+
+#define OBJ_MAGIC_REQUEST 0x636f72657175ull
+
+/* request->state: RQ_QUEUED (queued or running), maybe with RQ_WAITERS
+ * (a waiter or poller registered under the lock), then a final value
+ * (RQ_DONE: result holds the call's result; RQ_CANCELED), then that value
+ * with RQ_SETTLED once the completer no longer touches the record. */
+enum rq_state {
+    RQ_QUEUED = 1,
+    RQ_DONE = 2,
+    RQ_CANCELED = 3,
+    RQ_FINAL = 3,       /* mask of the final values */
+    RQ_WAITERS = 1u << 4,
+    RQ_SETTLED = 1u << 5
+};
+
+struct request {
+    uint64_t magic_;
+    struct request *next, *prev; /* inbox / FIFO links */
+    coexec_offload_fn_t fn;
+    void *arg;
+    intptr_t result;
+    atom_u32_t state;
+    atom_u32_t lock;
+    struct wlist waiters;           /* ULTs and threads (lock) */
+    struct coexec_unit_rec *poller; /* the polling tasklet (lock) */
+    uint32_t poller_tag;
+};
+OBJ_CAST(coexec_request_t, struct request, rq_of)
+
+/* How long a queued request waits behind busy workers before its waiter
+ * starts another one; how long an extra worker idles before it exits; how
+ * long finalize lets running calls finish. */
+#define STUCK_NS 200000ull
+#define IDLE_EXIT_NS 50000000ull
+#define GRACE_NS 2000000000ull
+
+struct worker {
+    pthread_t thread;
+    atom_u32_t lock;
+    int abandoned;       /* under lock: finalize gave up on its call */
+    struct request *cur; /* under lock */
+    int extra;           /* beyond service_threads: exits when idle */
+    int cpu;
+    struct worker *next; /* under qlock */
+};
+
+#define MAX_SVC_CPUS 64
+
+static struct {
+    /* Submitters and the draining worker. */
+    atom_ptr_t inbox CACHE_ALIGNED;
+    /* Parking: the event count. */
+    atom_u32_t seq CACHE_ALIGNED;
+    atom_u32_t sleepers;
+    atom_u32_t nidle;
+    /* Read-mostly. */
+    atom_u32_t closed CACHE_ALIGNED;
+    atom_u32_t stop;
+    int base, max;
+    uint64_t spin_ns;
+    int cpus[MAX_SVC_CPUS], ncpus;
+    int shares_cpu;
+    int started;
+    /* The workers' side. */
+    pthread_mutex_t qlock CACHE_ALIGNED;
+    struct request *qhead, *qtail; /* under qlock */
+    struct worker *workers;        /* under qlock */
+    int nthreads;                  /* under qlock */
+    atom_u32_t queued;             /* requests on the FIFO */
+    atom_u64_t completed;
+} svc = {.qlock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- completion ---------------------------------------------------------- */
+
+/* Completes r with v and final state fin; see the plaque. */
+static void rq_complete(struct request *r, intptr_t v, uint32_t fin)
+{
+    atom_fadd_rlx_u64(&svc.completed, 1);
+    r->result = v;
+    uint32_t exp = RQ_QUEUED;
+    /* Release: the result with the state. Nobody registered: done, and
+     * this was the last touch of the record. */
+    if (LIKELY(atom_cas_ar_u32(&r->state, &exp, fin | RQ_SETTLED)))
+        return;
+    spin_lock(&r->lock);
+    atom_store_rel_u32(&r->state, fin); /* late registrants now wait */
+    struct wait_node *list = r->waiters.head;
+    r->waiters.head = r->waiters.tail = NULL;
+    for (struct wait_node *n = list; n; n = n->next)
+        n->flags |= WN_DETACHED; /* a timeout leaves it to us now */
+    struct coexec_unit_rec *poller = r->poller;
+    uint32_t tag = r->poller_tag;
+    r->poller = NULL;
+    spin_unlock(&r->lock);
+    /* Release, and the last touch of the record. */
+    atom_store_rel_u32(&r->state, fin | RQ_SETTLED);
+    while (list) {
+        struct wait_node *n = list;
+        list = n->next;
+        n->next = n->prev = NULL;
+        wait_release(n, WN_DONE);
+    }
+    if (poller)
+        coexec__wake_tagged(poller, tag);
+}
+
+/* ---- queue -------------------------------------------------------------- */
+
+/* Moves the inbox onto the FIFO, oldest first (qlock held). */
+static void drain_inbox_locked(void)
+{
+    struct request *r = atom_xchg_acq_ptr(&svc.inbox, NULL);
+    struct request *rev = NULL;
+    while (r) {
+        struct request *n = r->next;
+        r->next = rev;
+        rev = r;
+        r = n;
+    }
+    while (rev) {
+        struct request *n = rev->next;
+        rev->next = NULL;
+        rev->prev = svc.qtail;
+        if (svc.qtail)
+            svc.qtail->next = rev;
+        else
+            svc.qhead = rev;
+        svc.qtail = rev;
+        atom_store_rlx_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) + 1);
+        rev = n;
+    }
+}
+
+static void fifo_unlink_locked(struct request *r)
+{
+    atom_store_rlx_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) - 1);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        svc.qhead = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        svc.qtail = r->prev;
+    r->next = r->prev = NULL;
+}
+
+static void kick_one(void)
+{
+    if (atom_load_sc_u32(&svc.sleepers)) {
+        atom_fadd_sc_u32(&svc.seq, 1);
+        coexec__futex_wake(&svc.seq, 1);
+    }
+}
+
+static void kick_all(void)
+{
+    atom_fadd_sc_u32(&svc.seq, 1);
+    coexec__futex_wake(&svc.seq, INT_MAX);
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static void *worker_main(void *arg);
+
+/* Starts a worker (qlock held). */
+static int worker_spawn_locked(int extra)
+{
+    struct worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return COEXEC_ENOMEM;
+    w->extra = extra;
+    w->cpu = svc.ncpus ? svc.cpus[svc.nthreads % svc.ncpus] : -1;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    int e = pthread_create(&w->thread, &a, worker_main, w);
+    pthread_attr_destroy(&a);
+    if (e) {
+        free(w);
+        return e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;
+    }
+    w->next = svc.workers;
+    svc.workers = w;
+    svc.nthreads++;
+    return COEXEC_OK;
+}
+
+/* A request waits behind busy workers: start another if none is idle. */
+static void grow(void)
+{
+    if (atom_load_acq_u32(&svc.nidle) || atom_load_acq_u32(&svc.closed))
+        return;
+    pthread_mutex_lock(&svc.qlock);
+    if (!atom_load_rlx_u32(&svc.nidle) && svc.nthreads < svc.max &&
+        !atom_load_rlx_u32(&svc.stop) &&
+        (svc.qhead || atom_load_rlx_ptr(&svc.inbox)))
+        IGNORE_RESULT(worker_spawn_locked(1));
+    pthread_mutex_unlock(&svc.qlock);
+}
+
+/* Takes the oldest request for w, or NULL. */
+static struct request *take(struct worker *w)
+{
+    /* Idle workers only read: submitters keep the inbox's line. */
+    if (!atom_load_rlx_ptr(&svc.inbox) && !atom_load_rlx_u32(&svc.queued))
+        return NULL;
+    pthread_mutex_lock(&svc.qlock);
+    if (!svc.qhead)
+        drain_inbox_locked();
+    struct request *r = svc.qhead;
+    if (r) {
+        fifo_unlink_locked(r);
+        spin_lock(&w->lock);
+        w->cur = r;
+        spin_unlock(&w->lock);
+    }
+    pthread_mutex_unlock(&svc.qlock);
+    return r;
+}
+
+/* Removes w from the list (it exits on its own). */
+static void worker_leave(struct worker *w)
+{
+    pthread_mutex_lock(&svc.qlock);
+    for (struct worker **p = &svc.workers; *p; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    svc.nthreads--;
+    pthread_mutex_unlock(&svc.qlock);
+    pthread_detach(w->thread);
+    free(w);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    if (w->cpu >= 0)
+        coexec__affinity_bind_self(w->cpu);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    uint64_t idle_since = 0;
+    for (;;) {
+        struct request *r = take(w);
+        if (r) {
+            idle_since = 0;
+            intptr_t v = r->fn(r->arg);
+            spin_lock(&w->lock);
+            if (w->abandoned) {
+                /* Finalize gave up on this call and owns nothing of ours
+                 * any more but this record: leave quietly. */
+                spin_unlock(&w->lock);
+                free(w);
+                return NULL;
+            }
+            w->cur = NULL;
+            rq_complete(r, v, RQ_DONE);
+            spin_unlock(&w->lock);
+            continue;
+        }
+        if (atom_load_acq_u32(&svc.stop))
+            return NULL; /* joined by coexec__service_stop */
+        uint64_t now = clock_now_ns();
+        if (!idle_since)
+            idle_since = now;
+        if (now - idle_since < svc.spin_ns) {
+            cpu_relax();
+            continue;
+        }
+        if (w->extra && now - idle_since >= IDLE_EXIT_NS) {
+            worker_leave(w);
+            return NULL;
+        }
+        /* Park: the event count makes "check, then sleep" race-free. */
+        uint32_t seq = atom_load_sc_u32(&svc.seq);
+        atom_fadd_sc_u32(&svc.sleepers, 1);
+        atom_fadd_sc_u32(&svc.nidle, 1);
+        if (!atom_load_sc_ptr(&svc.inbox) && !atom_load_sc_u32(&svc.stop)) {
+            struct timespec ts = {0, (long)(IDLE_EXIT_NS / 2)};
+            coexec__futex_wait(&svc.seq, seq, w->extra ? &ts : NULL);
+        }
+        atom_fsub_sc_u32(&svc.nidle, 1);
+        atom_fsub_sc_u32(&svc.sleepers, 1);
+    }
+}
+
+/* ---- start and stop ------------------------------------------------------ */
+
+static int parse_cpus(const char *s)
+{
+    svc.ncpus = 0;
+    while (*s) {
+        char *end;
+        long c = strtol(s, &end, 10);
+        if (end == s || c < 0 || c > INT_MAX || svc.ncpus == MAX_SVC_CPUS)
+            return -1;
+        svc.cpus[svc.ncpus++] = (int)c;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return 0;
+}
+
+int coexec__service_start(void)
+{
+    const coexec_config_t *c = &coexec__g.cfg;
+    memset(svc.cpus, 0, sizeof svc.cpus);
+    svc.ncpus = 0;
+    svc.shares_cpu = 0;
+    if (c->affinity) {
+        if (c->service_cpus[0]) {
+            parse_cpus(c->service_cpus); /* validated at init */
+            for (int i = 0; i < svc.ncpus; i++)
+                if (!coexec__affinity_valid_cpu(svc.cpus[i]))
+                    svc.ncpus = 0;
+        } else {
+            int last = coexec__affinity_last_cpu();
+            if (last >= 0) {
+                svc.cpus[0] = last;
+                svc.ncpus = 1;
+            }
+        }
+    }
+    /* Does the first service CPU also run a compute stream? */
+    if (svc.ncpus) {
+        pthread_mutex_lock(&coexec__g.lock);
+        for (int r = 0; r < MAX_XSTREAMS; r++) {
+            struct coexec_xstream_rec *xs = coexec__g.xs_by_rank[r];
+            if (xs && xs->cpu == svc.cpus[0])
+                svc.shares_cpu = 1;
+        }
+        pthread_mutex_unlock(&coexec__g.lock);
+        if (svc.shares_cpu)
+            coexec__warn("the service stream shares cpu %d with a compute "
+                         "stream", svc.cpus[0]);
+    }
+    atom_store_rlx_ptr(&svc.inbox, NULL);
+    atom_store_rlx_u32(&svc.closed, 0);
+    atom_store_rlx_u32(&svc.stop, 0);
+    atom_store_rlx_u32(&svc.nidle, 0);
+    atom_store_rlx_u32(&svc.sleepers, 0);
+    atom_store_rlx_u64(&svc.completed, 0);
+    svc.qhead = svc.qtail = NULL;
+    svc.workers = NULL;
+    svc.nthreads = 0;
+    svc.base = c->service_threads;
+    svc.max = c->service_max_threads;
+    svc.spin_ns = (uint64_t)c->service_spin_us * 1000;
+    pthread_mutex_lock(&svc.qlock);
+    int rc = COEXEC_OK;
+    for (int i = 0; i < svc.base && rc == COEXEC_OK; i++)
+        rc = worker_spawn_locked(0);
+    pthread_mutex_unlock(&svc.qlock);
+    svc.started = 1;
+    if (rc) {
+        coexec__service_close();
+        coexec__service_stop();
+    }
+    return rc;
+}
+
+/* Waits a little, keeping the caller's stream busy when it is a ULT. */
+static void pause_a_little(void)
+{
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    if (xs && xs->cur && xs->cur->kind != UNIT_TASKLET)
+        IGNORE_RESULT(coexec_sleep_ns(100000));
+    else
+        sched_yield();
+}
+
+void coexec__service_close(void)
+{
+    if (!svc.started)
+        return;
+    atom_store_sc_u32(&svc.closed, 1);
+    /* Cancel everything queued. */
+    pthread_mutex_lock(&svc.qlock);
+    drain_inbox_locked();
+    struct request *r = svc.qhead;
+    svc.qhead = svc.qtail = NULL;
+    pthread_mutex_unlock(&svc.qlock);
+    atom_store_rlx_u32(&svc.queued, 0);
+    while (r) {
+        struct request *n = r->next;
+        r->next = r->prev = NULL;
+        rq_complete(r, -ECANCELED, RQ_CANCELED);
+        r = n;
+    }
+    /* Let running calls finish, then abandon the stuck ones. */
+    uint64_t until = clock_now_ns() + GRACE_NS;
+    for (;;) {
+        int busy = 0;
+        pthread_mutex_lock(&svc.qlock);
+        for (struct worker *w = svc.workers; w; w = w->next) {
+            spin_lock(&w->lock);
+            busy += w->cur != NULL && !w->abandoned;
+            spin_unlock(&w->lock);
+        }
+        pthread_mutex_unlock(&svc.qlock);
+        if (!busy || clock_now_ns() >= until)
+            break;
+        pause_a_little();
+    }
+    pthread_mutex_lock(&svc.qlock);
+    struct worker **p = &svc.workers;
+    while (*p) {
+        struct worker *w = *p;
+        spin_lock(&w->lock);
+        if (w->cur) {
+            w->abandoned = 1;
+            rq_complete(w->cur, -ECANCELED, RQ_CANCELED);
+            w->cur = NULL;
+            spin_unlock(&w->lock);
+            *p = w->next; /* it frees itself when its call returns */
+            svc.nthreads--;
+            pthread_detach(w->thread);
+            coexec__warn("coexec_finalize: a service call was still running "
+                         "after %llu ms; its waiter got ECANCELED",
+                         (unsigned long long)(GRACE_NS / 1000000));
+            continue;
+        }
+        spin_unlock(&w->lock);
+        p = &w->next;
+    }
+    pthread_mutex_unlock(&svc.qlock);
+}
+
+void coexec__service_stop(void)
+{
+    if (!svc.started)
+        return;
+    atom_store_sc_u32(&svc.stop, 1);
+    kick_all();
+    for (;;) {
+        pthread_mutex_lock(&svc.qlock);
+        struct worker *w = svc.workers;
+        if (w) {
+            svc.workers = w->next;
+            svc.nthreads--;
+        }
+        pthread_mutex_unlock(&svc.qlock);
+        if (!w)
+            break;
+        pthread_join(w->thread, NULL);
+        free(w);
+    }
+    /* Requests that slipped in after close. */
+    pthread_mutex_lock(&svc.qlock);
+    drain_inbox_locked();
+    struct request *r = svc.qhead;
+    svc.qhead = svc.qtail = NULL;
+    atom_store_rlx_u32(&svc.queued, 0);
+    pthread_mutex_unlock(&svc.qlock);
+    while (r) {
+        struct request *n = r->next;
+        rq_complete(r, -ECANCELED, RQ_CANCELED);
+        r = n;
+    }
+    svc.started = 0;
+}
+
+/* ---- requests --------------------------------------------------------------- */
+
+static int submit(struct request *r, coexec_offload_fn_t fn, void *arg)
+{
+    r->fn = fn;
+    r->arg = arg;
+    r->result = 0;
+    r->next = r->prev = NULL;
+    r->poller = NULL;
+    atom_store_rlx_u32(&r->lock, 0);
+    wlist_init(&r->waiters, &r->lock);
+    r->magic_ = OBJ_MAGIC_REQUEST;
+    if (atom_load_acq_u32(&svc.closed)) {
+        atom_store_rlx_u32(&r->state, RQ_CANCELED | RQ_SETTLED);
+        r->result = -ECANCELED;
+        return COEXEC_ECLOSED;
+    }
+    atom_store_rlx_u32(&r->state, RQ_QUEUED);
+    void *head = atom_load_rlx_ptr(&svc.inbox);
+    do {
+        r->next = head;
+        /* seq_cst: ordered before the sleepers check in kick_one. */
+    } while (!atom_cas_sc_ptr(&svc.inbox, &head, r));
+    kick_one();
+    return COEXEC_OK;
+}
+
+/* The result of a settled request as the API reports it. */
+static int rq_outcome(struct request *r, intptr_t *ret)
+{
+    if ((atom_load_acq_u32(&r->state) & RQ_FINAL) == RQ_CANCELED)
+        return COEXEC_ECANCELED;
+    if (ret)
+        *ret = r->result;
+    return COEXEC_OK;
+}
+
+/* Registers under r's lock (RQ_WAITERS) unless r is final: true if it
+ * did, with the lock still held. */
+static bool rq_register(struct request *r)
+{
+    spin_lock(&r->lock);
+    if (atom_for_ar_u32(&r->state, RQ_WAITERS) & RQ_FINAL) {
+        spin_unlock(&r->lock);
+        return false;
+    }
+    return true;
+}
+
+/* Waits for r as c (a ULT or an external thread). */
+static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
+{
+    bool spun = false;
+    for (;;) {
+        uint32_t s = atom_load_acq_u32(&r->state);
+        if (s & RQ_SETTLED)
+            return rq_outcome(r, ret);
+        if (s & RQ_FINAL) {
+            cpu_relax(); /* its completer is a few instructions from done */
+            continue;
+        }
+        if (!spun) {
+            spun = true;
+            /* A short call finishes within the watch: no node, no park. */
+            if (!c->u ||
+                atom_load_rlx_u64(&c->xs->sched->pools[0]->size) == 0) {
+                for (int i = 0; i < 2 * WAIT_SPIN; i++) {
+                    if (atom_load_acq_u32(&r->state) & RQ_FINAL)
+                        break;
+                    cpu_relax();
+                }
+            }
+            continue;
+        }
+        if (!rq_register(r))
+            continue;
+        struct waiter w;
+        waiter_init(&w, c, &r->waiters, &r->lock, 0);
+        wlist_push(&r->waiters, &w.node);
+        spin_unlock(&r->lock);
+        uint32_t res = wait_block(&w, clock_deadline(STUCK_NS));
+        if (res == WN_TIMEDOUT)
+            grow(); /* still not done: add a worker if none is idle */
+    }
+}
+
+COEXEC_API int coexec_offload(coexec_offload_fn_t fn, void *arg, intptr_t *ret)
+{
+    RT_CHECK();
+    if (!fn)
+        return COEXEC_EINVAL;
+    struct caller c;
+    int rc = wait_caller(&c);
+    if (rc)
+        return rc;
+    struct request r;
+    rc = submit(&r, fn, arg);
+    if (rc)
+        return rc;
+    return rq_wait(&r, &c, ret);
+}
+
+COEXEC_API int coexec_request_submit(coexec_request_t *req,
+                                     coexec_offload_fn_t fn, void *arg)
+{
+    if (!req || !fn)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = submit(rq_of(req), fn, arg);
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    if (rc == COEXEC_OK && xs && xs->cur && xs->cur->kind == UNIT_TASKLET)
+        grow(); /* a tasklet cannot watch its request: check now */
+    return rc;
+}
+
+COEXEC_API int coexec_request_poll(coexec_request_t *req, coexec_poll_t *cx,
+                                   intptr_t *ret)
+{
+    struct request *r = rq_of(req);
+    OBJ_CHECK(r, OBJ_MAGIC_REQUEST);
+    struct coexec_unit_rec *u = coexec__poll_unit(cx);
+    if (!u)
+        return COEXEC_EINVAL;
+    for (;;) {
+        uint32_t s = atom_load_acq_u32(&r->state);
+        if (s & RQ_SETTLED)
+            return rq_outcome(r, ret);
+        if (s & RQ_FINAL) {
+            cpu_relax();
+            continue;
+        }
+        if (!rq_register(r))
+            continue;
+        /* A waker, not a node: completion wakes it after its last touch
+         * of the record, and a stale one is harmless. */
+        r->poller = u;
+        r->poller_tag = atom_load_rlx_u32(&u->wake) & ~WAKE_FLAGS;
+        spin_unlock(&r->lock);
+        return COEXEC_PENDING;
+    }
+}
+
+COEXEC_API int coexec_request_wait(coexec_request_t *req, intptr_t *ret)
+{
+    struct request *r = rq_of(req);
+    OBJ_CHECK(r, OBJ_MAGIC_REQUEST);
+    struct caller c;
+    int rc = wait_caller(&c);
+    if (rc)
+        return rc;
+    return rq_wait(r, &c, ret);
+}
+
+COEXEC_API int coexec_request_cancel(coexec_request_t *req)
+{
+    struct request *r = rq_of(req);
+    OBJ_CHECK(r, OBJ_MAGIC_REQUEST);
+    /* Not started means still queued: in the inbox or on the FIFO, and
+     * after a drain on the FIFO, where workers take it under qlock. */
+    pthread_mutex_lock(&svc.qlock);
+    drain_inbox_locked();
+    struct request *q = svc.qhead;
+    while (q && q != r)
+        q = q->next;
+    if (q)
+        fifo_unlink_locked(r);
+    pthread_mutex_unlock(&svc.qlock);
+    if (!q)
+        return COEXEC_EBUSY;
+    rq_complete(r, -ECANCELED, RQ_CANCELED);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_service_get_info(coexec_service_info_t *info)
+{
+    if (!info || info->size < sizeof *info)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    pthread_mutex_lock(&svc.qlock);
+    info->threads = svc.nthreads;
+    pthread_mutex_unlock(&svc.qlock);
+    info->idle = (int)atom_load_acq_u32(&svc.nidle);
+    info->cpu = svc.ncpus ? svc.cpus[0] : -1;
+    info->shares_cpu = svc.shares_cpu;
+    info->completed = atom_load_acq_u64(&svc.completed);
+    info->io_path = "threads";
+    return COEXEC_OK;
+}
+
+bool coexec__service_offloads(void)
+{
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    return xs && xs->cur && xs->cur->kind != UNIT_TASKLET && svc.started &&
+           !atom_load_rlx_u32(&svc.closed);
+}
+
+int coexec__service_check_cpus(const char *s)
+{
+    int saved = svc.ncpus, cpus[MAX_SVC_CPUS];
+    memcpy(cpus, svc.cpus, sizeof cpus);
+    int rc = parse_cpus(s);
+    svc.ncpus = saved;
+    memcpy(svc.cpus, cpus, sizeof cpus);
+    return rc;
+}
