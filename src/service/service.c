@@ -79,6 +79,7 @@ OBJ_CAST(coexec_request_t, struct request, rq_of)
  * starts another one; how long an extra worker idles before it exits; how
  * long finalize lets running calls finish. */
 #define STUCK_NS 200000ull
+#define MAX_WATCH_NS 100000000ull /* a waiter's checks, at the slowest */
 #define IDLE_EXIT_NS 50000000ull
 #define GRACE_NS 2000000000ull
 
@@ -566,6 +567,7 @@ static bool rq_register(struct request *r)
 static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
 {
     bool spun = false;
+    uint64_t watch = STUCK_NS; /* doubles while the call runs on */
     for (;;) {
         uint32_t s = atom_load_acq_u32(&r->state);
         if (s & RQ_SETTLED)
@@ -593,9 +595,12 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
         waiter_init(&w, c, &r->waiters, &r->lock, 0);
         wlist_push(&r->waiters, &w.node);
         spin_unlock(&r->lock);
-        uint32_t res = wait_block(&w, clock_deadline(STUCK_NS));
-        if (res == WN_TIMEDOUT)
+        uint32_t res = wait_block(&w, clock_deadline(watch));
+        if (res == WN_TIMEDOUT) {
             grow(); /* still not done: add a worker if none is idle */
+            if (watch < MAX_WATCH_NS)
+                watch *= 2;
+        }
     }
 }
 
