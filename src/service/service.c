@@ -53,9 +53,9 @@
  * (RQ_DONE: result holds the call's result; RQ_CANCELED), then that value
  * with RQ_SETTLED once the completer no longer touches the record. */
 enum rq_state {
-    RQ_QUEUED = 1,
-    RQ_DONE = 2,
-    RQ_CANCELED = 3,
+    RQ_QUEUED = 0,
+    RQ_DONE = 1,
+    RQ_CANCELED = 2,
     RQ_FINAL = 3,       /* mask of the final values */
     RQ_WAITERS = 1u << 4,
     RQ_SETTLED = 1u << 5
