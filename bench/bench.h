@@ -23,6 +23,10 @@ typedef struct bench_run {
     double samples[BENCH_MAX_SAMPLES];
     char setup[512]; /* optional: how the benchmark was set up */
     char error[512]; /* why it failed */
+    /* optional: reference figures measured in this run (e.g. the direct
+     * syscall beside the offloaded one), printed and written to the JSON
+     * after the definition's fixed reference */
+    char reference[256];
 } bench_run_t;
 
 typedef int (*bench_fn_t)(bench_run_t *r);
@@ -39,6 +43,10 @@ typedef struct bench_def {
     double goal;
     const char *reference;
 } bench_def_t;
+
+/* The median of this run's xes_spin_pingpong (it always runs first), or 0
+ * when it could not run: 2-stream benchmarks quote it beside their figure. */
+extern double bench_floor_ns;
 
 /* CPUs the process was allowed to run on at start, in increasing order. */
 extern int bench_cpus[];
@@ -67,6 +75,7 @@ extern const bench_def_t bench_raw_defs[];
 extern const bench_def_t bench_ult_defs[];
 extern const bench_def_t bench_wait_defs[];
 extern const bench_def_t bench_peer_defs[];
+extern const bench_def_t bench_service_defs[];
 
 /* ult_memory and tasklet_memory run in a fresh process: this is its body
  * (ult.c); kind is "ult" or "tasklet". */
@@ -80,7 +89,12 @@ int bench_memory_child(const char *kind);
  * bench_fail. bench_append_setup adds a sentence to r->setup.
  */
 struct coexec_pool;
+struct coexec_config;
 int bench_rt_start(bench_run_t *r, int nxs, struct coexec_pool *main_pool);
+/* The same with a configuration of the caller's (cfg->num_xstreams
+ * streams; affinity is forced on). */
+int bench_rt_start_cfg(bench_run_t *r, const struct coexec_config *cfg,
+                       struct coexec_pool *main_pool);
 int bench_rt_stop(bench_run_t *r);
 void bench_append_setup(bench_run_t *r, const char *text);
 

@@ -44,6 +44,7 @@
 #define WARMUPS 2
 
 int bench_cpus[CPU_SETSIZE];
+double bench_floor_ns;
 int bench_ncpus;
 static cpu_set_t start_affinity;
 
@@ -54,6 +55,7 @@ typedef struct result {
     int reps;
     char setup[1024];
     char error[1024];
+    char reference[256]; /* measured in this run (bench_run_t.reference) */
 } result_t;
 
 /* ---- harness services --------------------------------------------------- */
@@ -102,7 +104,8 @@ void bench_restore_affinity(void)
 /* ---- the suite ------------------------------------------------------------ */
 
 static const bench_def_t *const tables[] = {bench_raw_defs, bench_ult_defs,
-                                            bench_wait_defs, bench_peer_defs};
+                                            bench_wait_defs, bench_service_defs,
+                                            bench_peer_defs};
 #define NTABLES (sizeof tables / sizeof tables[0])
 
 static const bench_def_t *find_def(const char *name)
@@ -135,7 +138,8 @@ static void run_one(const bench_def_t *d, int reps, result_t *res)
     fflush(stderr);
     int rc = d->fn(r);
     bench_restore_affinity();
-    snprintf(res->setup, sizeof res->setup, "%s", r->setup);
+    snprintf(res->setup, sizeof res->setup, "%.511s", r->setup);
+    snprintf(res->reference, sizeof res->reference, "%s", r->reference);
     if (rc == 0 && r->nsamples == 0)
         rc = bench_fail(r, "no sample recorded");
     if (rc != 0) {
@@ -182,6 +186,8 @@ static void print_result(FILE *out, const result_t *res)
                 d->reference ? d->reference : "");
     else if (d->reference)
         fprintf(stderr, "#   %-32s %s\n", "", d->reference);
+    if (res->ok && res->reference[0])
+        fprintf(stderr, "#   %-32s this run: %s\n", "", res->reference);
     fflush(stderr);
 }
 
@@ -223,12 +229,14 @@ static int write_json(FILE *f, const result_t *res, int n, int reps,
         fprintf(f,
                 "  \"config\": {\"stack_size\": %zu, \"sched\": \"%s\", "
                 "\"event_freq\": %u, \"idle_spin_us\": %u, "
-                "\"guard_pages\": %d},\n",
+                "\"guard_pages\": %d, \"service_threads\": %d, "
+                "\"service_max_threads\": %d, \"service_spin_us\": %u},\n",
                 run_config.stack_size,
                 run_config.sched_kind == COEXEC_SCHED_BASIC ? "basic"
                                                             : "basic_wait",
                 run_config.event_freq, run_config.idle_spin_us,
-                run_config.guard_pages);
+                run_config.guard_pages, run_config.service_threads,
+                run_config.service_max_threads, run_config.service_spin_us);
     fprintf(f, "  \"setup\": ");
     json_string(f, config_text);
     if (floor_recheck > 0) {
@@ -271,6 +279,10 @@ static int write_json(FILE *f, const result_t *res, int n, int reps,
             fprintf(f, ", \"reference\": ");
             json_string(f, x->def->reference);
         }
+        if (x->ok && x->reference[0]) {
+            fprintf(f, ", \"reference_this_run\": ");
+            json_string(f, x->reference);
+        }
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
@@ -297,12 +309,15 @@ static void probe_config(void)
         snprintf(config_text, sizeof config_text,
                  "runtime: stack %zu B, sched %s, idle spin %u us, "
                  "event_freq %u, guard pages %s, streams pinned (affinity on); "
-                 "default setup: one MPMC LIFO pool per stream, stealing on",
+                 "default setup: one MPMC LIFO pool per stream, stealing on; "
+                 "service stream: %d thread(s) kept, up to %d, idle spin %u us",
                  run_config.stack_size,
                  run_config.sched_kind == COEXEC_SCHED_BASIC ? "basic"
                                                              : "basic_wait",
                  run_config.idle_spin_us, run_config.event_freq,
-                 run_config.guard_pages ? "on" : "off");
+                 run_config.guard_pages ? "on" : "off",
+                 run_config.service_threads, run_config.service_max_threads,
+                 run_config.service_spin_us);
     }
     rc = coexec_finalize();
     if (rc != COEXEC_OK)
@@ -330,7 +345,10 @@ static int is_two_stream(const char *name)
 {
     size_t n = strlen(name);
     return (n > 4 && strcmp(name + n - 4, "_2es") == 0) ||
-           strcmp(name, "mutex_contended") == 0; /* 4 ULTs on 2 streams */
+           strcmp(name, "mutex_contended") == 0 || /* 4 ULTs on 2 streams */
+           /* compute stream(s) plus the service stream on its own CPU */
+           strncmp(name, "offload_", 8) == 0 ||
+           strcmp(name, "file_read_throughput") == 0;
 }
 
 int main(int argc, char **argv)
@@ -463,6 +481,8 @@ int main(int argc, char **argv)
     int any_2es = 0;
     for (int i = 0; i < norder; i++) {
         run_one(order[i], reps, &results[i]);
+        if (i == 0 && results[0].ok)
+            bench_floor_ns = results[0].median;
         print_result(text, &results[i]);
         any_2es |= results[i].ok && is_two_stream(order[i]->name);
     }

@@ -36,9 +36,10 @@ static const char *access_name(coexec_pool_access_t a)
 }
 
 /*
- * Starts the runtime with nxs streams and the default setup, checks it got
- * them, describes the placement in r->setup and returns the main pool of
- * the stream running the caller (xstream 0).
+ * Starts the runtime with nxs streams and the default setup (or the
+ * caller's configuration), checks it got them, describes the placement in
+ * r->setup and returns the main pool of the stream running the caller
+ * (xstream 0).
  */
 int bench_rt_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
 {
@@ -47,8 +48,16 @@ int bench_rt_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
     if (rc != COEXEC_OK)
         return bench_fail(r, "coexec_config_init: %s", coexec_err_name(rc));
     cfg.num_xstreams = nxs;
+    return bench_rt_start_cfg(r, &cfg, main_pool);
+}
+
+int bench_rt_start_cfg(bench_run_t *r, const coexec_config_t *cfg_in,
+                       coexec_pool_t *main_pool)
+{
+    coexec_config_t cfg = *cfg_in;
+    int nxs = cfg.num_xstreams;
     cfg.affinity = 1;
-    rc = coexec_init(&cfg);
+    int rc = coexec_init(&cfg);
     if (rc != COEXEC_OK)
         return bench_fail(r, "coexec_init: %s (%s)", coexec_err_name(rc),
                           coexec_init_error());
