@@ -162,7 +162,9 @@ static uint32_t block_external(struct waiter *w, uint64_t deadline)
 
 uint32_t wait_block(struct waiter *w, uint64_t deadline)
 {
-    if ((w->node.flags & WN_KIND) == WN_ULT)
+    /* The unit, not flags: a releaser may set WN_DETACHED in flags under
+     * the lock we do not hold. */
+    if (atom_load_rlx_ptr(&w->node.who))
         return block_ult(w, deadline);
     return block_external(w, deadline);
 }
