@@ -26,8 +26,8 @@
  *    and the tasklet woken.
  *  - Growth: a waiter whose request is not done after STUCK_NS (its timed
  *    wait's timeout) starts another worker when none is idle and requests
- *    are queued, up to service_max_threads; a tasklet's submit does the
- *    same check at once.
+ *    are queued, up to service_max_threads; a tasklet's submit arms one
+ *    shared timer on its stream that makes the same check STUCK_NS later.
  *    Workers beyond service_threads exit after IDLE_EXIT_NS idle.
  *  - Finalize: close refuses new requests (COEXEC_ECLOSED), cancels the
  *    queued ones, gives running ones GRACE_NS, then abandons the rest: their
@@ -620,6 +620,32 @@ COEXEC_API int coexec_offload(coexec_offload_fn_t fn, void *arg, intptr_t *ret)
     return rq_wait(&r, &c, ret);
 }
 
+/* A tasklet cannot watch its request: one timer at a time, on the
+ * submitting stream, checks STUCK_NS later for requests stuck behind busy
+ * workers. */
+static struct timer watchdog;
+static atom_u32_t watchdog_armed;
+
+static void watchdog_fire(struct timer *t)
+{
+    (void)t;
+    atom_store_rel_u32(&watchdog_armed, 0);
+    grow();
+}
+
+static void watchdog_arm(struct coexec_xstream_rec *xs)
+{
+    uint32_t exp = 0;
+    if (atom_load_rlx_u32(&svc.nidle) ||
+        !atom_cas_ar_u32(&watchdog_armed, &exp, 1))
+        return;
+    watchdog.deadline = clock_deadline(STUCK_NS);
+    watchdog.fire = watchdog_fire;
+    watchdog.idx = TIMER_OFF;
+    if (coexec__timer_add(xs, &watchdog) != COEXEC_OK)
+        atom_store_rel_u32(&watchdog_armed, 0);
+}
+
 COEXEC_API int coexec_request_submit(coexec_request_t *req,
                                      coexec_offload_fn_t fn, void *arg)
 {
@@ -629,7 +655,7 @@ COEXEC_API int coexec_request_submit(coexec_request_t *req,
     int rc = submit(rq_of(req), fn, arg);
     struct coexec_xstream_rec *xs = xs_self_entry();
     if (rc == COEXEC_OK && xs && xs->cur && xs->cur->kind == UNIT_TASKLET)
-        grow(); /* a tasklet cannot watch its request: check now */
+        watchdog_arm(xs);
     return rc;
 }
 
