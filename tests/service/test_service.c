@@ -649,6 +649,7 @@ static void t_request_many_tasklets(void)
                            (long)want);
         }
         CH_CHECK_RC(t[i].zero_poll_rc, COEXEC_EHANDLE);
+        CH_CHECK_RC(t[i].wait_rc, COEXEC_ECONTEXT);
     }
     CH_ASSERT_EQ(done, n);
     CH_ASSERT_EQ(bad, 0);
@@ -1885,7 +1886,9 @@ static void t_finalize_in_flight(void)
     svc_init(2, 0, 0);
     CH_ASSERT_OK(coexec_offload(ret_arg_fn, (void *)(intptr_t)9, &ret));
     CH_ASSERT_EQ(ret, 9);
-    CH_ASSERT_EQ(svc_info().threads, 1);
+    /* (a call queued while the worker wakes may start extra threads,
+     * which leave when idle) */
+    CU_ASSERT(CH_WAIT(svc_info().threads == 1));
     ch_finalize();
 }
 
@@ -2349,7 +2352,7 @@ static void t_sockets_poll(void)
     }
     /* bad arguments come back as -errno */
     struct pollfd bad = {.fd = sv[0], .events = POLLIN};
-    CH_ASSERT_EQ(coexec_poll(&bad, (unsigned long)1 << 40, 0), -EINVAL);
+    CH_ASSERT_EQ(coexec_poll(&bad, (unsigned long)1 << 30, 0), -EINVAL);
     ch_finalize();
     close(sv[0]);
     close(sv[1]);
