@@ -2350,9 +2350,12 @@ static void t_sockets_poll(void)
         CH_ASSERT_EQ(p.n, 4);
         CU_ASSERT(memcmp(p.buf, "wake", 4) == 0);
     }
-    /* bad arguments come back as -errno */
+#if !CH_SANITIZER
+    /* bad arguments come back as -errno (the kernel refuses nfds above
+     * RLIMIT_NOFILE before reading; sanitizers' poll reads them all) */
     struct pollfd bad = {.fd = sv[0], .events = POLLIN};
     CH_ASSERT_EQ(coexec_poll(&bad, (unsigned long)1 << 30, 0), -EINVAL);
+#endif
     ch_finalize();
     close(sv[0]);
     close(sv[1]);
