@@ -29,7 +29,9 @@
  *   finalize  finalize while an external thread's call runs and ULTs, a
  *             tasklet and a request waiter wait for queued calls: every
  *             waiter gets its result, COEXEC_ECANCELED or COEXEC_ECLOSED;
- *             ENOTINIT afterwards; a new init has a working service
+ *             ENOTINIT afterwards; a new init has a working service;
+ *             finalize returns although a tasklet's submit left an
+ *             expired check on the primary's timers
  *   config    defaults, environment and cfg fields, malformed values
  *             (COEXEC_EENV / COEXEC_EINVAL), coexec_service_get_info
  *   sockets   TCP accept/connect over loopback, poll over a socketpair,
@@ -1921,6 +1923,63 @@ static void t_finalize_running_ult_call(void)
     CH_ASSERT_EQ(uc.ret, 18);
 }
 
+/*
+ * A tasklet's submit while no service thread is idle leaves a check for
+ * stuck requests on its stream's timers. Here the tasklet runs on the
+ * primary (posted there), and the primary does not reach its scheduler
+ * again before finalize, so the check's deadline has passed when finalize
+ * looks at the primary's timers: finalize must still fire it and return.
+ * (A hang here is the failure; ctest's TIMEOUT reports it.)
+ */
+static coexec_request_t g_post_req;
+static atomic_int g_post_ran;
+static atomic_int g_post_count;
+static int g_post_rc;
+
+static coexec_poll_status_t post_submit_body(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    g_post_rc = coexec_request_submit(&g_post_req, count_fn, &g_post_count);
+    atomic_store(&g_post_ran, 1);
+    return COEXEC_READY;
+}
+
+static void t_finalize_after_tasklet_submit(void)
+{
+    int p[2];
+    make_pipe(p);
+    /* one stream: finalize goes straight to the primary's timers */
+    svc_init(1, 1, 1);
+    /* the only service thread is busy: nothing is idle */
+    blocker_t b = {.fd = p[0]};
+    coexec_request_t rb;
+    memset(&rb, 0, sizeof rb);
+    CH_ASSERT_OK_FATAL(coexec_request_submit(&rb, block_read_fn, &b));
+    CU_ASSERT_FATAL(CH_WAIT(atomic_load(&b.started)));
+    memset(&g_post_req, 0, sizeof g_post_req);
+    atomic_store(&g_post_ran, 0);
+    atomic_store(&g_post_count, 0);
+    g_post_rc = 1;
+    CH_ASSERT_OK_FATAL(coexec_xstream_post(xs_rank(0), post_submit_body, NULL));
+    CH_WAIT(atomic_load(&g_post_ran));
+    CH_ASSERT_RC(g_post_rc, COEXEC_OK);
+    /* release the service without going back to the primary's scheduler,
+     * and let the check's deadline (200 us) pass */
+    poke(p[1], 1);
+    double t0 = ch_now();
+    while (!atomic_load(&b.finished) || ch_now() - t0 < 0.005) {
+        if (ch_now() - t0 > CH_WAIT_LIMIT_S)
+            break;
+        sched_yield();
+    }
+    CH_ASSERT_EQ(atomic_load(&b.finished), 1);
+    CH_ASSERT_RC(coexec_finalize(), COEXEC_OK);
+    /* the tasklet's request ran or was cancelled at finalize */
+    CU_ASSERT(atomic_load(&g_post_count) <= 1);
+    close_pipe(p);
+}
+
 /* ======================================================================= */
 /* config                                                                   */
 /* ======================================================================= */
@@ -2467,6 +2526,7 @@ static const ch_test_t compute_tests[] = {
 static const ch_test_t finalize_tests[] = {
     {"in_flight", t_finalize_in_flight},
     {"running_ult_call", t_finalize_running_ult_call},
+    {"after_tasklet_submit", t_finalize_after_tasklet_submit},
     {NULL, NULL}};
 static const ch_test_t config_tests[] = {
     {"defaults", t_config_defaults},
