@@ -6,7 +6,8 @@
  *   offload   coexec_offload from ULTs on 4 streams, the main ULT and an
  *             external thread: fn runs on a thread that is no xstream's,
  *             results and -errno results come back unchanged; fn NULL,
- *             tasklets, before init; wrappers called inside fn run there
+ *             tasklets, before init; wrappers called inside fn run there;
+ *             ULTs and external threads offloading at once
  *   request   submit + poll from tasklets (PENDING, then READY with the
  *             result), wait from a ULT and an external thread, never
  *             submitted (zeroed) requests, NULL arguments
@@ -23,7 +24,8 @@
  *   stuck     reads blocked on empty pipes do not hold back other calls:
  *             the service grows (never past service_max_threads), the
  *             blocked reads complete once written to, and the service
- *             shrinks back to service_threads when idle
+ *             shrinks back to service_threads when idle; calls of external
+ *             threads and tasklets' requests get past a stuck call too
  *   compute   a CPU-bound ULT keeps counting on the stream whose other
  *             ULTs wait for offloaded I/O
  *   finalize  finalize while an external thread's call runs and ULTs, a
@@ -399,6 +401,61 @@ static void t_offload_main_and_external(void)
     CH_ASSERT_EQ(ret, -4095);
     CH_ASSERT_OK(coexec_offload(ret_arg_fn, (void *)(intptr_t)0, &ret));
     CH_ASSERT_EQ(ret, 0);
+    ch_finalize();
+}
+
+/* Offloads from ULTs on every stream and 6 external threads at once. */
+typedef struct {
+    int rounds;
+    long base;
+    atomic_long ok;
+} burst_t;
+
+static void burst_job(void *arg)
+{
+    burst_t *b = arg;
+    for (int i = 0; i < b->rounds; i++) {
+        intptr_t want = b->base + i, ret = -1;
+        int rc = coexec_offload(ret_arg_fn, (void *)want, &ret);
+        if (rc != COEXEC_OK || ret != want) {
+            ch_fail_at(__FILE__, __LINE__, "offload %ld: %s, ret %ld",
+                       (long)want, coexec_err_name(rc), (long)ret);
+            return;
+        }
+        atomic_fetch_add(&b->ok, 1);
+    }
+}
+
+static void t_offload_many_callers(void)
+{
+    enum { NEXT = 6 };
+    svc_init(NSTREAMS, 0, 0);
+    uint64_t c0 = svc_completed();
+    int nult = (int)ch_iters(64, 8);
+    int rounds = (int)ch_iters(200, 10);
+    burst_t *b = calloc((size_t)(nult + NEXT), sizeof *b);
+    coexec_thread_t *t = calloc((size_t)nult, sizeof *t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    for (int i = 0; i < nult + NEXT; i++) {
+        b[i].rounds = rounds;
+        b[i].base = 1000000L * (i + 1);
+    }
+    ext_t e[NEXT];
+    for (int i = 0; i < NEXT; i++)
+        ext_start(&e[i], burst_job, &b[nult + i]);
+    for (int i = 0; i < nult; i++)
+        spawn_on(i % NSTREAMS, burst_job, &b[i], &t[i]);
+    free_threads(t, nult);
+    for (int i = 0; i < NEXT; i++)
+        ext_join(&e[i]);
+    long ok = 0;
+    for (int i = 0; i < nult + NEXT; i++)
+        ok += atomic_load(&b[i].ok);
+    CH_ASSERT_EQ(ok, (long)(nult + NEXT) * rounds);
+    CU_ASSERT(CH_WAIT(svc_completed() - c0 >= (uint64_t)ok));
+    free(b);
+    free(t);
     ch_finalize();
 }
 
@@ -1532,6 +1589,68 @@ static void t_stuck_calls(void)
     tmpdir_remove(dir);
 }
 
+typedef struct {
+    int rc;
+    intptr_t ret;
+} quick_call_t;
+
+static void ext_quick_call(void *arg)
+{
+    quick_call_t *q = arg;
+    q->rc = coexec_offload(ret_arg_fn, (void *)(intptr_t)321, &q->ret);
+}
+
+static void ext_blocked_call(void *arg)
+{
+    blocked_ult_t *u = arg;
+    u->rc = coexec_offload(block_read_fn, &u->b, &u->ret);
+    atomic_store(&u->done, 1);
+}
+
+/*
+ * External threads and tasklets wait differently from ULTs (a futex; a
+ * poll after a wake): a call of theirs queued behind a stuck one must make
+ * the service grow all the same.
+ */
+static void t_stuck_external_and_tasklet(void)
+{
+    int p[2];
+    make_pipe(p);
+    svc_init(NSTREAMS, 1, 4);
+    blocked_ult_t a = {.b = {.fd = p[0]}, .rc = 1};
+    ext_t ea;
+    ext_start(&ea, ext_blocked_call, &a);
+    CU_ASSERT_FATAL(CH_WAIT(atomic_load(&a.b.started)));
+
+    /* an external thread's call completes meanwhile */
+    quick_call_t q = {.rc = 1, .ret = 0};
+    run_external(ext_quick_call, &q);
+    CH_ASSERT_RC(q.rc, COEXEC_OK);
+    CH_ASSERT_EQ(q.ret, 321);
+
+    /* so does a tasklet's request, on every stream */
+    for (int r = 0; r < NSTREAMS; r++) {
+        tkreq_t t;
+        tkreq_init(&t, ret_arg_fn, (void *)(intptr_t)(600 + r));
+        coexec_tasklet_t k;
+        CH_ASSERT_OK(coexec_tasklet_create_on(xs_rank(r), tkreq_body, &t, &k));
+        CH_WAIT(atomic_load(&t.done));
+        CH_ASSERT_OK(coexec_tasklet_free(&k));
+        CH_ASSERT_RC(t.final_rc, COEXEC_READY);
+        CH_ASSERT_EQ(t.ret, 600 + r);
+    }
+    /* the first call is still blocked */
+    CH_ASSERT_EQ(atomic_load(&a.done), 0);
+    CH_ASSERT_EQ(atomic_load(&a.b.finished), 0);
+    CU_ASSERT(svc_info().threads > 1);
+    poke(p[1], 'e');
+    ext_join(&ea);
+    CH_ASSERT_RC(a.rc, COEXEC_OK);
+    CH_ASSERT_EQ(a.ret, 'e');
+    ch_finalize();
+    close_pipe(p);
+}
+
 /* Many readers blocked at once, more than service_max_threads. */
 static void t_stuck_more_than_max(void)
 {
@@ -2496,6 +2615,7 @@ static const ch_test_t offload_tests[] = {
     {"main_and_external", t_offload_main_and_external},
     {"errors", t_offload_errors},
     {"wrappers_inside_fn", t_offload_wrappers_inside},
+    {"many_callers", t_offload_many_callers},
     {NULL, NULL}};
 static const ch_test_t request_tests[] = {
     {"tasklet_pending_then_ready", t_request_tasklet_pending_then_ready},
@@ -2519,6 +2639,7 @@ static const ch_test_t errors_tests[] = {
 static const ch_test_t stuck_tests[] = {
     {"grow_and_shrink", t_stuck_calls},
     {"more_than_max", t_stuck_more_than_max},
+    {"external_and_tasklet", t_stuck_external_and_tasklet},
     {NULL, NULL}};
 static const ch_test_t compute_tests[] = {
     {"stream_free", t_compute_stream_free},
