@@ -18,9 +18,11 @@
  * beyond service_threads exit after 50 ms idle.
  *
  * Results follow the kernel's convention: the call's non-negative result,
- * or -errno. Every request completes exactly once: with its result, with
- * -ECANCELED (COEXEC_ECANCELED) when cancelled before it started or still
- * queued at finalize, or with COEXEC_ECLOSED when it was submitted after
+ * or -errno. Every request completes exactly once: with its result; with
+ * COEXEC_ECANCELED when cancelled before it started, when still queued at
+ * finalize, or when still running 2 s after finalize began (the call is
+ * abandoned: its thread is left to finish it and exits without touching
+ * the request); or with COEXEC_ECLOSED when it was submitted after
  * finalize began.
  */
 #ifndef COEXEC_SERVICE_H
@@ -81,7 +83,8 @@ coexec_request_submit(coexec_request_t *req, coexec_offload_fn_t fn, void *arg);
  * registers the tasklet being polled and returns COEXEC_PENDING.
  * Context: a tasklet's function. Switches: never.
  * Returns: COEXEC_READY; COEXEC_PENDING; COEXEC_ECANCELED (cancelled);
- * COEXEC_EINVAL; COEXEC_EHANDLE (req never submitted, or reused).
+ * COEXEC_EINVAL; COEXEC_EHANDLE (req was never submitted). A request may
+ * be submitted again once it completed and its waiters have returned.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_request_poll(coexec_request_t *req, coexec_poll_t *cx, intptr_t *ret);

@@ -171,10 +171,13 @@ COEXEC_API int coexec_finalize(void)
     for (;;) {
         while (atom_load_acq_u64(&p->size) > 0)
             IGNORE_RESULT(coexec_yield());
-        uint64_t next = xs_next_timer(xs);
+        uint64_t next = xs_next_timer(xs), now = coexec_now_ns();
         if (next == UINT64_MAX)
             break;
-        IGNORE_RESULT(coexec_sleep_until(next));
+        if (next <= now)
+            coexec__timers_run(xs, now); /* due: fire them here */
+        else
+            IGNORE_RESULT(coexec_sleep_until(next));
     }
     if (xs->cur->keys)
         coexec__keys_destroy(xs->cur);

@@ -294,6 +294,8 @@ static void *worker_main(void *arg)
     for (;;) {
         struct request *r = take(w);
         if (r) {
+            if (idle_since)
+                atom_fsub_sc_u32(&svc.nidle, 1);
             idle_since = 0;
             intptr_t v = r->fn(r->arg);
             spin_lock(&w->lock);
@@ -309,28 +311,34 @@ static void *worker_main(void *arg)
             spin_unlock(&w->lock);
             continue;
         }
-        if (atom_load_acq_u32(&svc.stop))
+        if (atom_load_acq_u32(&svc.stop)) {
+            if (idle_since)
+                atom_fsub_sc_u32(&svc.nidle, 1);
             return NULL; /* joined by coexec__service_stop */
+        }
         uint64_t now = clock_now_ns();
-        if (!idle_since)
+        if (!idle_since) {
+            /* Idle from now on, spinning or parked, until it takes work:
+             * a waiter does not start a thread while one is idle. */
             idle_since = now;
+            atom_fadd_sc_u32(&svc.nidle, 1);
+        }
         if (now - idle_since < svc.spin_ns) {
             cpu_relax();
             continue;
         }
         if (w->extra && now - idle_since >= IDLE_EXIT_NS) {
+            atom_fsub_sc_u32(&svc.nidle, 1);
             worker_leave(w);
             return NULL;
         }
         /* Park: the event count makes "check, then sleep" race-free. */
         uint32_t seq = atom_load_sc_u32(&svc.seq);
         atom_fadd_sc_u32(&svc.sleepers, 1);
-        atom_fadd_sc_u32(&svc.nidle, 1);
         if (!atom_load_sc_ptr(&svc.inbox) && !atom_load_sc_u32(&svc.stop)) {
             struct timespec ts = {0, (long)(IDLE_EXIT_NS / 2)};
             coexec__futex_wait(&svc.seq, seq, w->extra ? &ts : NULL);
         }
-        atom_fsub_sc_u32(&svc.nidle, 1);
         atom_fsub_sc_u32(&svc.sleepers, 1);
     }
 }
