@@ -1353,7 +1353,7 @@ static void errors_job(void *arg)
     fd = coexec_open(file, O_RDONLY | O_CLOEXEC, 0);
     CH_CHECK(fd >= 0);
     if (fd >= 0) {
-        if (j->check_errno) /* a ULT must not touch its OS thread\'s errno */
+        if (j->check_errno) /* in a ULT, errno is its OS thread's */
             errno = 4242;
         CH_CHECK_EQ(coexec_write(fd, "x", 1), -EBADF);
         CH_CHECK_EQ(coexec_pwrite(fd, "x", 1, 0), -EBADF);
@@ -1366,7 +1366,7 @@ static void errors_job(void *arg)
 
     /* pipes: no seeking, no truncating */
     if (pipe2(p, O_CLOEXEC) == 0) {
-        if (j->check_errno) /* a ULT must not touch its OS thread\'s errno */
+        if (j->check_errno) /* in a ULT, errno is its OS thread's */
             errno = 4242;
         CH_CHECK_EQ(coexec_pread(p[0], buf, 1, 0), -ESPIPE);
         CH_CHECK_EQ(coexec_pwrite(p[1], "x", 1, 0), -ESPIPE);
