@@ -12,10 +12,11 @@
  * its stream runs other units; an external thread sleeps on a futex; a
  * tasklet submits, returns COEXEC_PENDING, and is polled again once done.
  *
- * A call that blocks for long does not hold back the others: a request
- * left queued behind busy service threads for 200 microseconds makes the
- * service stream start another thread (up to service_max_threads); threads
- * beyond service_threads exit after 50 ms idle.
+ * A call that blocks for long does not hold back the others: when requests
+ * wait while every service thread has been inside one call for over a
+ * millisecond, the service stream starts another thread (up to
+ * service_max_threads); threads beyond service_threads exit after 50 ms
+ * idle.
  *
  * Results follow the kernel's convention: the call's non-negative result,
  * or -errno. Every request completes exactly once: with its result; with

@@ -25,10 +25,13 @@
  *    record, and then the nodes (on their waiters' stacks) are released
  *    and the tasklet woken.
  *  - Growth: a waiter whose request is not done after STUCK_NS (its timed
- *    wait's timeout) starts another worker when none is idle and requests
- *    are queued, up to service_max_threads; a tasklet's submit arms one
- *    shared timer on its stream that makes the same check STUCK_NS later.
- *    Workers beyond service_threads exit after IDLE_EXIT_NS idle.
+ *    wait's timeout) starts another worker when requests are queued, none
+ *    is idle and every worker has been inside its current call for over
+ *    BLOCKED_NS (blocked, not merely busy or preempted), up to
+ *    service_max_threads; a tasklet's submit arms one shared timer on its
+ *    stream that makes the same check STUCK_NS later. Workers beyond
+ *    service_threads park as soon as they are idle and exit after
+ *    IDLE_EXIT_NS.
  *  - Finalize: close refuses new requests (COEXEC_ECLOSED), cancels the
  *    queued ones, gives running ones GRACE_NS, then abandons the rest: their
  *    waiters get COEXEC_ECANCELED and their workers, detached, exit when
@@ -79,12 +82,16 @@ OBJ_CAST(coexec_request_t, struct request, rq_of)
  * starts another one; how long an extra worker idles before it exits; how
  * long finalize lets running calls finish. */
 #define STUCK_NS 200000ull
+/* A worker inside one call this long counts as blocked (a shorter stall
+ * is more likely a preemption, of the thread or of a VM's vCPU). */
+#define BLOCKED_NS 1000000ull
 #define MAX_WATCH_NS 100000000ull /* a waiter's checks, at the slowest */
 #define IDLE_EXIT_NS 50000000ull
 #define GRACE_NS 2000000000ull
 
 struct worker {
     pthread_t thread;
+    atom_u64_t since; /* when its current call started; 0 when idle */
     atom_u32_t lock;
     int abandoned;       /* under lock: finalize gave up on its call */
     struct request *cur; /* under lock */
@@ -235,7 +242,21 @@ static int worker_spawn_locked(int extra)
     return COEXEC_OK;
 }
 
-/* A request waits behind busy workers: start another if none is idle. */
+/* True when every worker is inside one call for over BLOCKED_NS: blocked
+ * in the kernel, not merely busy (qlock held). */
+static bool all_stuck_locked(void)
+{
+    uint64_t now = clock_now_ns();
+    for (struct worker *w = svc.workers; w; w = w->next) {
+        uint64_t t = atom_load_acq_u64(&w->since);
+        if (!t || now - t < BLOCKED_NS)
+            return false;
+    }
+    return true;
+}
+
+/* Requests wait: start another worker if every worker is stuck in a call
+ * (a worker that is merely busy, or preempted, frees up soon). */
 static void grow(void)
 {
     if (atom_load_acq_u32(&svc.nidle) || atom_load_acq_u32(&svc.closed))
@@ -243,7 +264,7 @@ static void grow(void)
     pthread_mutex_lock(&svc.qlock);
     if (!atom_load_rlx_u32(&svc.nidle) && svc.nthreads < svc.max &&
         !atom_load_rlx_u32(&svc.stop) &&
-        (svc.qhead || atom_load_rlx_ptr(&svc.inbox)))
+        (svc.qhead || atom_load_rlx_ptr(&svc.inbox)) && all_stuck_locked())
         IGNORE_RESULT(worker_spawn_locked(1));
     pthread_mutex_unlock(&svc.qlock);
 }
@@ -297,7 +318,9 @@ static void *worker_main(void *arg)
             if (idle_since)
                 atom_fsub_sc_u32(&svc.nidle, 1);
             idle_since = 0;
+            atom_store_rel_u64(&w->since, clock_now_ns());
             intptr_t v = r->fn(r->arg);
+            atom_store_rel_u64(&w->since, 0);
             spin_lock(&w->lock);
             if (w->abandoned) {
                 /* Finalize gave up on this call and owns nothing of ours
@@ -323,7 +346,8 @@ static void *worker_main(void *arg)
             idle_since = now;
             atom_fadd_sc_u32(&svc.nidle, 1);
         }
-        if (now - idle_since < svc.spin_ns) {
+        /* Extra workers park at once: they share a CPU with another. */
+        if (!w->extra && now - idle_since < svc.spin_ns) {
             cpu_relax();
             continue;
         }
