@@ -1,0 +1,525 @@
+/*
+ * src/pool/deque.c: the DEQUE pool kind: a Chase-Lev work-stealing deque
+ * with a locked side queue.
+ *
+ * Room plaque. The deque is a growable circular array of unit pointers
+ * indexed by two 64-bit counters: `bottom`, where the owner stream pushes
+ * and pops (LIFO: fork-join runs depth-first), and `top`, where thieves
+ * take the oldest unit with one compare-and-swap. The orderings are those
+ * of Le, Pop, Cohen and Zappa Nardelli, "Correct and Efficient
+ * Work-Stealing for Weak Memory Models" (PPoPP 2013), with the fences
+ * folded into the accesses, because TSan does not model fences: push
+ * publishes `bottom` with a release store (the paper: release fence, then
+ * relaxed store); the owner's take and a thief's steal order bottom against
+ * top with seq_cst accesses (the paper: relaxed accesses around a seq_cst
+ * fence), the Dekker pair that decides who gets the last unit. On x86-64
+ * that is one xchg in take and plain loads in steal (the paper's fences
+ * are an mfence in both); on AArch64 stlr/ldar. The counters only grow
+ * (no ABA: a thief's
+ * CAS on `top` fails if anyone took index `top` meanwhile), and their
+ * difference is read as signed.
+ *
+ * Who owns what:
+ *  - `owner` (set by coexec__deque_set_owner when a scheduler using the
+ *    pool starts on a stream): only that stream's thread pushes at and pops
+ *    from the bottom, writes `bottom`, the array slots, and `array` (grow).
+ *    One owner at a time: the runtime hands the pool over only once the
+ *    previous owner's scheduler has stopped using it.
+ *  - `top`: any thread, by CAS (thieves, non-owner pops, and the owner
+ *    when it takes the last unit).
+ *  - Arrays are never freed before fini: a grown-out array stays on the
+ *    `retired` list (under p->lock), so a thief that read the old pointer
+ *    still reads valid memory; its CAS then fails if the slot moved on.
+ *  - The side queue (`side_head`/`side_tail`, units linked through
+ *    u->next/u->prev) and `side_n` are guarded by p->lock. It takes every
+ *    push not made by the owner (remote wakes, creations from elsewhere),
+ *    every YIELD push (so a yielder goes behind the others), and units a
+ *    taker found it may not run (pool_may_take / pool_may_steal false):
+ *    those are never lost. The owner serves it when the deque is empty and
+ *    every SIDE_EVERY pops; thieves take from it when the deque is empty.
+ *  - p->size counts deque and side queue together with atomic adds: up
+ *    before a unit is published, down after it is taken, so it never reads
+ *    0 while a unit is queued.
+ *  - u->in_pool: set by the pusher before publishing, cleared by whoever
+ *    took the unit. Nobody reads it while another thread may write it:
+ *    remove() of a unit in the deque is the owner's alone and decides by
+ *    the slot's contents, a remote remove() only finds units in the side
+ *    queue, under the lock.
+ * Wakes: an owner push uses pool_wake_sleepers_relaxed (the owner runs the
+ * unit itself if no thief comes); a side-queue push wakes under the lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+#define DQ_INITIAL_CAP 64
+/* The owner serves its side queue at least once every SIDE_EVERY pops. */
+#define SIDE_EVERY 16
+/* How far a remove() or a thief looks into the side queue from each end. */
+#define SIDE_SCAN 32
+
+struct dq_array {
+    uint64_t mask;           /* capacity - 1; capacity a power of two */
+    struct dq_array *older;  /* retired list (p->lock) */
+    atom_ptr_t slot[];       /* struct coexec_unit_rec * */
+};
+
+struct deque {
+    /* Written by every taker (CAS). */
+    atom_u64_t top CACHE_ALIGNED;
+    /* Written by the owner, read by thieves. */
+    atom_u64_t bottom CACHE_ALIGNED;
+    atom_ptr_t array;  /* struct dq_array * */
+    atom_ptr_t owner;  /* struct coexec_xstream_rec * */
+    atom_u32_t tick;   /* owner pops since it last served the side queue */
+    bool steal_half;
+    /* Under p->lock. */
+    struct coexec_unit_rec *side_head CACHE_ALIGNED;
+    struct coexec_unit_rec *side_tail;
+    atom_u64_t side_n; /* read without the lock to skip an empty queue */
+    struct dq_array *retired;
+};
+
+/* steal_top's result when it lost a race (someone else made progress). */
+#define DQ_ABORT ((struct coexec_unit_rec *)1)
+
+static ALWAYS_INLINE struct deque *dq_of(struct coexec_pool_rec *p)
+{
+    return p->istate;
+}
+
+static ALWAYS_INLINE bool is_owner(struct deque *d,
+                                   struct coexec_xstream_rec *xs)
+{
+    return xs && xs == atom_load_rlx_ptr(&d->owner);
+}
+
+static struct dq_array *array_new(uint64_t cap)
+{
+    struct dq_array *a = malloc(sizeof *a + cap * sizeof a->slot[0]);
+    if (!a)
+        return NULL;
+    a->mask = cap - 1;
+    a->older = NULL;
+    for (uint64_t i = 0; i < cap; i++)
+        atom_store_rlx_ptr(&a->slot[i], NULL);
+    return a;
+}
+
+/* ---- side queue (p->lock held) ------------------------------------------ */
+
+static void side_link(struct deque *d, struct coexec_unit_rec *u)
+{
+    u->next = NULL;
+    u->prev = d->side_tail;
+    if (d->side_tail)
+        d->side_tail->next = u;
+    else
+        d->side_head = u;
+    d->side_tail = u;
+    atom_store_rlx_u64(&d->side_n, atom_load_rlx_u64(&d->side_n) + 1);
+}
+
+static void side_unlink(struct deque *d, struct coexec_unit_rec *u)
+{
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        d->side_head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    else
+        d->side_tail = u->prev;
+    u->next = u->prev = NULL;
+    u->in_pool = 0;
+    atom_store_rlx_u64(&d->side_n, atom_load_rlx_u64(&d->side_n) - 1);
+}
+
+/* Moves u, taken from the deque and still counted in p->size, to the side
+ * queue: its taker may not run it. */
+static void side_park(struct coexec_pool_rec *p, struct deque *d,
+                      struct coexec_unit_rec *u)
+{
+    pool_lock(p);
+    side_link(d, u);
+    pool_unlock(p);
+}
+
+/*
+ * The oldest side-queue unit xs may take (thief: may steal), or NULL. A
+ * thief looks at SIDE_SCAN units at most; a consumer scans the whole queue
+ * (a unit deep in it may be the only one this stream may run).
+ */
+static struct coexec_unit_rec *side_take(struct coexec_pool_rec *p,
+                                         struct deque *d,
+                                         struct coexec_xstream_rec *xs,
+                                         bool thief)
+{
+    if (atom_load_rlx_u64(&d->side_n) == 0)
+        return NULL;
+    pool_lock(p);
+    struct coexec_unit_rec *u = d->side_head;
+    for (int n = 0; u; u = u->next, n++) {
+        if (thief ? pool_may_steal(u, xs) : pool_may_take(u, xs))
+            break;
+        if (thief && n >= SIDE_SCAN) {
+            u = NULL;
+            break;
+        }
+    }
+    if (u)
+        side_unlink(d, u);
+    pool_unlock(p);
+    if (u)
+        atom_fsub_rlx_u64(&p->size, 1);
+    return u;
+}
+
+/* ---- the Chase-Lev deque -------------------------------------------------- */
+
+/* Owner: a bigger array holding the same units; NULL when out of memory. */
+static struct dq_array *grow(struct coexec_pool_rec *p, struct deque *d,
+                             struct dq_array *a, uint64_t t, uint64_t b)
+{
+    struct dq_array *na = array_new((a->mask + 1) * 2);
+    if (!na)
+        return NULL;
+    for (uint64_t i = t; i != b; i++)
+        atom_store_rlx_ptr(&na->slot[i & na->mask],
+                           atom_load_rlx_ptr(&a->slot[i & a->mask]));
+    pool_lock(p);
+    a->older = d->retired;
+    d->retired = a;
+    pool_unlock(p);
+    /* Release: a thief that reads the new array (acquire) sees its slots. */
+    atom_store_rel_ptr(&d->array, na);
+    return na;
+}
+
+/* Owner: queues u at the bottom; false when the array could not grow. */
+static bool push_bottom(struct coexec_pool_rec *p, struct deque *d,
+                        struct coexec_unit_rec *u)
+{
+    uint64_t b = atom_load_rlx_u64(&d->bottom);
+    /* Acquire: a slot is reused only after the thief that took it is done
+     * reading it (its CAS on top, seq_cst, released it). */
+    uint64_t t = atom_load_acq_u64(&d->top);
+    struct dq_array *a = atom_load_rlx_ptr(&d->array);
+    if (UNLIKELY((int64_t)(b - t) > (int64_t)a->mask)) {
+        a = grow(p, d, a, t, b);
+        if (!a)
+            return false;
+    }
+    atom_store_rlx_ptr(&a->slot[b & a->mask], u);
+    /* Release: pairs with the thief's acquire of bottom; the slot and
+     * everything the owner wrote to u before are visible with it. */
+    atom_store_rel_u64(&d->bottom, b + 1);
+    return true;
+}
+
+/* Owner: the newest unit, or NULL when the deque is empty. */
+static struct coexec_unit_rec *take_bottom(struct deque *d)
+{
+    uint64_t b = atom_load_rlx_u64(&d->bottom) - 1;
+    struct dq_array *a = atom_load_rlx_ptr(&d->array);
+    /* seq_cst store, then seq_cst load: a Dekker pair with the thieves'
+     * seq_cst loads of top, then bottom: either a thief sees the smaller
+     * bottom or we see its larger top. */
+    atom_store_sc_u64(&d->bottom, b);
+    uint64_t t = atom_load_sc_u64(&d->top);
+    if ((int64_t)(b - t) < 0) {
+        atom_store_rlx_u64(&d->bottom, b + 1); /* empty: undo */
+        return NULL;
+    }
+    struct coexec_unit_rec *u = atom_load_rlx_ptr(&a->slot[b & a->mask]);
+    if (b == t) {
+        /* The last unit: race the thieves for it on top. */
+        if (!atom_cas_sc_u64(&d->top, &t, t + 1))
+            u = NULL;
+        atom_store_rlx_u64(&d->bottom, b + 1);
+    }
+    return u;
+}
+
+/* Any thread: the oldest unit, NULL when empty, DQ_ABORT when another
+ * taker won the race for it. */
+static struct coexec_unit_rec *steal_top(struct deque *d)
+{
+    /* seq_cst loads (acquire too): see take_bottom. */
+    uint64_t t = atom_load_sc_u64(&d->top);
+    uint64_t b = atom_load_sc_u64(&d->bottom);
+    if ((int64_t)(b - t) <= 0)
+        return NULL;
+    /* Acquire: pairs with grow's release of a new array. */
+    struct dq_array *a = atom_load_acq_ptr(&d->array);
+    struct coexec_unit_rec *u = atom_load_rlx_ptr(&a->slot[t & a->mask]);
+    /* seq_cst: the one point where thieves and the owner's last-unit take
+     * agree on who got index t. */
+    if (!atom_cas_sc_u64(&d->top, &t, t + 1))
+        return DQ_ABORT;
+    return u;
+}
+
+/* Units in the deque part right now (a snapshot; any thread). */
+static uint64_t deque_len(struct deque *d)
+{
+    uint64_t t = atom_load_acq_u64(&d->top);
+    uint64_t b = atom_load_acq_u64(&d->bottom);
+    int64_t n = (int64_t)(b - t);
+    return n > 0 ? (uint64_t)n : 0;
+}
+
+/*
+ * Non-owner: the oldest deque unit that passes the check (thief: may
+ * steal; consumer: may take). Units refused go to the side queue.
+ */
+static struct coexec_unit_rec *take_top(struct coexec_pool_rec *p,
+                                        struct deque *d,
+                                        struct coexec_xstream_rec *xs,
+                                        bool thief)
+{
+    for (;;) {
+        struct coexec_unit_rec *u = steal_top(d);
+        if (u == DQ_ABORT) {
+            cpu_relax();
+            continue;
+        }
+        if (!u)
+            return NULL;
+        if (LIKELY(thief ? pool_may_steal(u, xs) : pool_may_take(u, xs)))
+            return u;
+        side_park(p, d, u);
+    }
+}
+
+/* ---- the pool_impl entries -------------------------------------------------- */
+
+static void dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                    int how)
+{
+    struct deque *d = dq_of(p);
+    u->in_pool = INPOOL_LIST;
+    if (how != PUSH_YIELD && is_owner(d, coexec__xs_self())) {
+        /* Up before the unit is published: a taker's decrement follows. */
+        atom_fadd_rlx_u64(&p->size, 1);
+        if (LIKELY(push_bottom(p, d, u))) {
+            pool_wake_sleepers_relaxed(p);
+            return;
+        }
+        /* Out of memory for a bigger array: the side queue needs none. */
+        atom_fsub_rlx_u64(&p->size, 1);
+    }
+    pool_lock(p);
+    side_link(d, u);
+    atom_fadd_rlx_u64(&p->size, 1);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_locked(p);
+    pool_unlock(p);
+}
+
+static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
+                                      struct coexec_xstream_rec *xs)
+{
+    struct deque *d = dq_of(p);
+    struct coexec_unit_rec *u;
+    if (!is_owner(d, xs)) {
+        /* Another consumer (a second scheduler, an external thread): the
+         * oldest units, like a thief, but anything it may run. */
+        u = take_top(p, d, xs, false);
+        if (u) {
+            u->in_pool = 0;
+            atom_fsub_rlx_u64(&p->size, 1);
+            return u;
+        }
+        return side_take(p, d, xs, false);
+    }
+    /* The owner's own tick: relaxed load and store, no locked operation. */
+    uint32_t tick = atom_load_rlx_u32(&d->tick) + 1;
+    if (UNLIKELY(tick >= SIDE_EVERY) && atom_load_rlx_u64(&d->side_n)) {
+        atom_store_rlx_u32(&d->tick, 0);
+        if ((u = side_take(p, d, xs, false)) != NULL)
+            return u;
+    } else {
+        atom_store_rlx_u32(&d->tick, tick);
+    }
+    while ((u = take_bottom(d)) != NULL) {
+        if (LIKELY(pool_may_take(u, xs))) {
+            u->in_pool = 0;
+            atom_fsub_rlx_u64(&p->size, 1);
+            return u;
+        }
+        side_park(p, d, u); /* bound elsewhere: its stream takes it there */
+    }
+    atom_store_rlx_u32(&d->tick, 0);
+    return side_take(p, d, xs, false);
+}
+
+static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+{
+    struct deque *d = dq_of(p);
+    if (is_owner(d, coexec__xs_self())) {
+        /* Only the bottom unit: the owner wrote every slot, so reading
+         * them races with nobody. */
+        uint64_t b = atom_load_rlx_u64(&d->bottom);
+        uint64_t t = atom_load_acq_u64(&d->top);
+        struct dq_array *a = atom_load_rlx_ptr(&d->array);
+        if ((int64_t)(b - 1 - t) >= 0 &&
+            atom_load_rlx_ptr(&a->slot[(b - 1) & a->mask]) == u) {
+            struct coexec_unit_rec *got = take_bottom(d);
+            if (got != u)
+                return false; /* a thief was faster */
+            /* Ours now, so its run flags are safe to read. */
+            if (UNLIKELY(u->rflags & RF_STARTED)) {
+                if (!push_bottom(p, d, u))
+                    side_park(p, d, u);
+                return false;
+            }
+            u->in_pool = 0;
+            atom_fsub_rlx_u64(&p->size, 1);
+            return true;
+        }
+    }
+    if (atom_load_rlx_u64(&d->side_n) == 0)
+        return false;
+    /* The side queue, under its lock: a bounded look from both ends (a
+     * joiner usually wants the newest or the oldest unit; false is always
+     * a correct answer, the joiner then waits instead). */
+    bool ok = false;
+    pool_lock(p);
+    struct coexec_unit_rec *h = d->side_head, *t = d->side_tail;
+    for (int n = 0; n < SIDE_SCAN && h && !ok; n++) {
+        ok = h == u || t == u;
+        h = h->next;
+        t = t->prev;
+    }
+    /* RF_STARTED was set before the push that queued u here, under this
+     * lock (or before a taker moved it here, under this lock). */
+    if (ok && !(u->rflags & RF_STARTED))
+        side_unlink(d, u);
+    else
+        ok = false;
+    pool_unlock(p);
+    if (ok)
+        atom_fsub_rlx_u64(&p->size, 1);
+    return ok;
+}
+
+static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
+                                        struct coexec_xstream_rec *xs,
+                                        struct coexec_pool_rec *into)
+{
+    struct deque *d = dq_of(p);
+    uint64_t avail = deque_len(d);
+    struct coexec_unit_rec *u = take_top(p, d, xs, true);
+    if (!u) {
+        /* Nothing in the deque: the side queue's oldest. */
+        return side_take(p, d, xs, true);
+    }
+    u->in_pool = 0;
+    atom_fsub_rlx_u64(&p->size, 1);
+    if (!d->steal_half || !into)
+        return u;
+    /* Half of what was there: this one and avail / 2 - 1 more, into the
+     * thief's pool. A lost race ends it (others are busy with the deque). */
+    for (uint64_t k = 1; k < avail / 2; k++) {
+        struct coexec_unit_rec *x = steal_top(d);
+        if (!x || x == DQ_ABORT)
+            break;
+        if (!pool_may_steal(x, xs)) {
+            side_park(p, d, x);
+            continue;
+        }
+        x->in_pool = 0;
+        atom_fsub_rlx_u64(&p->size, 1);
+        coexec__pool_push(into, x, PUSH_NEW);
+    }
+    return u;
+}
+
+static struct coexec_unit_rec *dq_drain(struct coexec_pool_rec *p)
+{
+    struct deque *d = dq_of(p);
+    struct coexec_unit_rec *first = NULL, *last = NULL;
+    uint64_t n = 0;
+    for (;;) {
+        struct coexec_unit_rec *u = steal_top(d);
+        if (u == DQ_ABORT)
+            continue;
+        if (!u)
+            break;
+        u->in_pool = 0;
+        u->next = NULL;
+        if (last)
+            last->next = u;
+        else
+            first = u;
+        last = u;
+        n++;
+    }
+    pool_lock(p);
+    for (struct coexec_unit_rec *u = d->side_head; u; u = u->next) {
+        u->in_pool = 0;
+        n++;
+    }
+    if (last)
+        last->next = d->side_head;
+    else
+        first = d->side_head;
+    d->side_head = d->side_tail = NULL;
+    atom_store_rlx_u64(&d->side_n, 0);
+    pool_unlock(p);
+    if (n)
+        atom_fsub_rlx_u64(&p->size, n);
+    return first;
+}
+
+static void dq_fini(struct coexec_pool_rec *p)
+{
+    struct deque *d = dq_of(p);
+    struct dq_array *a = atom_load_rlx_ptr(&d->array);
+    free(a);
+    for (a = d->retired; a;) {
+        struct dq_array *n = a->older;
+        free(a);
+        a = n;
+    }
+    free(d);
+    p->istate = NULL;
+}
+
+static const struct pool_impl deque_impl = {
+    .push = dq_push,
+    .pop = dq_pop,
+    .remove = dq_remove,
+    .steal = dq_steal,
+    .drain = dq_drain,
+    .fini = dq_fini,
+};
+
+int coexec__deque_init(struct coexec_pool_rec *p, bool steal_half)
+{
+    struct deque *d = aligned_alloc(CACHE_LINE, sizeof *d);
+    if (!d)
+        return COEXEC_ENOMEM;
+    memset(d, 0, sizeof *d);
+    struct dq_array *a = array_new(DQ_INITIAL_CAP);
+    if (!a) {
+        free(d);
+        return COEXEC_ENOMEM;
+    }
+    atom_store_rlx_ptr(&d->array, a);
+    d->steal_half = steal_half;
+    p->istate = d;
+    p->impl = &deque_impl;
+    return COEXEC_OK;
+}
+
+void coexec__deque_set_owner(struct coexec_pool_rec *p,
+                             struct coexec_xstream_rec *xs)
+{
+    struct deque *d = dq_of(p);
+    /* Release: the new owner's first bottom operations come after
+     * everything the runtime did to hand the pool over. */
+    atom_store_rel_ptr(&d->owner, xs);
+}

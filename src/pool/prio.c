@@ -1,0 +1,315 @@
+/*
+ * src/pool/prio.c: the PRIO pool kind: N priority levels with aging.
+ *
+ * Room plaque. A unit is queued at level min(unit_prio(u), levels - 1) at
+ * the time of its push (a later coexec_unit_set_priority applies from the
+ * next push); a higher level is more urgent. Each level is a FIFO,
+ * doubly-linked through u->next/u->prev, so remove() of a queued unit (join
+ * in place) is O(1). `nonempty` has bit l set while level l holds units:
+ * pop finds the most urgent level with one count-leading-zeros, a thief the
+ * least urgent one with count-trailing-zeros.
+ *
+ * Aging: `clock` counts the units pop handed out; a level's `since` is the
+ * clock when it last became non-empty or was last served. A non-empty level
+ * is due once clock - since >= aging, i.e. it has been passed over for
+ * `aging` pops; pop then serves the due level that has waited longest
+ * (ties: the more urgent), and serving it restarts its wait. So with k
+ * levels due at once they are served in turn, each within aging + k pops
+ * of its last service, while the most urgent level still gets the other
+ * pops. `next_due` is a lower bound of the clock at which some level can be
+ * due, so the common pop does one compare and no scan. aging == 0 turns
+ * aging off (strict priority).
+ *
+ * Ownership: every field of the state, and u->next/prev/in_pool of queued
+ * units, are guarded by p->lock; a PRIV pool (!p->shared) takes no lock,
+ * its one thread owns them. p->size is written under the same lock (a
+ * relaxed store) and read by anyone. A push wakes parked schedulers in the
+ * same lock hold, which orders it against coexec__pool_sleep_register.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+#define PRIO_MAX_LEVELS 64
+
+struct prio_level {
+    struct coexec_unit_rec *head; /* oldest: served first */
+    struct coexec_unit_rec *tail; /* newest */
+    uint64_t since;               /* clock at last service or fill */
+};
+
+struct prio_state {
+    uint64_t nonempty; /* bit l: level l holds units */
+    uint64_t clock;    /* units popped so far */
+    uint64_t next_due; /* no level is due before this clock value */
+    unsigned levels;
+    unsigned aging; /* 0: strict priority */
+    struct prio_level lv[];
+};
+
+static ALWAYS_INLINE struct prio_state *st_of(struct coexec_pool_rec *p)
+{
+    return p->istate;
+}
+
+static ALWAYS_INLINE void prio_lock(struct coexec_pool_rec *p)
+{
+    if (p->shared)
+        pool_lock(p);
+}
+
+static ALWAYS_INLINE void prio_unlock(struct coexec_pool_rec *p)
+{
+    if (p->shared)
+        pool_unlock(p);
+}
+
+static ALWAYS_INLINE void size_add(struct coexec_pool_rec *p, int64_t d)
+{
+    /* Written under the lock only: a relaxed read-add-store is exact. */
+    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + (uint64_t)d);
+}
+
+static ALWAYS_INLINE int top_level(uint64_t mask)
+{
+    return 63 - __builtin_clzll(mask);
+}
+
+/* The level whose head or tail u is (u is queued here and is one of them):
+ * a short scan of the non-empty levels, needed only at the list ends. */
+static int level_of_end(struct prio_state *st, struct coexec_unit_rec *u)
+{
+    for (uint64_t m = st->nonempty; m; m &= m - 1) {
+        int l = __builtin_ctzll(m);
+        if (st->lv[l].head == u || st->lv[l].tail == u)
+            return l;
+    }
+    return -1;
+}
+
+/* Unlinks u from level l (l < 0: find it; only needed when u is at an end). */
+static ALWAYS_INLINE void level_unlink(struct coexec_pool_rec *p,
+                                       struct prio_state *st, int l,
+                                       struct coexec_unit_rec *u)
+{
+    if ((!u->prev || !u->next) && l < 0)
+        l = level_of_end(st, u);
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        st->lv[l].head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    else
+        st->lv[l].tail = u->prev;
+    if (!u->prev && !u->next)
+        st->nonempty &= ~(1ull << l);
+    u->next = u->prev = NULL;
+    u->in_pool = 0;
+    size_add(p, -1);
+}
+
+static void prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                      int how)
+{
+    (void)how; /* NEW, YIELD and WAKE all go to the tail of their level */
+    struct prio_state *st = st_of(p);
+    unsigned l = unit_prio(u);
+    if (l >= st->levels)
+        l = st->levels - 1;
+    prio_lock(p);
+    struct prio_level *lv = &st->lv[l];
+    u->next = NULL;
+    u->prev = lv->tail;
+    if (lv->tail) {
+        lv->tail->next = u;
+    } else {
+        lv->head = u;
+        st->nonempty |= 1ull << l;
+        /* It starts waiting now. */
+        lv->since = st->clock;
+        if (st->aging && st->clock + st->aging < st->next_due)
+            st->next_due = st->clock + st->aging;
+    }
+    lv->tail = u;
+    u->in_pool = INPOOL_LIST;
+    size_add(p, 1);
+    if (p->shared && UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_locked(p);
+    prio_unlock(p);
+}
+
+/*
+ * The due level that has waited longest (ties: the more urgent), or -1;
+ * recomputes next_due from every non-empty level on the way.
+ */
+static int due_level(struct prio_state *st)
+{
+    int best = -1;
+    uint64_t best_since = 0, min_since = UINT64_MAX;
+    for (uint64_t m = st->nonempty; m; m &= m - 1) {
+        int l = __builtin_ctzll(m);
+        uint64_t s = st->lv[l].since;
+        if (s < min_since)
+            min_since = s;
+        /* Levels come least urgent first: <= lets a more urgent tie win. */
+        if (st->clock - s >= st->aging && (best < 0 || s <= best_since)) {
+            best = l;
+            best_since = s;
+        }
+    }
+    st->next_due = min_since == UINT64_MAX ? UINT64_MAX
+                                           : min_since + st->aging;
+    return best;
+}
+
+/* The first unit of level l that xs may take, or NULL. */
+static ALWAYS_INLINE struct coexec_unit_rec *
+level_first(struct prio_state *st, int l, struct coexec_xstream_rec *xs)
+{
+    struct coexec_unit_rec *u = st->lv[l].head;
+    while (UNLIKELY(u && !pool_may_take(u, xs)))
+        u = u->next;
+    return u;
+}
+
+/* Hands u (at level l) out as the next popped unit. */
+static ALWAYS_INLINE void serve(struct coexec_pool_rec *p,
+                                struct prio_state *st, int l,
+                                struct coexec_unit_rec *u)
+{
+    level_unlink(p, st, l, u);
+    st->clock++;
+    st->lv[l].since = st->clock;
+}
+
+static struct coexec_unit_rec *take(struct coexec_pool_rec *p,
+                                    struct prio_state *st,
+                                    struct coexec_xstream_rec *xs)
+{
+    if (!st->nonempty)
+        return NULL;
+    struct coexec_unit_rec *u;
+    if (st->aging && UNLIKELY(st->clock >= st->next_due)) {
+        int l = due_level(st);
+        if (l >= 0 && (u = level_first(st, l, xs)) != NULL) {
+            serve(p, st, l, u);
+            return u;
+        }
+    }
+    for (uint64_t m = st->nonempty; m;) {
+        int l = top_level(m);
+        if ((u = level_first(st, l, xs)) != NULL) {
+            serve(p, st, l, u);
+            return u;
+        }
+        m &= ~(1ull << l);
+    }
+    return NULL;
+}
+
+static struct coexec_unit_rec *prio_pop(struct coexec_pool_rec *p,
+                                        struct coexec_xstream_rec *xs)
+{
+    if (atom_load_rlx_u64(&p->size) == 0)
+        return NULL;
+    struct prio_state *st = st_of(p);
+    prio_lock(p);
+    struct coexec_unit_rec *u = take(p, st, xs);
+    prio_unlock(p);
+    return u;
+}
+
+static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+{
+    struct prio_state *st = st_of(p);
+    prio_lock(p);
+    /* RF_STARTED is read under the lock that the runner's later push
+     * released (as in coexec__pool_remove). */
+    bool ok = u->in_pool == INPOOL_LIST && unit_pool(u) == p &&
+              !(u->rflags & RF_STARTED);
+    if (ok)
+        level_unlink(p, st, -1, u);
+    prio_unlock(p);
+    return ok;
+}
+
+/* A thief takes the oldest unit of the least urgent level it may steal. */
+static struct coexec_unit_rec *prio_steal(struct coexec_pool_rec *p,
+                                          struct coexec_xstream_rec *xs,
+                                          struct coexec_pool_rec *into)
+{
+    (void)into;
+    if (!p->shared || atom_load_rlx_u64(&p->size) == 0)
+        return NULL;
+    struct prio_state *st = st_of(p);
+    struct coexec_unit_rec *u = NULL;
+    pool_lock(p);
+    for (uint64_t m = st->nonempty; m && !u; m &= m - 1) {
+        int l = __builtin_ctzll(m);
+        for (u = st->lv[l].head; u && !pool_may_steal(u, xs); u = u->next)
+            ;
+        if (u)
+            level_unlink(p, st, l, u);
+    }
+    pool_unlock(p);
+    return u;
+}
+
+static struct coexec_unit_rec *prio_drain(struct coexec_pool_rec *p)
+{
+    struct prio_state *st = st_of(p);
+    struct coexec_unit_rec *first = NULL, *last = NULL;
+    prio_lock(p);
+    /* Most urgent first, FIFO within a level: the order pop would give
+     * without aging. */
+    for (uint64_t m = st->nonempty; m;) {
+        int l = top_level(m);
+        m &= ~(1ull << l);
+        for (struct coexec_unit_rec *u = st->lv[l].head; u; u = u->next)
+            u->in_pool = 0;
+        if (last)
+            last->next = st->lv[l].head;
+        else
+            first = st->lv[l].head;
+        last = st->lv[l].tail;
+        st->lv[l].head = st->lv[l].tail = NULL;
+    }
+    st->nonempty = 0;
+    st->next_due = UINT64_MAX;
+    atom_store_rlx_u64(&p->size, 0);
+    prio_unlock(p);
+    return first;
+}
+
+static void prio_fini(struct coexec_pool_rec *p)
+{
+    free(p->istate);
+    p->istate = NULL;
+}
+
+static const struct pool_impl prio_impl = {
+    .push = prio_push,
+    .pop = prio_pop,
+    .remove = prio_remove,
+    .steal = prio_steal,
+    .drain = prio_drain,
+    .fini = prio_fini,
+};
+
+int coexec__prio_init(struct coexec_pool_rec *p, int levels, unsigned aging)
+{
+    if (levels < 1 || levels > PRIO_MAX_LEVELS)
+        return COEXEC_EINVAL;
+    struct prio_state *st =
+        calloc(1, sizeof *st + (size_t)levels * sizeof st->lv[0]);
+    if (!st)
+        return COEXEC_ENOMEM;
+    st->levels = (unsigned)levels;
+    st->aging = aging;
+    st->next_due = UINT64_MAX;
+    p->istate = st;
+    p->impl = &prio_impl;
+    return COEXEC_OK;
+}
