@@ -5,6 +5,25 @@
  * unit that yields is queued behind every other unit of its pool, so yield
  * is fair; stealing takes the unit the owner would take last.
  *
+ * PRIO: N priority levels (coexec_pool_config_t.levels, default 8). A unit
+ * is queued at the level of its priority (coexec_unit_set_priority, clamped
+ * to levels - 1; higher is more urgent) and pop serves the most urgent
+ * non-empty level, FIFO within a level. Aging: a non-empty level that has
+ * been passed over for `aging` pops (default 64) is served next, so no unit
+ * starves under a constant stream of more urgent work.
+ *
+ * DEQUE: a work-stealing deque. The stream whose scheduler uses it (its
+ * owner) pushes and pops at one end without locked instructions on the
+ * push; thieves (stealing schedulers, coexec_pool_steal) take from the
+ * other end, one unit or, with steal_half, half of what is queued. Pushes
+ * from other threads (remote wakes, creation from elsewhere) and yields go
+ * to a side queue the owner serves too. Its access mode is MPMC by nature.
+ *
+ * USER: a pool whose operations the caller provides in a coexec_pool_ops_t
+ * (coexec_pool_create_user). It may wrap built-in pools: inside its push
+ * and pop operations, coexec_pool_push / coexec_pool_pop on an inner pool
+ * keep the unit's home in the user pool.
+ *
  * Access modes say who may push and pop: PRIV (one thread does both, with no
  * atomic read-modify-write at all), SPSC, MPSC, SPMC, MPMC. "Single" means
  * one thread for the life of the pool: the first thread that pushes (pops)
@@ -22,7 +41,10 @@
 
 typedef enum coexec_pool_kind {
     COEXEC_POOL_FIFO = 0,
-    COEXEC_POOL_LIFO = 1
+    COEXEC_POOL_LIFO = 1,
+    COEXEC_POOL_PRIO = 2,
+    COEXEC_POOL_DEQUE = 3,
+    COEXEC_POOL_USER = 4 /* reported by get_info; made by _create_user */
 } coexec_pool_kind_t;
 
 typedef enum coexec_pool_access {
@@ -33,7 +55,61 @@ typedef enum coexec_pool_access {
     COEXEC_ACCESS_MPMC = 4
 } coexec_pool_access_t;
 
+/* Tuning of coexec_pool_create_ex. */
+typedef struct coexec_pool_config {
+    size_t size;      /* sizeof(coexec_pool_config_t); set by _init */
+    int levels;       /* PRIO: priority levels, 1..64 (default 8) */
+    unsigned aging;   /* PRIO: pops a waiting level may be passed over
+                         (default 64; 0 = strict priority, no aging) */
+    int steal_half;   /* DEQUE: a steal takes half the queued units */
+} coexec_pool_config_t;
+
+/* Why a unit is pushed (the hint a user pool's push receives). */
+typedef enum coexec_push_kind {
+    COEXEC_PUSH_NEW = 0,   /* created, or pushed by coexec_pool_push */
+    COEXEC_PUSH_YIELD = 1, /* it yielded: serve the others first */
+    COEXEC_PUSH_WAKE = 2   /* it was parked and has been woken */
+} coexec_push_kind_t;
+
+/*
+ * The operations of a user-defined pool. Units are handed over as handles;
+ * the pool stores them however it likes and must itself be as thread-safe
+ * as its access mode says (the runtime takes no lock around these calls).
+ * The functions run on the calling unit's or scheduler's stack and must not
+ * block or switch. Optional entries may be NULL.
+ */
+typedef struct coexec_pool_ops {
+    size_t size; /* sizeof(coexec_pool_ops_t): lets the table grow */
+    /* Optional: makes the pool's state (*state) from arg; non-zero fails
+     * coexec_pool_create_user with that code. */
+    int (*init)(coexec_pool_t pool, void *arg, void **state);
+    /* Optional: frees the state (the pool is empty). */
+    void (*free)(void *state);
+    /* Required: queues unit. */
+    void (*push)(void *state, coexec_unit_t unit, coexec_push_kind_t kind);
+    /* Required: takes the next unit, or returns the null handle. */
+    coexec_unit_t (*pop)(void *state);
+    /* Optional: takes up to max units into out; returns how many. */
+    size_t (*pop_many)(void *state, coexec_unit_t *out, size_t max);
+    /* Optional: takes unit out if it is queued here; 1 if it did. A pool
+     * without remove never lets a joiner run a queued unit in place. */
+    int (*remove)(void *state, coexec_unit_t unit);
+    /* Required: the number of queued units. */
+    size_t (*get_size)(void *state);
+    /* Optional: takes a unit for another stream (thieves); NULL: thieves
+     * never take from this pool. */
+    coexec_unit_t (*steal)(void *state);
+} coexec_pool_ops_t;
+
 COEXEC_BEGIN_DECLS
+
+/*
+ * Fills cfg with the defaults (8 levels, aging 64, steal one).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL if cfg is NULL.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_pool_config_init(coexec_pool_config_t *cfg);
 
 /*
  * Creates an empty pool.
@@ -44,6 +120,40 @@ COEXEC_BEGIN_DECLS
 COEXEC_API COEXEC_NODISCARD int coexec_pool_create(coexec_pool_kind_t kind,
                                                    coexec_pool_access_t access,
                                                    coexec_pool_t *out);
+
+/*
+ * Creates an empty pool of any built-in kind (FIFO, LIFO, PRIO, DEQUE) with
+ * its tuning; cfg may be NULL (defaults). A DEQUE pool is always MPMC.
+ * Context: any thread while the runtime runs. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (bad kind, access or cfg field, out
+ * NULL); COEXEC_ENOMEM; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_pool_create_ex(coexec_pool_kind_t kind, coexec_pool_access_t access,
+                      const coexec_pool_config_t *cfg, coexec_pool_t *out);
+
+/*
+ * Creates a user-defined pool driven by ops (copied; ops->size tells which
+ * entries the caller knows of). arg goes to ops->init. The access mode is
+ * checked by the runtime (debug builds) like a built-in pool's.
+ * Context: any thread while the runtime runs. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (ops or out NULL, ops->size too small,
+ * push/pop/get_size missing, bad access); COEXEC_ENOMEM; what ops->init
+ * returned; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_pool_create_user(const coexec_pool_ops_t *ops,
+                        coexec_pool_access_t access, void *arg,
+                        coexec_pool_t *out);
+
+/*
+ * The state a user pool's init made (NULL for built-in pools).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL); COEXEC_EHANDLE;
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_pool_get_data(coexec_pool_t pool,
+                                                     void **out);
 
 /*
  * Frees an empty pool that no scheduler uses and clears *pool.
@@ -80,6 +190,33 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_pop(coexec_pool_t pool,
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
  */
+/*
+ * Takes a unit from pool for the calling stream the way a thief does (the
+ * end the owner reaches last; pinned units are never taken). *out is the
+ * null handle when there is nothing to take or the pool cannot be stolen
+ * from. The unit then belongs to no pool, as after coexec_pool_pop.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK (also when nothing was taken); COEXEC_EINVAL;
+ * COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_pool_steal(coexec_pool_t pool,
+                                                  coexec_unit_t *out);
+
+/*
+ * Makes sched a unit of pool: when a scheduler pops it, sched runs (on that
+ * stream, on a stack of its own) until its pools are empty or event_freq
+ * units have run, then yields back to the scheduler that ran it. It
+ * finishes, and leaves pool for good, once coexec_sched_finish was called
+ * (or the stream it runs on is asked to stop) and its pools are empty.
+ * A scheduler is a unit of one pool at a time and may not be a stream's
+ * main scheduler meanwhile.
+ * Context: any thread the access mode allows. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE (bad pool or sched); COEXEC_EBUSY
+ * (sched in use); COEXEC_EACCESS; COEXEC_ENOMEM; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_pool_add_sched(coexec_pool_t pool,
+                                                      coexec_sched_t sched);
+
 COEXEC_API COEXEC_NODISCARD int coexec_pool_get_size(coexec_pool_t pool,
                                                      size_t *size);
 

@@ -8,7 +8,8 @@
  *
  *   COEXEC_NUM_XSTREAMS   streams started by init, the primary included (>= 1)
  *   COEXEC_STACK_SIZE     default ULT stack, bytes; K/M/G suffixes accepted
- *   COEXEC_SCHED          main scheduler of each stream: basic | basic_wait
+ *   COEXEC_SCHED          main scheduler of each stream: basic | basic_wait |
+ *                         prio | randws (randws: the work-stealing setup)
  *   COEXEC_EVENT_FREQ     scheduler iterations between event checks (>= 1)
  *   COEXEC_AFFINITY       1 = pin streams to cores (hwloc), 0 = do not
  *   COEXEC_IDLE_SPIN_US   basic_wait: microseconds an idle stream spins
@@ -34,9 +35,25 @@
 #include "types.h"
 
 typedef enum coexec_sched_kind {
-    COEXEC_SCHED_BASIC = 0,     /* takes from its pools in order; spins */
-    COEXEC_SCHED_BASIC_WAIT = 1 /* the same; parks when every pool is empty */
+    COEXEC_SCHED_BASIC = 0,      /* takes from its pools in order; spins */
+    COEXEC_SCHED_BASIC_WAIT = 1, /* the same; parks when every pool is empty */
+    COEXEC_SCHED_PRIO = 2,       /* pools in priority order, with aging */
+    COEXEC_SCHED_RANDWS = 3,     /* own pool, then random victims (nearer
+                                    first); parks when there is no work */
+    COEXEC_SCHED_USER = 4        /* made by coexec_sched_create_user */
 } coexec_sched_kind_t;
+
+/* The service stream's path for file I/O (coexec/service.h). */
+typedef enum coexec_service_io {
+    /* io_uring where the kernel allows it (and libcoexec was built with
+     * liburing), else the service threads, silently. */
+    COEXEC_SERVICE_IO_AUTO = 0,
+    /* io_uring; where it cannot be had, the service threads, with one
+     * warning on stderr (init does not fail). */
+    COEXEC_SERVICE_IO_URING = 1,
+    /* the service threads only. */
+    COEXEC_SERVICE_IO_THREADS = 2
+} coexec_service_io_t;
 
 typedef struct coexec_config {
     size_t size;                    /* sizeof(coexec_config_t); set by _init */

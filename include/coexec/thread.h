@@ -38,6 +38,8 @@ typedef struct coexec_thread_attr {
     void *stack;       /* a stack the caller provides (stack_size bytes,
                           16-byte aligned, kept alive until the ULT is freed),
                           or NULL */
+    int priority;      /* PRIO pools: higher is more urgent (default 0) */
+    int pinned;        /* 1 = never stolen nor migrated (default 0) */
 } coexec_thread_attr_t;
 
 COEXEC_BEGIN_DECLS
@@ -162,6 +164,92 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_resume(coexec_thread_t t);
  * take the unit check it).
  * Context: any thread. Switches: never. Cannot fail.
  */
+/*
+ * Creates a ULT in pool and runs it at once, child first: the caller goes
+ * back to its own pool (at the end its scheduler takes next, where thieves
+ * may take it) and resumes when a scheduler picks it again. out may be
+ * NULL (detached). attr as for coexec_thread_create.
+ * Context: a ULT. Switches: always (to the child).
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EACCESS;
+ * COEXEC_ENOMEM; COEXEC_ECONTEXT (not a ULT, or a bound ULT such as the
+ * primary's main ULT: it cannot leave its stream's pool for a child);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_thread_create_child_first(coexec_pool_t pool, coexec_thread_fn_t fn,
+                                 void *arg, const coexec_thread_attr_t *attr,
+                                 coexec_thread_t *out);
+
+/*
+ * Switches the calling ULT directly to t, a ready ULT queued in a pool the
+ * caller's stream may take from; the caller goes back to its pool at the
+ * yield end. No scheduler runs in between.
+ * Context: a ULT. Switches: always (to t).
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (t is the caller);
+ * COEXEC_ESTATE (t is not queued and ready: running, parked, finished, or
+ * held by a pool that cannot give it up); COEXEC_EPERM (t is bound to
+ * another stream); COEXEC_ECONTEXT; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_yield_to(coexec_thread_t t);
+
+/*
+ * Moves ULT t to pool. The caller itself moves at once (it yields into
+ * pool and resumes wherever pool is served). A queued t moves at once; a
+ * running or parked t moves when it next yields or is woken.
+ * Context: any thread; a ULT for itself. Switches: only when t is the
+ * caller.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM (t is pinned, or bound
+ * to its stream like the primary's main ULT); COEXEC_ESTATE (t finished);
+ * COEXEC_EACCESS; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_migrate_to(coexec_thread_t t,
+                                                         coexec_pool_t pool);
+
+/*
+ * Moves ULT t to xs: to the pool its main scheduler gives migrating units
+ * (its first pool unless a user scheduler says otherwise). Until t has run
+ * on xs once, no other stream steals it, so t observes its new stream.
+ * Context, Switches and Returns: as coexec_thread_migrate_to; also
+ * COEXEC_ESTATE when xs is stopping.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_thread_migrate_to_xstream(coexec_thread_t t, coexec_xstream_t xs);
+
+/*
+ * Sets or clears t's pinned flag: a pinned unit is never stolen and
+ * refuses migration (it still runs on whatever stream pops its pool).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_unit_set_pinned(coexec_unit_t unit,
+                                                       int pinned);
+COEXEC_API COEXEC_NODISCARD int coexec_unit_get_pinned(coexec_unit_t unit,
+                                                       int *pinned);
+
+/*
+ * Sets a unit's priority (PRIO pools: higher is more urgent; clamped to
+ * the pool's levels). It applies from the unit's next push.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (priority < 0 or > 65535, out NULL);
+ * COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_unit_set_priority(coexec_unit_t unit,
+                                                         int priority);
+COEXEC_API COEXEC_NODISCARD int coexec_unit_get_priority(coexec_unit_t unit,
+                                                         int *priority);
+
+/*
+ * The argument a unit was created with, and its kind (1 for a ULT, 0 for
+ * a tasklet): what a user pool or scheduler may look at to order units.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL); COEXEC_EHANDLE;
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_unit_get_arg(coexec_unit_t unit,
+                                                    void **arg);
+COEXEC_API COEXEC_NODISCARD int coexec_unit_is_thread(coexec_unit_t unit,
+                                                      int *is_thread);
+
 COEXEC_API coexec_unit_t coexec_thread_unit(coexec_thread_t t);
 COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k);
 

@@ -10,7 +10,10 @@
  * MPMC LIFO pool of its own (newest unit first, so fork-join code runs
  * depth-first; a yielding unit goes behind the others) and the configured
  * main scheduler with stealing on: when its own pool is empty it takes the
- * oldest unit from the default pools of the other streams.
+ * oldest unit from the default pools of the other streams. With the RANDWS
+ * kind configured (COEXEC_SCHED=randws), the work-stealing setup: the
+ * default pool is a DEQUE and the RANDWS scheduler steals from the other
+ * streams' default pools, picked at random, nearer ones first.
  *
  * Placement: stream k goes on the k-th core of the process's own CPU binding
  * (so MPI ranks bound to different cores stay apart); with more streams
@@ -141,6 +144,22 @@ COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_cpu(coexec_xstream_t xs,
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_main_sched(coexec_xstream_t xs, coexec_sched_t *out);
+
+/*
+ * Replaces the main scheduler of xs (which must not be in use elsewhere).
+ * The switch happens at xs's next event check (within event_freq units, or
+ * at once when xs is idle); the call does not wait for it. Units queued in
+ * a pool of the old scheduler that the new one does not take from, and
+ * that no other running scheduler serves, move to the new scheduler's
+ * first pool, and so do units that later return to such a pool: none is
+ * lost. The old scheduler is then free to be freed or reused.
+ * Context: any thread (also a unit running on xs). Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE (bad xs or sched); COEXEC_EBUSY
+ * (sched in use, or stacked); COEXEC_ESTATE (xs is stopping or joined);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_set_main_sched(coexec_xstream_t xs, coexec_sched_t sched);
 
 /*
  * The first pool of xs's main scheduler: where coexec_thread_create_on and

@@ -168,8 +168,13 @@ int coexec__config_apply_env(coexec_config_t *cfg)
             cfg->sched_kind = COEXEC_SCHED_BASIC;
         else if (!strcasecmp(v, "basic_wait") || !strcasecmp(v, "basic-wait"))
             cfg->sched_kind = COEXEC_SCHED_BASIC_WAIT;
+        else if (!strcasecmp(v, "prio"))
+            cfg->sched_kind = COEXEC_SCHED_PRIO;
+        else if (!strcasecmp(v, "randws"))
+            cfg->sched_kind = COEXEC_SCHED_RANDWS;
         else
-            return env_error("COEXEC_SCHED", v, "basic or basic_wait");
+            return env_error("COEXEC_SCHED", v,
+                             "basic, basic_wait, prio or randws");
     }
     return COEXEC_OK;
 }
@@ -182,9 +187,8 @@ int coexec__config_validate(const coexec_config_t *cfg)
     else if (cfg->stack_size < COEXEC_MIN_STACK ||
              cfg->stack_size > COEXEC_MAX_STACK)
         bad = "stack_size must be 16 KiB..1 GiB";
-    else if (cfg->sched_kind != COEXEC_SCHED_BASIC &&
-             cfg->sched_kind != COEXEC_SCHED_BASIC_WAIT)
-        bad = "sched_kind is not a scheduler kind";
+    else if ((unsigned)cfg->sched_kind > COEXEC_SCHED_RANDWS)
+        bad = "sched_kind is not a built-in scheduler kind";
     else if (cfg->event_freq < 1)
         bad = "event_freq must be at least 1";
     else if (cfg->service_threads < 1 || cfg->service_threads > 1024)
@@ -211,6 +215,22 @@ COEXEC_API int coexec_get_config(coexec_config_t *out)
     return COEXEC_OK;
 }
 
+static const char *sched_kind_name(coexec_sched_kind_t k)
+{
+    switch (k) {
+    case COEXEC_SCHED_BASIC:
+        return "basic";
+    case COEXEC_SCHED_BASIC_WAIT:
+        return "basic_wait";
+    case COEXEC_SCHED_PRIO:
+        return "prio";
+    case COEXEC_SCHED_RANDWS:
+        return "randws";
+    default:
+        return "user";
+    }
+}
+
 COEXEC_API int coexec_print_config(void *fp)
 {
     RT_CHECK();
@@ -220,7 +240,7 @@ COEXEC_API int coexec_print_config(void *fp)
             "coexec %s: xstreams=%d stack_size=%zu sched=%s event_freq=%u "
             "affinity=%d idle_spin_us=%u guard_pages=%d\n",
             coexec_version_string(), c->num_xstreams, c->stack_size,
-            c->sched_kind == COEXEC_SCHED_BASIC ? "basic" : "basic_wait",
+            sched_kind_name(c->sched_kind),
             c->event_freq, c->affinity, c->idle_spin_us, c->guard_pages);
     pthread_mutex_lock(&coexec__g.lock);
     fprintf(f, "coexec placement: %s;", coexec__affinity_describe());

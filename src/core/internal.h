@@ -107,6 +107,16 @@ void coexec__run_unit(struct coexec_xstream_rec *xs,
                       struct coexec_unit_rec *u);
 void coexec__post_switch(struct coexec_xstream_rec *xs);
 void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end);
+/* Queues u, woken, in its home pool (or the pool a migration asked for). */
+void coexec__enqueue_woken(struct coexec_unit_rec *u);
+/* The pool units migrating to xs go to. */
+struct coexec_pool_rec *coexec__migr_pool(struct coexec_xstream_rec *xs);
+/* Stacked schedulers (src/sched/sched.c): their unit's yield back to the
+ * level below, and making that unit. */
+void coexec__unit_yield_to_sched(struct coexec_xstream_rec *xs,
+                                 struct coexec_unit_rec *self);
+int coexec__sched_unit_new(struct coexec_sched_rec *s, size_t stack_size,
+                           coexec_thread_fn_t fn, struct coexec_unit_rec **out);
 void coexec__wake_unit(struct coexec_unit_rec *u);
 /* Wakes u if its incarnation's tag is still `tag`; false if stale. */
 bool coexec__wake_tagged(struct coexec_unit_rec *u, uint32_t tag);

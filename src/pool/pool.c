@@ -31,7 +31,32 @@ void coexec__spin_lock_slow(atom_u32_t *l)
     }
 }
 
-static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt)
+/* Makes p's impl for its kind (PRIO, DEQUE); plain lists need none. */
+static int impl_init(struct coexec_pool_rec *p, int kind,
+                     const coexec_pool_config_t *cfg)
+{
+    switch (kind) {
+    case COEXEC_POOL_PRIO:
+        return coexec__prio_init(p, cfg ? cfg->levels : 8,
+                                 cfg ? cfg->aging : 64);
+    case COEXEC_POOL_DEQUE:
+        return coexec__deque_init(p, cfg && cfg->steal_half);
+    default:
+        return COEXEC_OK;
+    }
+}
+
+static void impl_fini(struct coexec_pool_rec *p)
+{
+    if (p->impl) {
+        p->impl->fini(p);
+        p->impl = NULL;
+        p->istate = NULL;
+    }
+}
+
+static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
+                                        const coexec_pool_config_t *cfg)
 {
     pthread_mutex_lock(&coexec__g.lock);
     struct coexec_pool_rec *p = dflt && pool_retired ? pool_retired : pool_free;
@@ -53,6 +78,17 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt)
         pool_all = p;
         gen = gen_first();
     }
+    /* A retired default pool keeps its impl state (thieves may still be
+     * inside it) and is reused only as a default pool, of the same kind. */
+    if (!p->impl) {
+        int rc = impl_init(p, kind, cfg);
+        if (rc) {
+            p->free_next = pool_free;
+            pool_free = p;
+            pthread_mutex_unlock(&coexec__g.lock);
+            return NULL;
+        }
+    }
     /* Thieves may still look at a recycled record: they read `stealable`
      * and the list only under the lock, so reset them under it. */
     pool_lock(p);
@@ -61,11 +97,15 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt)
     p->shared = access != COEXEC_ACCESS_PRIV;
     p->stealable = 0;
     p->head = p->tail = NULL;
-    atom_store_rlx_u64(&p->size, 0);
+    if (!p->impl)
+        atom_store_rlx_u64(&p->size, 0);
     p->sleepers = NULL;
-    p->forward = NULL;
+    atom_store_rlx_u32(&p->has_sleepers, 0);
+    atom_store_rlx_ptr(&p->forward, NULL);
     pool_unlock(p);
     atom_store_rlx_u32(&p->nscheds, 0);
+    atom_store_rlx_u32(&p->nrun, 0);
+    p->home_cpu = -1;
     p->user_created = 0;
     p->live = 1;
     atom_store_rlx_ptr(&p->producer, NULL);
@@ -79,30 +119,84 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt)
 
 struct coexec_pool_rec *coexec__pool_new(int kind, int access)
 {
-    return pool_new(kind, access, false);
+    return pool_new(kind, access, false, NULL);
 }
 
 struct coexec_pool_rec *coexec__pool_new_default(void)
 {
-    return pool_new(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPMC, true);
+    if (coexec__g.cfg.sched_kind == COEXEC_SCHED_RANDWS)
+        return pool_new(COEXEC_POOL_DEQUE, COEXEC_ACCESS_MPMC, true, NULL);
+    return pool_new(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPMC, true, NULL);
+}
+
+/* Units taken out of p (the whole queue), linked through next. */
+static struct coexec_unit_rec *pool_take_all(struct coexec_pool_rec *p)
+{
+    if (p->impl)
+        return p->impl->drain(p);
+    pool_lock(p);
+    struct coexec_unit_rec *u = p->head;
+    for (struct coexec_unit_rec *v = u; v; v = v->next)
+        v->in_pool = 0;
+    p->head = p->tail = NULL;
+    atom_store_rlx_u64(&p->size, 0);
+    pool_unlock(p);
+    return u;
+}
+
+/* Pushes a chain made by pool_take_from_all into `to`. */
+static void push_chain(struct coexec_unit_rec *u, struct coexec_pool_rec *to)
+{
+    while (u) {
+        struct coexec_unit_rec *n = u->next;
+        coexec__pool_push(to, u, PUSH_NEW);
+        u = n;
+    }
+}
+
+void coexec__pool_forward(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
+{
+    pool_lock(p);
+    /* seq_cst: an impl pusher re-checks forward after its push (below). */
+    atom_store_sc_ptr(&p->forward, to);
+    pool_unlock(p);
+    /* Units still queued (woken after the stream stopped) move on. */
+    push_chain(pool_take_all(p), to);
+}
+
+void coexec__pool_unforward(struct coexec_pool_rec *p)
+{
+    pool_lock(p);
+    atom_store_rlx_ptr(&p->forward, NULL);
+    pool_unlock(p);
+}
+
+void coexec__pool_push_slow(struct coexec_pool_rec *p,
+                            struct coexec_unit_rec *u, int how)
+{
+    struct coexec_pool_rec *to;
+    /* Follow retired pools to the live one (bounded: forwards never loop). */
+    while ((to = atom_load_acq_ptr(&p->forward)) != NULL)
+        p = to;
+    if (!p->impl) {
+        coexec__pool_push(p, u, how);
+        return;
+    }
+    atom_store_rlx_ptr(&u->pool, p);
+    p->impl->push(p, u, how);
+    /* A retire that raced with this push may have drained p before u got
+     * in: whoever sees the forward after the push moves what is left. */
+    atom_fence_sc();
+    if (UNLIKELY((to = atom_load_rlx_ptr(&p->forward)) != NULL))
+        push_chain(pool_take_all(p), to);
 }
 
 void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
 {
     pool_lock(p);
-    p->forward = to;
     p->stealable = 0;
-    struct coexec_unit_rec *u = p->head;
-    p->head = p->tail = NULL;
-    atom_store_rlx_u64(&p->size, 0);
     pool_unlock(p);
-    /* Units still queued (woken after the stream stopped) move on. */
-    while (u) {
-        struct coexec_unit_rec *n = u->next;
-        u->in_pool = 0;
-        coexec__pool_push(to, u, false);
-        u = n;
-    }
+    coexec__pool_forward(p, to);
     pthread_mutex_lock(&coexec__g.lock);
     atom_store_rel_u64(&p->gen, gen_next(atom_load_rlx_u64(&p->gen)));
     p->live = 0;
@@ -117,6 +211,7 @@ void coexec__pool_release(struct coexec_pool_rec *p)
     pool_lock(p);
     p->stealable = 0;
     pool_unlock(p);
+    impl_fini(p);
     /* Release: a handle check that sees the new generation sees a dead pool. */
     atom_store_rel_u64(&p->gen, gen_next(atom_load_rlx_u64(&p->gen)));
     p->free_next = pool_free;
@@ -141,6 +236,7 @@ void coexec__pool_free_all(void)
     struct coexec_pool_rec *p = pool_all;
     while (p) {
         struct coexec_pool_rec *n = p->all_next;
+        impl_fini(p);
         free(p);
         p = n;
     }
@@ -155,23 +251,58 @@ void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p)
 {
     struct sleeper *s = p->sleepers;
     p->sleepers = NULL;
+    atom_store_rlx_u32(&p->has_sleepers, 0);
     while (s) {
         struct sleeper *n = s->next;
         s->linked = false;
-        coexec__xs_kick(s->xs);
+        if (s->unit)
+            coexec__wake_unit(s->unit);
+        else
+            coexec__xs_kick(s->xs);
         s = n;
     }
 }
 
+/* A list pool's steal: from the end the owner reaches last, skipping units
+ * a thief may not take. */
+static struct coexec_unit_rec *list_steal(struct coexec_pool_rec *p,
+                                          struct coexec_xstream_rec *xs)
+{
+    bool tail = p->kind == COEXEC_POOL_LIFO;
+    struct coexec_unit_rec *u = tail ? p->tail : p->head;
+    while (u && !pool_may_steal(u, xs))
+        u = tail ? u->prev : u->next;
+    if (u)
+        list_unlink(p, u);
+    return u;
+}
+
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
-                                           struct coexec_xstream_rec *xs)
+                                           struct coexec_xstream_rec *xs,
+                                           struct coexec_pool_rec *into)
 {
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
+    if (p->impl)
+        return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
+    if (!p->shared)
+        return NULL; /* a private pool is its owner's alone */
     pool_lock(p);
-    struct coexec_unit_rec *u = NULL;
-    if (p->stealable)
-        u = pool_take_from(p, xs, p->kind == COEXEC_POOL_LIFO);
+    struct coexec_unit_rec *u = list_steal(p, xs);
+    pool_unlock(p);
+    return u;
+}
+
+struct coexec_unit_rec *coexec__pool_steal_registered(struct coexec_pool_rec *p,
+                                                      struct coexec_xstream_rec *xs,
+                                                      struct coexec_pool_rec *into)
+{
+    if (atom_load_rlx_u64(&p->size) == 0)
+        return NULL;
+    if (p->impl) /* default impl pools keep their state: see pool_new */
+        return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
+    pool_lock(p);
+    struct coexec_unit_rec *u = p->stealable ? list_steal(p, xs) : NULL;
     pool_unlock(p);
     return u;
 }
@@ -187,8 +318,18 @@ bool coexec__pool_sleep_register(struct coexec_pool_rec *p, struct sleeper *s)
             p->sleepers->prev = s;
         p->sleepers = s;
         s->linked = true;
+        atom_store_rlx_u32(&p->has_sleepers, 1);
     }
     pool_unlock(p);
+    if (empty && p->impl) {
+        /* An impl may push without the lock: pairs with the fence of
+         * pool_wake_sleepers (either it sees us or we see its unit). */
+        atom_fence_sc();
+        if (atom_load_rlx_u64(&p->size) != 0) {
+            coexec__pool_sleep_unregister(p, s);
+            return false;
+        }
+    }
     return empty;
 }
 
@@ -204,6 +345,8 @@ void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
         if (s->next)
             s->next->prev = s->prev;
         s->linked = false;
+        if (!p->sleepers)
+            atom_store_rlx_u32(&p->has_sleepers, 0);
     }
     pool_unlock(p);
 }
@@ -258,22 +401,113 @@ int coexec__pool_check_access(struct coexec_pool_rec *p, bool push)
 
 /* ---- public API -------------------------------------------------------- */
 
-COEXEC_API int coexec_pool_create(coexec_pool_kind_t kind,
-                                  coexec_pool_access_t access,
-                                  coexec_pool_t *out)
+/* Wrapping: while a user pool's push runs, the unit it is given may be
+ * pushed into an inner pool without losing its home (the user pool); while
+ * its pop runs, units popped from inner pools keep that home too. */
+static __thread struct coexec_unit_rec *wrap_push_unit;
+static __thread struct coexec_pool_rec *wrap_pop_pool;
+
+void coexec__pool_wrap_enter(struct coexec_unit_rec *pushing,
+                             struct coexec_pool_rec *popping,
+                             struct coexec_unit_rec **saved_u,
+                             struct coexec_pool_rec **saved_p)
+{
+    *saved_u = wrap_push_unit;
+    *saved_p = wrap_pop_pool;
+    wrap_push_unit = pushing;
+    wrap_pop_pool = popping;
+}
+
+void coexec__pool_wrap_leave(struct coexec_unit_rec *saved_u,
+                             struct coexec_pool_rec *saved_p)
+{
+    wrap_push_unit = saved_u;
+    wrap_pop_pool = saved_p;
+}
+
+static int pool_make(coexec_pool_kind_t kind, coexec_pool_access_t access,
+                     const coexec_pool_config_t *cfg, coexec_pool_t *out)
 {
     if (!out)
         return COEXEC_EINVAL;
     RT_CHECK();
-    if ((unsigned)kind > COEXEC_POOL_LIFO ||
+    if ((unsigned)kind > COEXEC_POOL_DEQUE ||
         (unsigned)access > COEXEC_ACCESS_MPMC)
         return COEXEC_EINVAL;
-    struct coexec_pool_rec *p = coexec__pool_new(kind, access);
+    if (cfg && (cfg->size < sizeof *cfg || cfg->levels < 1 ||
+                cfg->levels > 64))
+        return COEXEC_EINVAL;
+    if (kind == COEXEC_POOL_DEQUE)
+        access = COEXEC_ACCESS_MPMC;
+    struct coexec_pool_rec *p = pool_new(kind, access, false, cfg);
     if (!p)
         return COEXEC_ENOMEM;
     p->user_created = 1;
     out->p = p;
     out->gen = atom_load_rlx_u64(&p->gen);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_pool_config_init(coexec_pool_config_t *cfg)
+{
+    if (!cfg)
+        return COEXEC_EINVAL;
+    cfg->size = sizeof *cfg;
+    cfg->levels = 8;
+    cfg->aging = 64;
+    cfg->steal_half = 0;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_pool_create(coexec_pool_kind_t kind,
+                                  coexec_pool_access_t access,
+                                  coexec_pool_t *out)
+{
+    return pool_make(kind, access, NULL, out);
+}
+
+COEXEC_API int coexec_pool_create_ex(coexec_pool_kind_t kind,
+                                     coexec_pool_access_t access,
+                                     const coexec_pool_config_t *cfg,
+                                     coexec_pool_t *out)
+{
+    return pool_make(kind, access, cfg, out);
+}
+
+COEXEC_API int coexec_pool_create_user(const coexec_pool_ops_t *ops,
+                                       coexec_pool_access_t access, void *arg,
+                                       coexec_pool_t *out)
+{
+    if (!ops || !out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    if (ops->size < sizeof *ops || !ops->push || !ops->pop || !ops->get_size ||
+        (unsigned)access > COEXEC_ACCESS_MPMC)
+        return COEXEC_EINVAL;
+    struct coexec_pool_rec *p = pool_new(COEXEC_POOL_FIFO, access, false, NULL);
+    if (!p)
+        return COEXEC_ENOMEM;
+    coexec_pool_t h = {p, atom_load_rlx_u64(&p->gen)};
+    int rc = coexec__user_pool_init(p, ops, h, arg);
+    if (rc) {
+        coexec__pool_release(p);
+        return rc;
+    }
+    p->kind = COEXEC_POOL_USER;
+    p->user_created = 1;
+    *out = h;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_pool_get_data(coexec_pool_t pool, void **out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    *out = coexec__user_pool_data(pool.p);
     return COEXEC_OK;
 }
 
@@ -296,6 +530,24 @@ COEXEC_API int coexec_pool_free(coexec_pool_t *pool)
     return COEXEC_OK;
 }
 
+/* Pushes u into inner list pool p for the user pool holding it: u keeps
+ * its home (the user pool). */
+static void push_keep_home(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+{
+    if (p->impl) {
+        p->impl->push(p, u, PUSH_NEW);
+        pool_wake_sleepers(p);
+        return;
+    }
+    if (p->shared)
+        pool_lock(p);
+    list_push_head(p, u);
+    if (p->sleepers)
+        coexec__pool_wake_sleepers_locked(p);
+    if (p->shared)
+        pool_unlock(p);
+}
+
 COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
 {
     RT_CHECK();
@@ -307,13 +559,36 @@ COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
     struct coexec_unit_rec *u = unit.p;
     if (u->kind == UNIT_MAIN)
         return COEXEC_EPERM;
-    if (unit_pool(u) != NULL || u->in_pool ||
-        atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY)
+    bool wrapped = u == wrap_push_unit && u->in_pool == INPOOL_USER;
+    if (!wrapped && (unit_pool(u) != NULL || u->in_pool ||
+                     atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY))
         return COEXEC_ESTATE;
     if ((rc = check_access(pool.p, true)))
         return rc;
-    coexec__pool_push(pool.p, u, false);
+    if (wrapped) {
+        wrap_push_unit = NULL; /* once */
+        push_keep_home(pool.p, u);
+        return COEXEC_OK;
+    }
+    coexec__pool_push(pool.p, u, PUSH_NEW);
     return COEXEC_OK;
+}
+
+static void set_out_unit(coexec_unit_t *out, struct coexec_unit_rec *u)
+{
+    out->p = u;
+    out->gen = u ? atom_load_rlx_u64(&u->gen) : 0;
+}
+
+/* What pop and steal do to a unit they hand out: it belongs to no pool
+ * until pushed again, unless a user pool is popping it from an inner pool
+ * (then the user pool stays its home). */
+static void handed_out(struct coexec_pool_rec *from, struct coexec_unit_rec *u)
+{
+    struct coexec_pool_rec *home = unit_pool(u);
+    if (wrap_pop_pool && home == wrap_pop_pool && home != from)
+        return;
+    atom_store_rlx_ptr(&u->pool, NULL);
 }
 
 COEXEC_API int coexec_pool_pop(coexec_pool_t pool, coexec_unit_t *out)
@@ -327,15 +602,25 @@ COEXEC_API int coexec_pool_pop(coexec_pool_t pool, coexec_unit_t *out)
     if ((rc = check_access(pool.p, false)))
         return rc;
     struct coexec_unit_rec *u = coexec__pool_pop(pool.p, coexec__xs_self());
-    if (!u) {
-        out->p = NULL;
-        out->gen = 0;
-        return COEXEC_OK;
-    }
-    /* The unit now belongs to no pool until it is pushed again. */
-    atom_store_rlx_ptr(&u->pool, NULL);
-    out->p = u;
-    out->gen = atom_load_rlx_u64(&u->gen);
+    if (u)
+        handed_out(pool.p, u);
+    set_out_unit(out, u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_pool_steal(coexec_pool_t pool, coexec_unit_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = coexec__pool_steal(pool.p, coexec__xs_self(),
+                                                   NULL);
+    if (u)
+        handed_out(pool.p, u);
+    set_out_unit(out, u);
     return COEXEC_OK;
 }
 

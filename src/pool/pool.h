@@ -23,9 +23,12 @@
 #include "core/spin.h"
 #include "thread/unit.h"
 
+/* A parked scheduler waiting for a push: a stream (kicked) or, for a
+ * stacked scheduler, its unit (woken). */
 struct sleeper {
     struct sleeper *next, *prev;
     struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *unit;
     bool linked;
 };
 
@@ -39,11 +42,19 @@ struct coexec_pool_rec {
     struct coexec_unit_rec *tail;
     atom_u64_t size;
     struct sleeper *sleepers;
-    /* A retired default pool: pushes go here instead (under the lock). */
-    struct coexec_pool_rec *forward;
+    /* A retired pool: pushes go here instead (set under the lock; list
+     * pools read it under the lock or, private, on the owner's thread). */
+    atom_ptr_t forward;
+    /* Kinds that are not a plain list (PRIO, DEQUE, USER): their operations
+     * and state; NULL for FIFO and LIFO. */
+    const struct pool_impl *impl;
+    void *istate;
     /* Cold fields. */
     atom_u64_t gen CACHE_ALIGNED;
     atom_u32_t nscheds;       /* schedulers using this pool */
+    atom_u32_t has_sleepers;  /* sleepers != NULL (changed under the lock) */
+    atom_u32_t nrun;          /* running schedulers that take from it */
+    int home_cpu;             /* CPU of the last stream that claimed it */
     uint8_t user_created;
     uint8_t live; /* made and not yet released (under coexec__g.lock) */
     atom_ptr_t producer;      /* access checks: the bound producer thread */
@@ -52,6 +63,50 @@ struct coexec_pool_rec {
     struct coexec_pool_rec *free_next;
     struct coexec_pool_rec *all_next; /* list of every record, for finalize */
 };
+
+/*
+ * A pool kind that is not a plain list: PRIO (src/pool/prio.c), DEQUE
+ * (src/pool/deque.c) and USER (src/pool/user.c). The generic operations
+ * below dispatch to it when p->impl is set. The contract of every entry:
+ *  - push(p, u, how): the caller has set u's home (u->pool = p) and state;
+ *    the impl queues u, sets u->in_pool = 1, keeps p->size equal to the
+ *    number queued (so "empty" stays one relaxed load for everyone), and
+ *    wakes parked schedulers: pool_wake_sleepers(p) after the unit is
+ *    visible to pop. `how` is a coexec_push_kind_t (NEW, YIELD, WAKE).
+ *  - pop(p, xs): the next unit xs may run (pool_may_take), or NULL; clears
+ *    u->in_pool. xs is NULL for an external thread.
+ *  - remove(p, u): takes u out if it is queued in p and has not started
+ *    (RF_STARTED clear); false otherwise. NULL: never removable.
+ *  - steal(p, xs, into): a unit for thief xs from the end the owner reaches
+ *    last, skipping units pool_may_steal refuses; with a steal-half option
+ *    the impl may take more and push the extra ones into `into` (the
+ *    thief's pool; coexec__pool_push). NULL: thieves never take from p.
+ *  - drain(p): takes every queued unit, whatever its binding, and returns
+ *    them linked through u->next, NULL-terminated; p is left empty.
+ *  - fini(p): frees p->istate; p is empty.
+ * Every entry may be called from any thread at any time the access mode
+ * allows; the impl does its own locking (it may use p->lock).
+ */
+struct pool_impl {
+    void (*push)(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                 int how);
+    struct coexec_unit_rec *(*pop)(struct coexec_pool_rec *p,
+                                   struct coexec_xstream_rec *xs);
+    bool (*remove)(struct coexec_pool_rec *p, struct coexec_unit_rec *u);
+    struct coexec_unit_rec *(*steal)(struct coexec_pool_rec *p,
+                                     struct coexec_xstream_rec *xs,
+                                     struct coexec_pool_rec *into);
+    struct coexec_unit_rec *(*drain)(struct coexec_pool_rec *p);
+    void (*fini)(struct coexec_pool_rec *p);
+};
+
+/* Built-in impls: set p->impl and p->istate; COEXEC_OK or COEXEC_ENOMEM. */
+int coexec__prio_init(struct coexec_pool_rec *p, int levels, unsigned aging);
+int coexec__deque_init(struct coexec_pool_rec *p, bool steal_half);
+/* DEQUE: xs (a scheduler using p starts running there) becomes the owner,
+ * the one stream that pushes and pops at the bottom without locking. */
+void coexec__deque_set_owner(struct coexec_pool_rec *p,
+                             struct coexec_xstream_rec *xs);
 
 static ALWAYS_INLINE void pool_lock(struct coexec_pool_rec *p)
 {
@@ -108,10 +163,32 @@ static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) - 1);
 }
 
+/* unit->in_pool values. */
+#define INPOOL_LIST 1 /* queued in a built-in pool */
+#define INPOOL_USER 2 /* held by a user pool (src/pool/user.c) */
+
 /* Out-of-line parts (src/pool/pool.c). */
+struct coexec_unit_rec *coexec__pool_steal_registered(
+    struct coexec_pool_rec *p, struct coexec_xstream_rec *xs,
+    struct coexec_pool_rec *into);
+/* Redirects every later push into p to `to`, and moves p's units there. */
+void coexec__pool_forward(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
+void coexec__pool_unforward(struct coexec_pool_rec *p);
+void coexec__pool_wrap_enter(struct coexec_unit_rec *pushing,
+                             struct coexec_pool_rec *popping,
+                             struct coexec_unit_rec **saved_u,
+                             struct coexec_pool_rec **saved_p);
+void coexec__pool_wrap_leave(struct coexec_unit_rec *saved_u,
+                             struct coexec_pool_rec *saved_p);
+/* User pools (src/pool/user.c). */
+int coexec__user_pool_init(struct coexec_pool_rec *p,
+                           const coexec_pool_ops_t *ops, coexec_pool_t self,
+                           void *arg);
+void *coexec__user_pool_data(struct coexec_pool_rec *p);
 void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p);
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
-                                           struct coexec_xstream_rec *xs);
+                                           struct coexec_xstream_rec *xs,
+                                           struct coexec_pool_rec *into);
 bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
                                  struct sleeper *s);
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
@@ -137,31 +214,47 @@ static ALWAYS_INLINE int pool_check(struct coexec_pool_rec *p, bool push)
 #endif
 }
 
+/* Why a unit is pushed (coexec_push_kind_t values). */
+enum { PUSH_NEW = 0, PUSH_YIELD = 1, PUSH_WAKE = 2 };
+
+/* Queues u in p through p->impl, or into a retired pool's successor. */
+void coexec__pool_push_slow(struct coexec_pool_rec *p,
+                            struct coexec_unit_rec *u, int how);
+
 /* Queues u in p (its new home pool). LIFO: new units at the head, yielders
  * at the tail. FIFO: everything at the head; pop takes the tail. */
 static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
                                             struct coexec_unit_rec *u,
-                                            bool yield_end)
+                                            int how)
 {
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    if (UNLIKELY(p->impl != NULL)) {
+        coexec__pool_push_slow(p, u, how);
+        return;
+    }
     if (!p->shared) {
+        if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
+            coexec__pool_push_slow(p, u, how);
+            return;
+        }
         atom_store_rlx_ptr(&u->pool, p);
-        if (yield_end && p->kind == COEXEC_POOL_LIFO)
+        if (how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO)
             list_push_tail(p, u);
         else
             list_push_head(p, u);
+        if (UNLIKELY(p->sleepers != NULL))
+            coexec__pool_wake_sleepers_locked(p);
         return;
     }
     pool_lock(p);
-    while (UNLIKELY(p->forward != NULL)) {
-        /* The stream this default pool served is gone: follow it. */
-        struct coexec_pool_rec *to = p->forward;
+    if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
+        /* The stream this pool served is gone: follow it. */
         pool_unlock(p);
-        p = to;
-        pool_lock(p);
+        coexec__pool_push_slow(p, u, how);
+        return;
     }
     atom_store_rlx_ptr(&u->pool, p);
-    bool at_tail = yield_end && p->kind == COEXEC_POOL_LIFO;
+    bool at_tail = how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO;
     if (at_tail)
         list_push_tail(p, u);
     else
@@ -171,7 +264,8 @@ static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
     pool_unlock(p);
 }
 
-/* The locked half of a push: p's lock is held (or p is private). */
+/* The locked half of a yield's push into a list pool: p's lock is held
+ * (or p is private). */
 static ALWAYS_INLINE void pool_push_locked(struct coexec_pool_rec *p,
                                            struct coexec_unit_rec *u,
                                            bool yield_end)
@@ -186,13 +280,63 @@ static ALWAYS_INLINE void pool_push_locked(struct coexec_pool_rec *p,
         coexec__pool_wake_sleepers_locked(p);
 }
 
-/* May xs take u? Units bound to a stream (the main ULT) stay there. */
+/* The rank of xs (out of line: the record is not visible here). */
+int coexec__xs_rank(struct coexec_xstream_rec *xs);
+
+/* May xs take u? Units bound to a stream (the main ULT, posted tasklets)
+ * stay there. xs is NULL for an external thread. */
 static ALWAYS_INLINE bool pool_may_take(struct coexec_unit_rec *u,
                                         struct coexec_xstream_rec *xs)
 {
-    return !(u->flags & UF_NOSTEAL) || u->bound_xs == xs;
+    if (LIKELY(!(u->flags & UF_NOSTEAL)))
+        return true;
+    return xs && u->bound_rank == coexec__xs_rank(xs);
 }
 
+/* May thief xs take u? Not a pinned unit, nor one migrating to another
+ * stream that has not run there yet. */
+static ALWAYS_INLINE bool pool_may_steal(struct coexec_unit_rec *u,
+                                         struct coexec_xstream_rec *xs)
+{
+    if (UNLIKELY(atom_load_rlx_u32(&u->attrs) & UA_PINNED))
+        return false;
+    uintptr_t d = atom_load_rlx_uptr(&u->dest);
+    if (UNLIKELY(d & DEST_BOUND) &&
+        (struct coexec_xstream_rec *)(d & ~DEST_TAGS) != xs)
+        return false;
+    return pool_may_take(u, xs);
+}
+
+/* Wakes the schedulers parked on p, if any: for an impl's push, after the
+ * unit is visible to pop. The seq_cst fence pairs with the one in
+ * coexec__pool_sleep_register's re-check (a Dekker pair: either the pusher
+ * sees the sleeper or the sleeper sees the unit). */
+static ALWAYS_INLINE void pool_wake_sleepers_slow(struct coexec_pool_rec *p)
+{
+    pool_lock(p);
+    if (p->sleepers)
+        coexec__pool_wake_sleepers_locked(p);
+    pool_unlock(p);
+}
+
+static ALWAYS_INLINE void pool_wake_sleepers(struct coexec_pool_rec *p)
+{
+    atom_fence_sc();
+    if (UNLIKELY(atom_load_rlx_u32(&p->has_sleepers)))
+        pool_wake_sleepers_slow(p);
+}
+
+/* The same without the fence, for a push whose unit the pushing stream will
+ * run itself if nobody else does (a DEQUE owner's push): a thief parking at
+ * that very instant may miss this one wake, which costs parallelism, never
+ * progress. */
+static ALWAYS_INLINE void pool_wake_sleepers_relaxed(struct coexec_pool_rec *p)
+{
+    if (UNLIKELY(atom_load_rlx_u32(&p->has_sleepers)))
+        pool_wake_sleepers_slow(p);
+}
+
+/* A list pool's take: the first unit from one end that xs may run. */
 static ALWAYS_INLINE struct coexec_unit_rec *
 pool_take_from(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs,
                bool from_tail)
@@ -213,6 +357,8 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
      * orders everything that matters. */
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
+    if (UNLIKELY(p->impl != NULL))
+        return p->impl->pop(p, xs);
     bool tail = p->kind == COEXEC_POOL_FIFO;
     if (!p->shared)
         return pool_take_from(p, xs, tail);
@@ -228,6 +374,8 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
 static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
                                               struct coexec_unit_rec *u)
 {
+    if (UNLIKELY(p->impl != NULL))
+        return p->impl->remove && p->impl->remove(p, u);
     if (!p->shared) {
         if (!u->in_pool || unit_pool(u) != p || (u->rflags & RF_STARTED))
             return false;

@@ -1,6 +1,25 @@
 /*
  * src/sched/sched.c: schedulers: the run loop every stream executes, idle
- * parking, stealing, and the public scheduler API.
+ * parking, stealing (random victims, nearer first), priorities with aging,
+ * user-defined schedulers, stacked schedulers, replacing a stream's main
+ * scheduler, and the public scheduler API.
+ *
+ * Room plaque. A stream runs one scheduler level at a time. The level's
+ * context is what xs->sched_sp (and sched_stack_lo/size, sched_fiber) name:
+ * units leave to it. xs->sched is the main scheduler, xs->cur_sched the
+ * innermost level running. A stacked scheduler is a ULT (UF_SCHED): when a
+ * scheduler runs it, it saves the level below in its record (psp...pcur),
+ * installs its own stack as the level's, runs units, and puts the level
+ * below back before it yields or parks as a unit. It yields back every
+ * event_freq units (its parent handles the stream's events) and parks as a
+ * unit, registered as a sleeper on its pools, when they are all empty; a
+ * push into any of them wakes it. It finishes when asked to
+ * (coexec_sched_finish) or when its stream stops, once its pools are empty.
+ *
+ * Replacement: coexec_xstream_set_main_sched stores a request in
+ * xs->sched_req; the stream honours it at its next event check. Pools the
+ * old scheduler served and no running scheduler serves any more forward
+ * their units, and later pushes, to the new scheduler's first pool.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -49,10 +68,20 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
     s->event_freq = event_freq;
     s->idle_spin_ns = idle_spin_ns;
     s->steal = steal;
+    s->aging = 64;
+    s->stack_size = 0;
     s->is_default = 0;
     s->user_created = 0;
     s->live = 1;
+    s->has_ops = 0;
+    memset(&s->ops, 0, sizeof s->ops);
+    s->ustate = NULL;
+    s->unit = NULL;
+    s->parent_pool = NULL;
+    memset(s->passed, 0, sizeof s->passed);
     atom_store_rlx_u32(&s->in_use, 0);
+    atom_store_rlx_u32(&s->finish, 0);
+    atom_store_rlx_u32(&s->idle, 0);
     atom_store_rel_u64(&s->gen, gen);
     pthread_mutex_unlock(&coexec__g.lock);
     return s;
@@ -60,6 +89,9 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
 
 void coexec__sched_release(struct coexec_sched_rec *s)
 {
+    if (s->has_ops && s->ops.free)
+        s->ops.free(s->ustate);
+    s->has_ops = 0;
     pthread_mutex_lock(&coexec__g.lock);
     for (int i = 0; i < s->npools; i++)
         atom_fsub_rlx_u32(&s->pools[i]->nscheds, 1);
@@ -93,7 +125,69 @@ void coexec__sched_free_all(void)
     pthread_mutex_unlock(&coexec__g.lock);
 }
 
-/* ---- the loop ------------------------------------------------------------ */
+/* ---- activation ------------------------------------------------------- */
+
+void coexec__sched_activate(struct coexec_sched_rec *s,
+                            struct coexec_xstream_rec *xs)
+{
+    for (int i = 0; i < s->npools; i++) {
+        struct coexec_pool_rec *p = s->pools[i];
+        if (atom_fadd_ar_u32(&p->nrun, 1) == 0 &&
+            atom_load_rlx_ptr(&p->forward) != NULL)
+            coexec__pool_unforward(p);
+        if (!xs)
+            continue;
+        if (!p->shared)
+            p->owner_xs = xs;
+        p->home_cpu = xs->cpu;
+        if (p->impl && p->kind == COEXEC_POOL_DEQUE)
+            coexec__deque_set_owner(p, xs);
+    }
+}
+
+void coexec__sched_deactivate(struct coexec_sched_rec *s,
+                              struct coexec_xstream_rec *xs,
+                              struct coexec_pool_rec *to)
+{
+    for (int i = 0; i < s->npools; i++) {
+        struct coexec_pool_rec *p = s->pools[i];
+        if (atom_fsub_ar_u32(&p->nrun, 1) == 1 && to && p != to)
+            coexec__pool_forward(p, to);
+        if (xs && p->owner_xs == xs && !p->shared)
+            p->owner_xs = NULL;
+    }
+}
+
+/* ---- victims ------------------------------------------------------------- */
+
+static inline uint32_t xs_rand(struct coexec_xstream_rec *xs)
+{
+    /* xorshift32: the stream's own state, never shared. */
+    uint32_t x = xs->rng ? xs->rng : (uint32_t)(xs->rank * 2654435761u + 1);
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    xs->rng = x;
+    return x;
+}
+
+/* How far a victim pool is from xs: 0 same core ... DIST_FAR unknown. */
+static unsigned victim_dist(struct coexec_xstream_rec *xs,
+                            struct coexec_pool_rec *v)
+{
+    int cpu = v->home_cpu;
+    if (cpu < 0 || xs->cpu < 0)
+        return DIST_FAR;
+    if ((unsigned)cpu < XS_DIST_CACHE) {
+        uint8_t d = xs->dist[cpu];
+        if (d == 0xff) {
+            d = (uint8_t)coexec__affinity_distance(xs->cpu, cpu);
+            xs->dist[cpu] = d;
+        }
+        return d;
+    }
+    return (unsigned)coexec__affinity_distance(xs->cpu, cpu);
+}
 
 static bool own_pool(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
 {
@@ -103,23 +197,84 @@ static bool own_pool(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
     return false;
 }
 
+/* Steals one unit for s: from s's pools 1.. (RANDWS with several pools) or
+ * from the other streams' default pools, at random, nearer victims first. */
 static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
                                          struct coexec_sched_rec *s)
 {
-    unsigned n = atom_load_acq_u32(&coexec__g.num_steal_pools);
-    for (unsigned k = 0; k < n; k++) {
-        unsigned i = (unsigned)(xs->steal_index + k) % n;
-        struct coexec_pool_rec *v = atom_load_acq_ptr(&coexec__g.steal_pools[i]);
-        if (!v || own_pool(s, v))
-            continue;
-        struct coexec_unit_rec *u = coexec__pool_steal(v, xs);
+    bool registry = s->npools == 1 || s->kind != COEXEC_SCHED_RANDWS;
+    unsigned n = registry ? atom_load_acq_u32(&coexec__g.num_steal_pools)
+                          : (unsigned)s->npools - 1;
+    if (n == 0)
+        return NULL;
+    unsigned start = xs_rand(xs) % n;
+    for (unsigned cls = 0; cls <= DIST_FAR; cls++) {
+        bool farther = false;
+        for (unsigned k = 0; k < n; k++) {
+            unsigned i = (start + k) % n;
+            struct coexec_pool_rec *v =
+                registry ? atom_load_acq_ptr(&coexec__g.steal_pools[i])
+                         : s->pools[1 + i];
+            if (!v || atom_load_rlx_u64(&v->size) == 0 ||
+                (registry && own_pool(s, v)))
+                continue;
+            unsigned d = victim_dist(xs, v);
+            if (d != cls) {
+                farther |= d > cls;
+                continue;
+            }
+            struct coexec_unit_rec *u =
+                registry ? coexec__pool_steal_registered(v, xs, s->pools[0])
+                         : coexec__pool_steal(v, xs, s->pools[0]);
+            if (u) {
+                /* A stolen unit moves: when it yields or is woken, it comes
+                 * back here, not to the stream it was taken from. Release:
+                 * a joiner that finds the new home (acquire) also sees the
+                 * victim's unlink of u. */
+                atom_store_rel_ptr(&u->pool, s->pools[0]);
+                return u;
+            }
+        }
+        if (!farther)
+            break;
+    }
+    return NULL;
+}
+
+static bool steals(struct coexec_sched_rec *s)
+{
+    return s->steal || (s->kind == COEXEC_SCHED_RANDWS && s->npools == 1);
+}
+
+/* PRIO: the most urgent pool, unless a waiting one was passed over for
+ * `aging` units: then the one passed over longest. */
+static struct coexec_unit_rec *prio_next(struct coexec_xstream_rec *xs,
+                                         struct coexec_sched_rec *s)
+{
+    int n = s->npools;
+    if (s->aging) {
+        int best = -1;
+        uint32_t most = 0;
+        for (int i = 1; i < n; i++)
+            if (s->passed[i] >= s->aging && s->passed[i] > most &&
+                atom_load_rlx_u64(&s->pools[i]->size)) {
+                most = s->passed[i];
+                best = i;
+            }
+        if (best >= 0) {
+            struct coexec_unit_rec *u = coexec__pool_pop(s->pools[best], xs);
+            s->passed[best] = 0;
+            if (u)
+                return u;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        struct coexec_unit_rec *u = coexec__pool_pop(s->pools[i], xs);
         if (u) {
-            xs->steal_index = (int)i;
-            /* A stolen unit moves: when it yields or is woken, it comes
-             * back here, not to the stream it was taken from. */
-            /* Release: a joiner that finds the new home (acquire) also
-             * sees the victim's unlink of u. */
-            atom_store_rel_ptr(&u->pool, s->pools[0]);
+            s->passed[i] = 0;
+            for (int k = i + 1; k < n; k++)
+                if (atom_load_rlx_u64(&s->pools[k]->size))
+                    s->passed[k]++;
             return u;
         }
     }
@@ -129,12 +284,16 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
 static ALWAYS_INLINE struct coexec_unit_rec *
 next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
 {
-    for (int i = 0; i < s->npools; i++) {
+    if (UNLIKELY(s->kind == COEXEC_SCHED_PRIO))
+        return prio_next(xs, s);
+    int n = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
+    for (int i = 0; i < n; i++) {
         struct coexec_unit_rec *u = coexec__pool_pop(s->pools[i], xs);
         if (u)
             return u;
     }
-    return s->steal ? steal_one(xs, s) : NULL;
+    return steals(s) || s->kind == COEXEC_SCHED_RANDWS ? steal_one(xs, s)
+                                                        : NULL;
 }
 
 static bool pools_empty(struct coexec_sched_rec *s)
@@ -152,55 +311,73 @@ static bool pools_empty(struct coexec_sched_rec *s)
  * long before it, then spins to it. */
 #define PARK_EARLY_NS 100000ull
 
-/* Parks the stream until a push into one of the pools it takes from, a
- * remote wake, a stop request or (nearly) its earliest timer. The
- * protocol: reset the park word, register on every shared pool under its
- * lock while seeing it empty, check the event pool and the stop flag, then
- * sleep on the park word. A pusher that
- * finds us registered, or a waker that filled the inbox, sets the park word
- * before the futex wake, so no event falls between the checks and sleep. */
-static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
+/* Registers sleepers (stream xs, or unit `unit`) on s's pools and, when it
+ * steals, on the victims; false if one of them has work (nothing stays
+ * registered then). *partial: too many victims to register on all. */
+static int sleep_register_all(struct coexec_xstream_rec *xs,
+                              struct coexec_unit_rec *unit,
+                              struct coexec_sched_rec *s,
+                              struct sleeper *nodes,
+                              struct coexec_pool_rec **regp, bool *abort,
+                              bool *partial)
 {
-    struct sleeper nodes[MAX_SLEEP_POOLS];
-    struct coexec_pool_rec *regp[MAX_SLEEP_POOLS];
     int n = 0;
-    bool abort = false, partial = false;
-
-    /* seq_cst: ordered before the inbox and pool checks below (Dekker with
-     * coexec__xs_kick's exchange). */
-    atom_store_sc_u32(&xs->park_word, 0);
-    for (int i = 0; i < s->npools && !abort; i++) {
+    *abort = *partial = false;
+    for (int i = 0; i < s->npools && !*abort; i++) {
         struct coexec_pool_rec *p = s->pools[i];
-        if (!p->shared) {
+        if (!p->shared && !unit) {
             if (atom_load_rlx_u64(&p->size))
-                abort = true;
+                *abort = true;
             continue;
         }
         nodes[n].xs = xs;
+        nodes[n].unit = unit;
         if (!coexec__pool_sleep_register(p, &nodes[n]))
-            abort = true;
+            *abort = true;
         else
             regp[n++] = p;
     }
-    if (s->steal && !abort) {
+    if (steals(s) && !*abort) {
         unsigned ns = atom_load_acq_u32(&coexec__g.num_steal_pools);
-        for (unsigned i = 0; i < ns && !abort; i++) {
+        for (unsigned i = 0; i < ns && !*abort; i++) {
             struct coexec_pool_rec *v = atom_load_acq_ptr(&coexec__g.steal_pools[i]);
             if (!v || own_pool(s, v))
                 continue;
             if (n == MAX_SLEEP_POOLS) {
-                partial = true;
+                *partial = true;
                 break;
             }
             nodes[n].xs = xs;
+            nodes[n].unit = unit;
             if (!coexec__pool_sleep_register(v, &nodes[n]))
-                abort = true;
+                *abort = true;
             else
                 regp[n++] = v;
         }
     }
+    return n;
+}
+
+/* Parks the stream until a push into one of the pools it takes from, a
+ * remote wake, a stop or replacement request or (nearly) its earliest
+ * timer. The protocol: reset the park word, register on every shared pool
+ * under its lock while seeing it empty, check the event pool and the stop
+ * flag, then sleep on the park word. A pusher that finds us registered, or
+ * a waker that filled the inbox, sets the park word before the futex wake,
+ * so no event falls between the checks and sleep. */
+static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
+{
+    struct sleeper nodes[MAX_SLEEP_POOLS];
+    struct coexec_pool_rec *regp[MAX_SLEEP_POOLS];
+    bool abort, partial;
+
+    /* seq_cst: ordered before the inbox and pool checks below (Dekker with
+     * coexec__xs_kick's exchange). */
+    atom_store_sc_u32(&xs->park_word, 0);
+    int n = sleep_register_all(xs, NULL, s, nodes, regp, &abort, &partial);
     uint64_t next = xs_next_timer(xs);
     if (!abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
+        !atom_load_sc_ptr(&xs->sched_req) &&
         (next == UINT64_MAX || next > now_ns() + PARK_EARLY_NS)) {
         /* Too many victims to register on all: sleep in short slices. */
         struct timespec slice = {0, 1000000};
@@ -239,9 +416,114 @@ void coexec__xs_inbox_push(struct coexec_xstream_rec *xs,
     coexec__xs_kick(xs);
 }
 
-void coexec__sched_run(struct coexec_xstream_rec *xs)
+/* ---- levels (stacked schedulers) ------------------------------------------ */
+
+/* The calling stacked scheduler s (a ULT now acting as a scheduler) becomes
+ * the level xs's units leave to. */
+static void level_enter(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
 {
-    struct coexec_sched_rec *s = xs->sched;
+    struct coexec_unit_rec *u = s->unit;
+    s->psp = xs->sched_sp;
+    s->plo = xs->sched_stack_lo;
+    s->psize = xs->sched_stack_size;
+    s->pfiber = xs->sched_fiber;
+    s->pcur = xs->cur_sched;
+    xs->sched_stack_lo = u->stack;
+    xs->sched_stack_size = u->stack_size;
+    xs->sched_fiber = u->tsan_fiber;
+    xs->cur_sched = s;
+    xs->cur = NULL;
+    xs->direct_yields = 0;
+}
+
+/* Puts the level below back: s is a plain unit again (about to leave). */
+static void level_leave(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
+{
+    xs->sched_sp = s->psp;
+    xs->sched_stack_lo = s->plo;
+    xs->sched_stack_size = s->psize;
+    xs->sched_fiber = s->pfiber;
+    xs->cur_sched = s->pcur;
+    xs->cur = s->unit;
+}
+
+/* Stacked s yields back to the scheduler below; returns the stream it
+ * resumed on, with s's level installed again. */
+static struct coexec_xstream_rec *stacked_yield(struct coexec_xstream_rec *xs,
+                                                struct coexec_sched_rec *s)
+{
+    level_leave(xs, s);
+    coexec__unit_yield_to_sched(xs, s->unit);
+    xs = coexec__xs_self();
+    level_enter(xs, s);
+    return xs;
+}
+
+/* Stacked s, out of work, parks as a unit until a push into one of its
+ * pools (or coexec_sched_finish, or its stream stopping) wakes it. */
+static struct coexec_xstream_rec *stacked_idle(struct coexec_xstream_rec *xs,
+                                               struct coexec_sched_rec *s)
+{
+    struct sleeper nodes[MAX_SLEEP_POOLS];
+    struct coexec_pool_rec *regp[MAX_SLEEP_POOLS];
+    bool abort, partial;
+    int n = sleep_register_all(xs, s->unit, s, nodes, regp, &abort, &partial);
+    if (!abort) {
+        level_leave(xs, s);
+        if (partial) {
+            coexec__unit_yield_to_sched(xs, s->unit);
+        } else {
+            /* seq_cst, a Dekker pair with coexec_sched_finish and the
+             * stopping stream's wake_idle_stacked: either they see idle
+             * and wake us, or we see their flag here. */
+            atom_store_sc_u32(&s->idle, 1);
+            if (!atom_load_sc_u32(&s->finish) && !atom_load_sc_u32(&xs->stop))
+                coexec__park_current(s->unit);
+            atom_store_rlx_u32(&s->idle, 0);
+        }
+        xs = coexec__xs_self();
+        level_enter(xs, s);
+    }
+    for (int i = 0; i < n; i++)
+        coexec__pool_sleep_unregister(regp[i], &nodes[i]);
+    return xs;
+}
+
+static bool stacked_must_stop(struct coexec_xstream_rec *xs,
+                              struct coexec_sched_rec *s)
+{
+    return (atom_load_acq_u32(&s->finish) || atom_load_acq_u32(&xs->stop)) &&
+           pools_empty(s) && !xs->run_next;
+}
+
+/* Wakes the stacked schedulers parked idle whose home is one of s's pools
+ * (the stream is stopping: they must see it and finish). True if any. */
+static bool wake_idle_stacked(struct coexec_sched_rec *s)
+{
+    bool any = false;
+    pthread_mutex_lock(&coexec__g.lock);
+    for (struct coexec_sched_rec *t = sched_all; t; t = t->all_next) {
+        if (!t->live || !t->unit || !atom_load_sc_u32(&t->idle))
+            continue;
+        if (own_pool(s, t->parent_pool)) {
+            coexec__wake_unit(t->unit);
+            any = true;
+        }
+    }
+    pthread_mutex_unlock(&coexec__g.lock);
+    return any;
+}
+
+/* ---- the built-in loop ------------------------------------------------------ */
+
+enum loop_end { LOOP_STOP, LOOP_SWITCH };
+
+/* Runs s at the current level of xs (main when `stacked` is false). A
+ * stacked s returns when it must finish; a main one on a stop or a
+ * replacement request. */
+static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
+                                  struct coexec_sched_rec *s, bool stacked)
+{
     unsigned iter = 0;
     uint64_t idle_since = 0;
     unsigned idle_rounds = 0;
@@ -256,11 +538,22 @@ void coexec__sched_run(struct coexec_xstream_rec *xs)
             idle_since = 0;
             if (++iter >= s->event_freq) {
                 iter = 0;
+                if (stacked) {
+                    xs = stacked_yield(xs, s);
+                    continue;
+                }
                 coexec__xs_drain_events(xs);
                 if (UNLIKELY(xs_next_timer(xs) != UINT64_MAX))
                     coexec__timers_run(xs, now_ns());
-                s = xs->sched;
+                if (UNLIKELY(atom_load_rlx_ptr(&xs->sched_req) != NULL))
+                    return LOOP_SWITCH;
             }
+            continue;
+        }
+        if (stacked) {
+            if (stacked_must_stop(xs, s))
+                return LOOP_STOP;
+            xs = stacked_idle(xs, s);
             continue;
         }
         if (coexec__xs_drain_events(xs))
@@ -270,11 +563,16 @@ void coexec__sched_run(struct coexec_xstream_rec *xs)
             coexec__timers_run(xs, now_ns());
             continue; /* run what they woke */
         }
+        if (atom_load_acq_ptr(&xs->sched_req) != NULL)
+            return LOOP_SWITCH;
         if (atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
             !xs_events_pending(xs) && !xs->run_next &&
-            xs_next_timer(xs) == UINT64_MAX)
-            return;
-        if (s->kind == COEXEC_SCHED_BASIC_WAIT) {
+            xs_next_timer(xs) == UINT64_MAX) {
+            if (wake_idle_stacked(s))
+                continue;
+            return LOOP_STOP;
+        }
+        if (s->kind != COEXEC_SCHED_BASIC) {
             if (!idle_since) {
                 idle_since = now_ns();
             } else if (now_ns() - idle_since >= s->idle_spin_ns) {
@@ -289,6 +587,80 @@ void coexec__sched_run(struct coexec_xstream_rec *xs)
     }
 }
 
+/* Main-level stop test shared with coexec_sched_has_to_stop. */
+static bool main_must_stop(struct coexec_xstream_rec *xs,
+                           struct coexec_sched_rec *s)
+{
+    return atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
+           !xs_events_pending(xs) && !xs->run_next &&
+           xs_next_timer(xs) == UINT64_MAX && !wake_idle_stacked(s);
+}
+
+/* Honours a replacement request: runs on xs's own thread, between units. */
+static void apply_replacement(struct coexec_xstream_rec *xs)
+{
+    struct coexec_sched_rec *n = atom_xchg_ar_ptr(&xs->sched_req, NULL);
+    if (!n)
+        return;
+    struct coexec_sched_rec *old = xs->sched;
+    coexec__sched_activate(n, xs);
+    xs->sched = n;
+    xs->cur_sched = n;
+    coexec__sched_deactivate(old, xs, n->pools[0]);
+    /* Release: the old one may now be freed or used elsewhere; the default
+     * setup stays the stream's (freed with it). */
+    if (!old->is_default)
+        atom_store_rel_u32(&old->in_use, 0);
+}
+
+static void run_user_main(struct coexec_xstream_rec *xs,
+                          struct coexec_sched_rec *s)
+{
+    coexec_sched_t h = {s, atom_load_rlx_u64(&s->gen)};
+    s->ops.run(h, s->ustate);
+}
+
+void coexec__sched_run(struct coexec_xstream_rec *xs)
+{
+    for (;;) {
+        struct coexec_sched_rec *s = xs->sched;
+        xs->cur_sched = s;
+        if (s->has_ops) {
+            run_user_main(xs, s);
+            if (!atom_load_acq_ptr(&xs->sched_req) && main_must_stop(xs, s))
+                return;
+        } else if (builtin_loop(xs, s, false) == LOOP_STOP) {
+            return;
+        }
+        apply_replacement(xs);
+    }
+}
+
+/* The body of a stacked scheduler's unit. */
+static void stacked_main(void *arg)
+{
+    struct coexec_sched_rec *s = arg;
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    level_enter(xs, s);
+    if (s->has_ops) {
+        coexec_sched_t h = {s, atom_load_rlx_u64(&s->gen)};
+        s->ops.run(h, s->ustate);
+        xs = coexec__xs_self();
+    } else {
+        builtin_loop(xs, s, true);
+        xs = coexec__xs_self();
+    }
+    level_leave(xs, s);
+    coexec__sched_deactivate(s, NULL, NULL);
+    pthread_mutex_lock(&coexec__g.lock);
+    s->unit = NULL;
+    s->parent_pool = NULL;
+    pthread_mutex_unlock(&coexec__g.lock);
+    atom_store_rlx_u32(&s->finish, 0);
+    /* Release: whoever sees it idle may free or reuse it. */
+    atom_store_rel_u32(&s->in_use, 0);
+}
+
 /* ---- public API ----------------------------------------------------------- */
 
 COEXEC_API int coexec_sched_config_init(coexec_sched_config_t *cfg)
@@ -299,19 +671,20 @@ COEXEC_API int coexec_sched_config_init(coexec_sched_config_t *cfg)
     cfg->event_freq = 0;
     cfg->idle_spin_us = -1;
     cfg->steal = 0;
+    cfg->aging = 0;
+    cfg->stack_size = 0;
     return COEXEC_OK;
 }
 
-COEXEC_API int coexec_sched_create(coexec_sched_kind_t kind,
-                                   const coexec_pool_t *pools, int num_pools,
-                                   const coexec_sched_config_t *cfg,
-                                   coexec_sched_t *out)
+#define STACKED_STACK (64 * 1024)
+
+static int sched_make(int kind, const coexec_pool_t *pools, int num_pools,
+                      const coexec_sched_config_t *cfg,
+                      struct coexec_sched_rec **out)
 {
-    if (!out || !pools)
+    if (num_pools < 1 || num_pools > SCHED_MAX_POOLS)
         return COEXEC_EINVAL;
-    RT_CHECK();
-    if ((kind != COEXEC_SCHED_BASIC && kind != COEXEC_SCHED_BASIC_WAIT) ||
-        num_pools < 1 || num_pools > SCHED_MAX_POOLS)
+    if (cfg && cfg->size < offsetof(coexec_sched_config_t, aging))
         return COEXEC_EINVAL;
     struct coexec_pool_rec *ps[SCHED_MAX_POOLS];
     for (int i = 0; i < num_pools; i++) {
@@ -323,20 +696,99 @@ COEXEC_API int coexec_sched_create(coexec_sched_kind_t kind,
     unsigned ef = coexec__g.cfg.event_freq;
     uint64_t spin = coexec__g.idle_spin_ns;
     int steal = 0;
+    unsigned aging = 64;
+    size_t stack = STACKED_STACK;
     if (cfg) {
         if (cfg->event_freq)
             ef = cfg->event_freq;
         if (cfg->idle_spin_us >= 0)
             spin = (uint64_t)cfg->idle_spin_us * 1000;
         steal = cfg->steal ? 1 : 0;
+        if (cfg->size >= sizeof *cfg) {
+            if (cfg->aging)
+                aging = cfg->aging;
+            if (cfg->stack_size) {
+                if (cfg->stack_size < 16 * 1024 ||
+                    cfg->stack_size > ((size_t)1 << 30))
+                    return COEXEC_EINVAL;
+                stack = cfg->stack_size;
+            }
+        }
     }
     struct coexec_sched_rec *s = coexec__sched_new(kind, ps, num_pools, ef,
                                                    spin, steal);
     if (!s)
         return COEXEC_ENOMEM;
+    s->aging = aging;
+    s->stack_size = stack;
     s->user_created = 1;
+    *out = s;
+    return COEXEC_OK;
+}
+
+static void set_out_sched(coexec_sched_t *out, struct coexec_sched_rec *s)
+{
     out->p = s;
     out->gen = atom_load_rlx_u64(&s->gen);
+}
+
+COEXEC_API int coexec_sched_create(coexec_sched_kind_t kind,
+                                   const coexec_pool_t *pools, int num_pools,
+                                   const coexec_sched_config_t *cfg,
+                                   coexec_sched_t *out)
+{
+    if (!out || !pools)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    if ((unsigned)kind > COEXEC_SCHED_RANDWS)
+        return COEXEC_EINVAL;
+    struct coexec_sched_rec *s;
+    int rc = sched_make(kind, pools, num_pools, cfg, &s);
+    if (rc)
+        return rc;
+    set_out_sched(out, s);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_create_user(const coexec_sched_ops_t *ops,
+                                        const coexec_pool_t *pools,
+                                        int num_pools,
+                                        const coexec_sched_config_t *cfg,
+                                        void *arg, coexec_sched_t *out)
+{
+    if (!ops || !pools || !out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    if (ops->size < sizeof *ops || !ops->run)
+        return COEXEC_EINVAL;
+    struct coexec_sched_rec *s;
+    int rc = sched_make(COEXEC_SCHED_USER, pools, num_pools, cfg, &s);
+    if (rc)
+        return rc;
+    s->ops = *ops;
+    set_out_sched(out, s);
+    if (ops->init) {
+        rc = ops->init(*out, arg, &s->ustate);
+        if (rc) {
+            coexec__sched_release(s);
+            out->p = NULL;
+            out->gen = 0;
+            return rc;
+        }
+    }
+    s->has_ops = 1;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_get_data(coexec_sched_t sched, void **out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = CHECK_HANDLE(sched);
+    if (rc)
+        return rc;
+    *out = sched.p->has_ops ? sched.p->ustate : NULL;
     return COEXEC_OK;
 }
 
@@ -384,5 +836,223 @@ COEXEC_API int coexec_sched_get_pool(coexec_sched_t sched, int idx,
     struct coexec_pool_rec *p = sched.p->pools[idx];
     out->p = p;
     out->gen = atom_load_rlx_u64(&p->gen);
+    return COEXEC_OK;
+}
+
+/* The stream whose loop of sched the caller is, or NULL (*rc says why). */
+static struct coexec_xstream_rec *loop_of(coexec_sched_t sched, int *rc)
+{
+    if (!rt_on()) {
+        *rc = COEXEC_ENOTINIT;
+        return NULL;
+    }
+    if ((*rc = CHECK_HANDLE(sched)) != 0)
+        return NULL;
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    if (!xs || xs->cur || xs->cur_sched != sched.p) {
+        *rc = COEXEC_ECONTEXT;
+        return NULL;
+    }
+    return xs;
+}
+
+COEXEC_API int coexec_sched_pop(coexec_sched_t sched, int idx,
+                                coexec_unit_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    int rc;
+    struct coexec_xstream_rec *xs = loop_of(sched, &rc);
+    if (!xs)
+        return rc;
+    if (idx < 0 || idx >= sched.p->npools)
+        return COEXEC_EINVAL;
+    struct coexec_unit_rec *u = coexec__pool_pop(sched.p->pools[idx], xs);
+    out->p = u;
+    out->gen = u ? atom_load_rlx_u64(&u->gen) : 0;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_run_unit(coexec_sched_t sched, coexec_unit_t unit)
+{
+    int rc;
+    struct coexec_xstream_rec *xs = loop_of(sched, &rc);
+    if (!xs)
+        return rc;
+    if ((rc = CHECK_HANDLE(unit)) != 0)
+        return rc;
+    struct coexec_unit_rec *u = unit.p;
+    if (u->kind == UNIT_MAIN || u->in_pool ||
+        atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
+        atom_load_acq_uptr(&u->join) == JOIN_DONE)
+        return COEXEC_ESTATE;
+    if (!pool_may_take(u, xs))
+        return COEXEC_EPERM;
+    if (!unit_pool(u))
+        atom_store_rlx_ptr(&u->pool, sched.p->pools[0]);
+    coexec__run_unit(xs, u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_check_events(coexec_sched_t sched)
+{
+    int rc;
+    struct coexec_xstream_rec *xs = loop_of(sched, &rc);
+    if (!xs)
+        return rc;
+    struct coexec_sched_rec *s = sched.p;
+    if (s->unit) {
+        stacked_yield(xs, s);
+        return COEXEC_OK;
+    }
+    coexec__xs_drain_events(xs);
+    if (xs_next_timer(xs) != UINT64_MAX)
+        coexec__timers_run(xs, now_ns());
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_has_to_stop(coexec_sched_t sched, int *stop)
+{
+    if (!stop)
+        return COEXEC_EINVAL;
+    int rc;
+    struct coexec_xstream_rec *xs = loop_of(sched, &rc);
+    if (!xs)
+        return rc;
+    struct coexec_sched_rec *s = sched.p;
+    if (s->unit)
+        *stop = stacked_must_stop(xs, s);
+    else
+        *stop = atom_load_acq_ptr(&xs->sched_req) != NULL ||
+                main_must_stop(xs, s);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_idle(coexec_sched_t sched)
+{
+    int rc;
+    struct coexec_xstream_rec *xs = loop_of(sched, &rc);
+    if (!xs)
+        return rc;
+    struct coexec_sched_rec *s = sched.p;
+    if (s->unit) {
+        if (!stacked_must_stop(xs, s))
+            stacked_idle(xs, s);
+        return COEXEC_OK;
+    }
+    if (coexec__xs_drain_events(xs))
+        return COEXEC_OK;
+    uint64_t next = xs_next_timer(xs);
+    if (next != UINT64_MAX && next <= now_ns()) {
+        coexec__timers_run(xs, now_ns());
+        return COEXEC_OK;
+    }
+    if (!atom_load_acq_u32(&xs->stop) && !atom_load_acq_ptr(&xs->sched_req))
+        park_stream(xs, s);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_finish(coexec_sched_t sched)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(sched);
+    if (rc)
+        return rc;
+    struct coexec_sched_rec *s = sched.p;
+    /* seq_cst: see stacked_idle. */
+    atom_store_sc_u32(&s->finish, 1);
+    if (atom_load_sc_u32(&s->idle)) {
+        pthread_mutex_lock(&coexec__g.lock);
+        if (s->unit)
+            coexec__wake_unit(s->unit);
+        pthread_mutex_unlock(&coexec__g.lock);
+    }
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_sched_self(coexec_sched_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    if (!xs || !xs->cur_sched)
+        return COEXEC_ECONTEXT;
+    set_out_sched(out, xs->cur_sched);
+    return COEXEC_OK;
+}
+
+/* Would putting s into pool p make a scheduler run inside itself? True if
+ * p is a pool of s or of a scheduler stacked (transitively) inside s.
+ * Under coexec__g.lock. */
+static bool stack_cycle(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
+{
+    if (own_pool(s, p))
+        return true;
+    for (struct coexec_sched_rec *t = sched_all; t; t = t->all_next)
+        if (t != s && t->live && t->unit && own_pool(s, t->parent_pool) &&
+            stack_cycle(t, p))
+            return true;
+    return false;
+}
+
+COEXEC_API int coexec_pool_add_sched(coexec_pool_t pool, coexec_sched_t sched)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (!rc)
+        rc = CHECK_HANDLE(sched);
+    if (rc)
+        return rc;
+    struct coexec_sched_rec *s = sched.p;
+    if ((rc = coexec__pool_check_access(pool.p, true)))
+        return rc;
+    uint32_t exp = 0;
+    if (!atom_cas_ar_u32(&s->in_use, &exp, SCHED_STACKED))
+        return COEXEC_EBUSY;
+    pthread_mutex_lock(&coexec__g.lock);
+    bool cycle = stack_cycle(s, pool.p);
+    pthread_mutex_unlock(&coexec__g.lock);
+    if (cycle) {
+        atom_store_rel_u32(&s->in_use, 0);
+        return COEXEC_EINVAL;
+    }
+    struct coexec_unit_rec *u;
+    rc = coexec__sched_unit_new(s, s->stack_size, stacked_main, &u);
+    if (rc) {
+        atom_store_rel_u32(&s->in_use, 0);
+        return rc;
+    }
+    coexec__sched_activate(s, NULL);
+    pthread_mutex_lock(&coexec__g.lock);
+    s->unit = u;
+    s->parent_pool = pool.p;
+    pthread_mutex_unlock(&coexec__g.lock);
+    coexec__pool_push(pool.p, u, PUSH_NEW);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_set_main_sched(coexec_xstream_t xs,
+                                             coexec_sched_t sched)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(xs);
+    if (!rc)
+        rc = CHECK_HANDLE(sched);
+    if (rc)
+        return rc;
+    struct coexec_xstream_rec *x = xs.p;
+    struct coexec_sched_rec *s = sched.p;
+    if (x->joined || atom_load_acq_u32(&x->stop) || atom_load_acq_u32(&x->done))
+        return COEXEC_ESTATE;
+    if (x->sched == s)
+        return COEXEC_OK;
+    uint32_t exp = 0;
+    if (!atom_cas_ar_u32(&s->in_use, &exp, SCHED_MAIN))
+        return COEXEC_EBUSY;
+    struct coexec_sched_rec *prev = atom_xchg_ar_ptr(&x->sched_req, s);
+    if (prev)
+        atom_store_rel_u32(&prev->in_use, 0); /* superseded before it ran */
+    coexec__xs_kick(x);
     return COEXEC_OK;
 }

@@ -14,6 +14,8 @@
 
 #define SCHED_MAX_POOLS 64
 
+struct coexec_xstream_rec;
+
 struct coexec_sched_rec {
     int kind;
     int npools;
@@ -21,16 +23,36 @@ struct coexec_sched_rec {
     unsigned event_freq;
     uint64_t idle_spin_ns;
     int steal;
+    unsigned aging;       /* PRIO */
+    size_t stack_size;    /* stacked: its unit's stack */
     uint8_t is_default;   /* made by the runtime for a default setup */
     uint8_t user_created;
     uint8_t live; /* made and not yet released (under coexec__g.lock) */
+    uint8_t has_ops;      /* a user scheduler: ops and ustate */
+    /* 0 idle; SCHED_MAIN while a stream runs it as its main scheduler (or
+     * is about to); SCHED_STACKED while it is a unit of a pool. */
     atom_u32_t in_use;
+    atom_u32_t finish;    /* coexec_sched_finish was called */
+    atom_u32_t idle;      /* stacked and parked for lack of work */
     atom_u64_t gen;
+    coexec_sched_ops_t ops;
+    void *ustate;
+    /* Stacked: its unit, the pool it was added to, and while it runs, the
+     * context of the scheduler level below it on that stream. */
+    struct coexec_unit_rec *unit;
+    struct coexec_pool_rec *parent_pool;
+    void *psp;
+    void *plo;
+    size_t psize;
+    void *pfiber;
+    struct coexec_sched_rec *pcur;
+    /* PRIO: pops each pool was passed over for (its running stream only). */
+    uint32_t passed[SCHED_MAX_POOLS];
     struct coexec_sched_rec *free_next;
     struct coexec_sched_rec *all_next;
 };
 
-struct coexec_xstream_rec;
+enum { SCHED_MAIN = 1, SCHED_STACKED = 2 };
 
 struct coexec_sched_rec *coexec__sched_new(int kind,
                                            struct coexec_pool_rec **pools,
@@ -43,6 +65,14 @@ int coexec__sched_count_user_live(void);
 /* Runs xs's main scheduler until a stop request is honoured. */
 void coexec__sched_run(struct coexec_xstream_rec *xs);
 
-/* Drains xs's inbox (remote wakes) into the units' home pools. */
+/* Makes s the running main scheduler of xs: binds its pools to xs and
+ * counts it as serving them. */
+void coexec__sched_activate(struct coexec_sched_rec *s,
+                            struct coexec_xstream_rec *xs);
+/* The reverse; pools no running scheduler serves any more forward their
+ * units to `to` when it is not NULL. */
+void coexec__sched_deactivate(struct coexec_sched_rec *s,
+                              struct coexec_xstream_rec *xs,
+                              struct coexec_pool_rec *to);
 
 #endif /* COEXEC_SCHED_SCHED_H */

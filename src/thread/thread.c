@@ -62,7 +62,9 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
     u->sp = NULL;
     u->stack = NULL;
     u->keys = NULL;
-    u->bound_xs = NULL;
+    u->bound_rank = -1;
+    atom_store_rlx_u32(&u->attrs, 0);
+    atom_store_rlx_uptr(&u->dest, 0);
     u->tsan_fiber = NULL;
     if (LIKELY(xs)) {
         /* Ids and the leak count stay per stream: no shared atomic here. */
@@ -179,8 +181,38 @@ static ALWAYS_INLINE void enter_unit(void **save, struct coexec_unit_rec *to,
 
 /* ---- queueing and waking ------------------------------------------------- */
 
-void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end)
+/* A migration request made while u ran or was parked takes effect now,
+ * as u goes back to a pool: its home becomes the requested pool. A request
+ * for a stream (DEST_MOVE|DEST_BOUND on the stream's record) goes to the
+ * pool that stream's main scheduler gives migrating units, and leaves
+ * DEST_BOUND behind: thieves keep off until u has run there. */
+static NOINLINE void apply_dest(struct coexec_unit_rec *u)
 {
+    uintptr_t d = atom_load_acq_uptr(&u->dest);
+    if (!(d & DEST_MOVE))
+        return;
+    struct coexec_pool_rec *to;
+    uintptr_t keep = 0;
+    if (d & DEST_BOUND) {
+        struct coexec_xstream_rec *x = (struct coexec_xstream_rec *)(d & ~DEST_TAGS);
+        to = coexec__migr_pool(x);
+        keep = (uintptr_t)x | DEST_BOUND;
+    } else {
+        to = (struct coexec_pool_rec *)(d & ~DEST_TAGS);
+    }
+    if (atom_cas_ar_uptr(&u->dest, &d, keep))
+        atom_store_rlx_ptr(&u->pool, to);
+}
+
+static ALWAYS_INLINE void check_dest(struct coexec_unit_rec *u)
+{
+    if (UNLIKELY(atom_load_rlx_uptr(&u->dest) & DEST_MOVE))
+        apply_dest(u);
+}
+
+static ALWAYS_INLINE void enqueue_as(struct coexec_unit_rec *u, int how)
+{
+    check_dest(u);
     struct coexec_pool_rec *p = unit_pool(u);
     if (!p->shared && p->owner_xs) {
         struct coexec_xstream_rec *me = coexec__xs_self();
@@ -191,7 +223,17 @@ void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end)
             return;
         }
     }
-    coexec__pool_push(p, u, yield_end);
+    coexec__pool_push(p, u, how);
+}
+
+void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end)
+{
+    enqueue_as(u, yield_end ? PUSH_YIELD : PUSH_NEW);
+}
+
+void coexec__enqueue_woken(struct coexec_unit_rec *u)
+{
+    enqueue_as(u, PUSH_WAKE);
 }
 
 /* Queues u, just unparked by a wake: a unit whose home pool is private to
@@ -204,6 +246,7 @@ static void wake_enqueue(struct coexec_unit_rec *u)
     if (!p->shared && p->owner_xs) {
         struct coexec_xstream_rec *owner = p->owner_xs;
         if (coexec__xs_self() != owner) {
+            /* The owner queues it (and applies a migration request). */
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
             if (key)
                 coexec__events_wake(owner, key);
@@ -214,7 +257,7 @@ static void wake_enqueue(struct coexec_unit_rec *u)
         if (key)
             coexec__events_slot_free(owner, key);
     }
-    coexec__pool_push(p, u, false);
+    enqueue_as(u, PUSH_WAKE);
 }
 
 bool coexec__wake_tagged(struct coexec_unit_rec *u, uint32_t tag)
@@ -328,6 +371,9 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
     case POST_REQUEUE:
         coexec__enqueue(u, true);
         break;
+    case POST_REQUEUE_NEW:
+        coexec__enqueue(u, false);
+        break;
     case POST_REQUEUE_LOCKED: {
         struct coexec_pool_rec *p = xs->post_pool;
         pool_push_locked(p, u, true);
@@ -366,9 +412,27 @@ static void run_tasklet(struct coexec_xstream_rec *xs,
         coexec__enqueue(u, false);
 }
 
+/* u is about to run on xs: a DEST_BOUND naming xs has done its job. */
+static NOINLINE void dest_arrived(struct coexec_xstream_rec *xs,
+                                  struct coexec_unit_rec *u)
+{
+    uintptr_t d = atom_load_rlx_uptr(&u->dest);
+    if ((d & DEST_TAGS) == DEST_BOUND &&
+        (struct coexec_xstream_rec *)(d & ~DEST_TAGS) == xs)
+        atom_cas_rlx_uptr(&u->dest, &d, 0);
+}
+
+static ALWAYS_INLINE void check_arrival(struct coexec_xstream_rec *xs,
+                                        struct coexec_unit_rec *u)
+{
+    if (UNLIKELY(atom_load_rlx_uptr(&u->dest) != 0))
+        dest_arrived(xs, u);
+}
+
 /* Called by the scheduler, on the scheduler's context. */
 void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
 {
+    check_arrival(xs, u);
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
     xs->cur = u;
     if (u->kind == UNIT_TASKLET) {
@@ -402,6 +466,7 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
     void *dead_sp; /* a finished context is never resumed */
     void **save = final ? &dead_sp : &self->sp;
     if (to) {
+        check_arrival(xs, to);
         xs->cur = to;
         atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
         enter_unit(save, to, final, op == POST_NONE);
@@ -502,14 +567,19 @@ COEXEC_API int coexec_yield(void)
     if (!u)
         return err;
     struct coexec_unit_rec *to = leave_target(u);
-    if (!to && ++xs->direct_yields < xs->sched->event_freq) {
+    struct coexec_sched_rec *cs = xs->cur_sched;
+    if (!to && ++xs->direct_yields < cs->event_freq) {
         /* Hand the CPU straight to the next started ULT of our pool: one
          * switch instead of two. Every event_freq yields go through the
          * scheduler so that it still sees its events and other pools. */
         struct coexec_pool_rec *p = unit_pool(u);
-        /* Only from the scheduler's first pool is "the next unit of my pool"
-         * what the scheduler itself would pick. */
-        if (p != xs->sched->pools[0])
+        /* Only from the first pool of a built-in scheduler that takes from
+         * it in order is "the next unit of my pool" what the scheduler
+         * itself would pick; only a list pool can be taken from here, and
+         * a migration request must go through the ordinary path. */
+        if (p != cs->pools[0] || p->impl || cs->has_ops ||
+            cs->kind == COEXEC_SCHED_PRIO ||
+            UNLIKELY(atom_load_rlx_uptr(&u->dest) != 0))
             goto through_sched;
         if (atom_load_rlx_u64(&p->size) == 0)
             return COEXEC_OK; /* nothing else to run here */
@@ -620,7 +690,7 @@ void coexec__park_current(struct coexec_unit_rec *self)
 
 static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *xs)
 {
-    return !(u->flags & UF_NOSTEAL) || u->bound_xs == xs;
+    return pool_may_take(u, xs);
 }
 
 /* Runs the not-started unit u (just removed from its pool) in place. */
@@ -708,7 +778,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
             else if (!u->in_pool && !(u->rflags & RF_STARTED)) {
                 /* Popped out of its pool by the user: ours to run. It needs
                  * a home pool in case it yields or parks: the joiner's. */
-                atom_store_rlx_ptr(&u->pool, xs->sched->pools[0]);
+                atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
                 claimed = true;
             }
         }
@@ -739,8 +809,8 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
 
 /* ---- public ULT and tasklet calls ------------------------------------- */
 
-/* Resolves the pool a unit is created into, checking the access mode. */
-static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind, void *fn,
+/* Makes a unit for pool p (checking the access mode), not yet queued. */
+static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn,
                        void *arg, const coexec_thread_attr_t *attr,
                        bool detached, struct coexec_unit_rec **out)
 {
@@ -782,9 +852,29 @@ static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind, void *
     u->arg = arg;
     if (detached)
         u->flags |= UF_DETACHED;
+    if (attr && attr->size >= sizeof *attr) {
+        if (attr->priority < 0 || attr->priority > (int)UA_PRIO_MASK) {
+            coexec__unit_release(xs, u);
+            return COEXEC_EINVAL;
+        }
+        atom_store_rlx_u32(&u->attrs, (uint32_t)attr->priority |
+                                          (attr->pinned ? UA_PINNED : 0));
+    }
     *out = u;
-    coexec__pool_push(p, u, false);
     return COEXEC_OK;
+}
+
+/* Makes a unit and queues it in p. */
+static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind,
+                                     void *fn, void *arg,
+                                     const coexec_thread_attr_t *attr,
+                                     bool detached,
+                                     struct coexec_unit_rec **out)
+{
+    int rc = make_unit(p, kind, fn, arg, attr, detached, out);
+    if (LIKELY(rc == COEXEC_OK))
+        coexec__pool_push(p, *out, PUSH_NEW);
+    return rc;
 }
 
 static int pool_of_xstream(coexec_xstream_t xs, struct coexec_pool_rec **p)
@@ -814,6 +904,8 @@ COEXEC_API int coexec_thread_attr_init(coexec_thread_attr_t *attr)
     attr->size = sizeof *attr;
     attr->stack_size = 0;
     attr->stack = NULL;
+    attr->priority = 0;
+    attr->pinned = 0;
     return COEXEC_OK;
 }
 
@@ -911,7 +1003,7 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     u->fn.tasklet = fn;
     u->arg = arg;
     u->flags = UF_DETACHED | UF_NOSTEAL;
-    u->bound_xs = x;
+    u->bound_rank = x->rank;
     atom_store_rlx_ptr(&u->pool, s->pools[0]);
     if (xs_self_entry() == x)
         coexec__pool_push(s->pools[0], u, false);
@@ -1075,4 +1167,310 @@ COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k)
 int coexec__join_unit(struct coexec_unit_rec *u)
 {
     return join_unit(u);
+}
+
+/* ---- stacked schedulers' units -------------------------------------------- */
+
+void coexec__unit_yield_to_sched(struct coexec_xstream_rec *xs,
+                                 struct coexec_unit_rec *self)
+{
+    atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
+    leave_to(xs, self, NULL, POST_REQUEUE, 0);
+}
+
+int coexec__sched_unit_new(struct coexec_sched_rec *s, size_t stack_size,
+                           coexec_thread_fn_t fn, struct coexec_unit_rec **out)
+{
+    struct coexec_unit_rec *u = coexec__unit_new(xs_self_entry(), UNIT_ULT);
+    if (UNLIKELY(!u))
+        return COEXEC_ENOMEM;
+    u->fn.thread = fn;
+    u->arg = s;
+    u->flags = UF_DETACHED | UF_SCHED | UF_BIG_STACK;
+    u->stack_size = (uint32_t)((stack_size + 4095) & ~(size_t)4095);
+    /* A scheduler level is not work to balance: thieves leave it alone. */
+    atom_store_rlx_u32(&u->attrs, UA_PINNED);
+    *out = u;
+    return COEXEC_OK;
+}
+
+struct coexec_pool_rec *coexec__migr_pool(struct coexec_xstream_rec *xs)
+{
+    struct coexec_sched_rec *s = xs->sched;
+    if (s->has_ops && s->ops.get_migr_pool) {
+        coexec_sched_t h = {s, atom_load_rlx_u64(&s->gen)};
+        coexec_pool_t p = s->ops.get_migr_pool(h, s->ustate);
+        if (p.p && CHECK_HANDLE(p) == 0)
+            return p.p;
+    }
+    return s->pools[0];
+}
+
+/* ---- child-first creation, yield_to, migration --------------------------- */
+
+/* self, run in place by its joiner, is about to switch to another unit
+ * instead of back to the joiner: the joiner (its context saved since it
+ * switched to us) becomes an ordinary ready unit, and waits for us the
+ * ordinary way (join_wait_ult) when it runs again. */
+static void release_inplace_joiner(struct coexec_unit_rec *self)
+{
+    if (self->rflags & RF_INPLACE) {
+        struct coexec_unit_rec *j = inplace_joiner(self);
+        self->rflags &= (uint8_t)~RF_INPLACE;
+        coexec__enqueue(j, false);
+    }
+}
+
+/* A ready unit still queued in its home pool, taken out for the calling
+ * stream xs to run now (as a join claims one): true if we got it. */
+static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u,
+                         bool started_ok)
+{
+    struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
+    if (!p || atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
+        !pool_may_take(u, xs))
+        return false;
+    if (!(p->shared || p->owner_xs == xs || !p->owner_xs))
+        return false;
+    if (started_ok) {
+        /* Any queued unit, started or not (yield_to). */
+        if (p->impl) {
+            return false;
+        }
+        bool ok;
+        if (p->shared)
+            pool_lock(p);
+        ok = u->in_pool && unit_pool(u) == p;
+        if (ok)
+            list_unlink(p, u);
+        if (p->shared)
+            pool_unlock(p);
+        return ok;
+    }
+    return coexec__pool_remove(p, u);
+}
+
+COEXEC_API int coexec_yield_to(coexec_thread_t t)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *self = self_ult(&xs, &err);
+    if (!self)
+        return err;
+    int rc = check_unit(t.p, t.gen, false);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = t.p;
+    if (u == self)
+        return COEXEC_EDEADLK;
+    if (u->kind != UNIT_ULT)
+        return COEXEC_ESTATE;
+    if (!pool_may_take(u, xs))
+        return COEXEC_EPERM;
+    if (!claim_queued(xs, u, true))
+        return COEXEC_ESTATE;
+    if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
+        coexec__enqueue(u, false);
+        return COEXEC_ENOMEM;
+    }
+    release_inplace_joiner(self);
+    atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
+    leave_to(xs, self, u, POST_REQUEUE, 0);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_create_child_first(coexec_pool_t pool,
+                                                coexec_thread_fn_t fn, void *arg,
+                                                const coexec_thread_attr_t *attr,
+                                                coexec_thread_t *out)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *self = self_ult(&xs, &err);
+    if (!self)
+        return err;
+    if (!fn)
+        return COEXEC_EINVAL;
+    if (self->flags & UF_NOSTEAL)
+        return COEXEC_ECONTEXT;
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u;
+    rc = make_unit(pool.p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
+    if (rc)
+        return rc;
+    atom_store_rlx_ptr(&u->pool, pool.p);
+    if (!pool_may_take(u, xs) || !ult_prepare(xs, u)) {
+        coexec__enqueue(u, false); /* it runs later instead */
+    } else {
+        SET_OUT(out, u);
+        release_inplace_joiner(self);
+        atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
+        /* We go back to our pool as a new unit would. */
+        leave_to(xs, self, u, POST_REQUEUE_NEW, 0);
+        return COEXEC_OK;
+    }
+    SET_OUT(out, u);
+    return COEXEC_OK;
+}
+
+static bool unit_movable(struct coexec_unit_rec *u)
+{
+    return !(u->flags & (UF_NOSTEAL | UF_SCHED)) &&
+           !(atom_load_rlx_u32(&u->attrs) & UA_PINNED);
+}
+
+/* Moves t (a ULT) so that its home becomes `to` (or, for a stream, that
+ * stream's migration pool; bound_xs is then non-NULL). */
+static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
+                   struct coexec_xstream_rec *bound)
+{
+    int rc = check_unit(t.p, t.gen, false);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = t.p;
+    if (!unit_movable(u))
+        return COEXEC_EPERM;
+    if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_TERMINATED ||
+        atom_load_acq_uptr(&u->join) == JOIN_DONE)
+        return COEXEC_ESTATE;
+    if ((rc = pool_check(to, true)))
+        return rc;
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    uintptr_t req = bound ? (uintptr_t)bound | DEST_MOVE | DEST_BOUND
+                          : (uintptr_t)to | DEST_MOVE;
+    if (xs && xs->cur == u) {
+        /* Ourselves: the request applies as we yield. */
+        atom_store_rel_uptr(&u->dest, req);
+        xs->direct_yields = 0;
+        atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+        leave_to(xs, u, leave_target(u), POST_REQUEUE, 0);
+        return COEXEC_OK;
+    }
+    /* Queued somewhere we may take it from: move it now. */
+    if (xs && claim_queued(xs, u, true)) {
+        atom_store_rel_uptr(&u->dest, req);
+        coexec__enqueue(u, false);
+        return COEXEC_OK;
+    }
+    if (!xs && atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY) {
+        struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
+        if (p && p->shared && !p->impl) {
+            pool_lock(p);
+            bool ok = u->in_pool && unit_pool(u) == p;
+            if (ok)
+                list_unlink(p, u);
+            pool_unlock(p);
+            if (ok) {
+                atom_store_rel_uptr(&u->dest, req);
+                coexec__enqueue(u, false);
+                return COEXEC_OK;
+            }
+        }
+    }
+    /* Running or parked (or queued where only its owner may touch it):
+     * it moves when it next goes back to a pool. */
+    atom_store_rel_uptr(&u->dest, req);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_migrate_to(coexec_thread_t t, coexec_pool_t pool)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    return migrate(t, pool.p, NULL);
+}
+
+COEXEC_API int coexec_thread_migrate_to_xstream(coexec_thread_t t,
+                                                coexec_xstream_t xs)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(xs);
+    if (rc)
+        return rc;
+    struct coexec_xstream_rec *x = xs.p;
+    if (x->joined || atom_load_acq_u32(&x->stop) || !x->sched)
+        return COEXEC_ESTATE;
+    return migrate(t, coexec__migr_pool(x), x);
+}
+
+/* ---- unit attributes ------------------------------------------------------ */
+
+static int unit_handle(coexec_unit_t unit)
+{
+    RT_CHECK();
+    return CHECK_HANDLE(unit);
+}
+
+COEXEC_API int coexec_unit_set_pinned(coexec_unit_t unit, int pinned)
+{
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    if (pinned)
+        atom_for_rlx_u32(&unit.p->attrs, UA_PINNED);
+    else if (!(unit.p->flags & UF_SCHED))
+        atom_fand_rlx_u32(&unit.p->attrs, ~UA_PINNED);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_unit_get_pinned(coexec_unit_t unit, int *pinned)
+{
+    if (!pinned)
+        return COEXEC_EINVAL;
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    *pinned = (atom_load_rlx_u32(&unit.p->attrs) & UA_PINNED) != 0;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_unit_set_priority(coexec_unit_t unit, int priority)
+{
+    if (priority < 0 || priority > (int)UA_PRIO_MASK)
+        return COEXEC_EINVAL;
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    uint32_t a = atom_load_rlx_u32(&unit.p->attrs);
+    while (!atom_cas_rlx_u32(&unit.p->attrs, &a,
+                             (a & ~UA_PRIO_MASK) | (uint32_t)priority))
+        ;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_unit_get_priority(coexec_unit_t unit, int *priority)
+{
+    if (!priority)
+        return COEXEC_EINVAL;
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    *priority = (int)unit_prio(unit.p);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
+{
+    if (!arg)
+        return COEXEC_EINVAL;
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    *arg = unit.p->kind == UNIT_MAIN ? NULL : unit.p->arg;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_unit_is_thread(coexec_unit_t unit, int *is_thread)
+{
+    if (!is_thread)
+        return COEXEC_EINVAL;
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    *is_thread = unit.p->kind != UNIT_TASKLET;
+    return COEXEC_OK;
 }

@@ -38,7 +38,8 @@ enum unit_flag {
     UF_DETACHED = 1u << 0,   /* freed when it finishes */
     UF_USER_STACK = 1u << 1, /* stack given by the user: never freed by us */
     UF_BIG_STACK = 1u << 2,  /* stack not of the cached size: mapped alone */
-    UF_NOSTEAL = 1u << 3     /* bound to bound_xs: never stolen or migrated */
+    UF_NOSTEAL = 1u << 3,    /* bound to bound_rank: never stolen or migrated */
+    UF_SCHED = 1u << 4       /* the unit of a stacked scheduler */
 };
 
 /* unit->rflags: written by whoever runs the unit; read by others only
@@ -122,9 +123,32 @@ struct coexec_unit_rec {
         };
         struct wait_node tnode; /* tasklets: where a PENDING one waits */
     };
-    struct coexec_xstream_rec *bound_xs; /* UF_NOSTEAL: the only runner */
-    atom_ptr_t batch_next; /* global free-batch link (src/mem/) */
+    int32_t bound_rank; /* UF_NOSTEAL: the rank of the only stream that
+                           may run it */
+    atom_u32_t attrs;   /* UA_PRIO_MASK: priority; UA_PINNED */
+    union {
+        atom_ptr_t batch_next; /* while free: global free-batch link */
+        atom_uptr_t dest;      /* while live: DEST_* (migration) or 0 */
+    };
 } CACHE_ALIGNED;
+
+/* unit->attrs: set by anyone at any time (atomic), read when pushing
+ * (priority) and stealing or migrating (pinned). */
+#define UA_PRIO_MASK 0xffffu
+#define UA_PINNED (1u << 16)
+
+/* unit->dest: a pool pointer | DEST_MOVE is a migration request, applied
+ * when the unit next goes back to a pool (it yields or is woken); an
+ * xstream pointer | DEST_BOUND keeps thieves off the unit until it has run
+ * on that stream once (coexec_thread_migrate_to_xstream). */
+#define DEST_MOVE ((uintptr_t)1)
+#define DEST_BOUND ((uintptr_t)2)
+#define DEST_TAGS ((uintptr_t)3)
+
+static ALWAYS_INLINE unsigned unit_prio(struct coexec_unit_rec *u)
+{
+    return atom_load_rlx_u32(&u->attrs) & UA_PRIO_MASK;
+}
 
 static ALWAYS_INLINE struct coexec_pool_rec *
 unit_pool(struct coexec_unit_rec *u)

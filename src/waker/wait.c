@@ -108,7 +108,7 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
     }
     /* A sleep is released by this stream's own timer only, which cannot
      * fire while we watch: park at once. */
-    struct coexec_pool_rec *home = w->xs->sched->pools[0];
+    struct coexec_pool_rec *home = w->xs->cur_sched->pools[0];
     uint32_t exp = WN_WAITING;
     if (w->list && atom_load_rlx_u64(&home->size) == 0 &&
         atom_cas_rlx_u32(&w->node.state, &exp, WN_SPIN)) {

@@ -122,6 +122,37 @@ int coexec__affinity_last_cpu(void)
     return ncpus ? cpus[ncpus - 1] : -1;
 }
 
+/* The deepest object (of the kinds a distance tells apart) holding both
+ * CPUs. Called once per pair by each stream (it caches the answers). */
+int coexec__affinity_distance(int cpu_a, int cpu_b)
+{
+    if (cpu_a < 0 || cpu_b < 0)
+        return DIST_FAR;
+    pthread_mutex_lock(&topo_lock);
+    int d = DIST_FAR;
+    if (topo) {
+        hwloc_obj_t a = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu_a);
+        hwloc_obj_t b = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu_b);
+        hwloc_obj_t c = a && b ? hwloc_get_common_ancestor_obj(topo, a, b)
+                               : NULL;
+        for (; c && d == DIST_FAR; c = c->parent) {
+            if (c->type == HWLOC_OBJ_CORE || c->type == HWLOC_OBJ_PU)
+                d = DIST_CORE;
+            else if (hwloc_obj_type_is_cache(c->type))
+                d = DIST_CACHE;
+            else if (c->type == HWLOC_OBJ_NUMANODE ||
+                     (c->memory_arity > 0 && c->type != HWLOC_OBJ_MACHINE))
+                d = DIST_NUMA;
+            else if (c->type == HWLOC_OBJ_PACKAGE)
+                d = DIST_PKG;
+            else if (c->type == HWLOC_OBJ_MACHINE)
+                break;
+        }
+    }
+    pthread_mutex_unlock(&topo_lock);
+    return d;
+}
+
 int coexec__affinity_valid_cpu(int cpu)
 {
     for (int i = 0; i < ncpus; i++)

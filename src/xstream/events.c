@@ -92,7 +92,7 @@ bool coexec__xs_drain_events(struct coexec_xstream_rec *xs)
                 bits &= bits - 1;
                 struct coexec_unit_rec *u = d->slot[p * 64 + b];
                 d->slot[p * 64 + b] = NULL;
-                coexec__pool_push(unit_pool(u), u, false);
+                coexec__enqueue_woken(u);
                 any = true;
             }
         }
@@ -111,7 +111,7 @@ bool coexec__xs_drain_events(struct coexec_xstream_rec *xs)
         }
         while (rev) {
             struct coexec_unit_rec *n = rev->next;
-            coexec__pool_push(unit_pool(rev), rev, false);
+            coexec__enqueue_woken(rev);
             rev = n;
             any = true;
         }

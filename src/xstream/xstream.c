@@ -66,7 +66,13 @@ static struct coexec_xstream_rec *xs_record_new(void)
     xs->timers.cap = tcap;
     atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
     atom_store_rlx_u64(&xs->gen, gen);
+    memset(xs->dist, 0xff, sizeof xs->dist);
     return xs;
+}
+
+int coexec__xs_rank(struct coexec_xstream_rec *xs)
+{
+    return xs->rank;
 }
 
 static int rank_take(struct coexec_xstream_rec *xs)
@@ -131,16 +137,6 @@ static void default_setup_release(struct coexec_sched_rec *s)
     coexec__pool_release(p);
 }
 
-/* Binds the sched's private and single-consumer pools to this stream. */
-static void claim_pools(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
-{
-    for (int i = 0; i < s->npools; i++) {
-        struct coexec_pool_rec *p = s->pools[i];
-        if (!p->shared)
-            p->owner_xs = xs;
-    }
-}
-
 static void stack_bounds_of_self(void **lo, size_t *size)
 {
     pthread_attr_t a;
@@ -164,7 +160,7 @@ static void *xs_main(void *arg)
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     stack_bounds_of_self(&xs->sched_stack_lo, &xs->sched_stack_size);
     xs->sched_fiber = tsan_fiber_current();
-    claim_pools(xs, xs->sched);
+    coexec__sched_activate(xs->sched, xs);
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
     coexec__sched_run(xs);
     coexec__cache_flush(&xs->ucache, &xs->scache);
@@ -188,7 +184,7 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     } else {
         /* A scheduler runs on one stream at a time. */
         uint32_t exp = 0;
-        if (!atom_cas_ar_u32(&sched->in_use, &exp, 1))
+        if (!atom_cas_ar_u32(&sched->in_use, &exp, SCHED_MAIN))
             return COEXEC_EBUSY;
     }
     pthread_mutex_lock(&coexec__g.lock);
@@ -206,9 +202,11 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
         goto fail_setup;
     }
     xs->sched = sched;
-    atom_store_rlx_u32(&sched->in_use, 1); /* a default one is ours alone */
+    xs->cur_sched = sched;
+    atom_store_rlx_u32(&sched->in_use, SCHED_MAIN); /* a default one is ours */
     xs->cpu = cpu >= 0 ? cpu : coexec__affinity_cpu_for_rank(xs->rank);
     xs->default_pool = own_setup ? sched->pools[0] : NULL;
+    xs->default_sched = own_setup ? sched : NULL;
     xs->steal_index = xs->rank;
     atom_store_rlx_u32(&xs->park_word, 1);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_CREATED);
@@ -280,17 +278,20 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
     coexec__g.xs_by_rank[xs->rank] = NULL;
     coexec__g.num_xs--;
     pthread_mutex_unlock(&coexec__g.lock);
-    atom_store_rlx_u32(&s->in_use, 0);
-    for (int i = 0; i < s->npools; i++)
-        if (s->pools[i]->owner_xs == xs)
-            s->pools[i]->owner_xs = NULL;
+    coexec__sched_deactivate(s, xs, NULL);
+    atom_store_rel_u32(&s->in_use, 0);
+    struct coexec_sched_rec *req = atom_xchg_ar_ptr(&xs->sched_req, NULL);
+    if (req)
+        atom_store_rel_u32(&req->in_use, 0); /* asked for, never ran */
     if (xs->default_pool) {
         /* Units still queued there, or woken later with it as their home,
          * go to the primary: nothing is lost with the stream. */
-        coexec__sched_release(s);
+        coexec__sched_release(xs->default_sched);
         coexec__pool_retire(xs->default_pool, coexec__g.primary->default_pool);
-        xs->sched = NULL;
+        xs->default_sched = NULL;
     }
+    xs->sched = NULL;
+    xs->cur_sched = NULL;
     xs->joined = 1;
     return COEXEC_OK;
 }
@@ -340,8 +341,10 @@ int coexec__primary_setup(void)
     rank_take(xs);
     xs->is_primary = 1;
     xs->sched = s;
-    atom_store_rlx_u32(&s->in_use, 1);
+    xs->cur_sched = s;
+    atom_store_rlx_u32(&s->in_use, SCHED_MAIN);
     xs->default_pool = s->pools[0];
+    xs->default_sched = s;
     xs->thread = pthread_self();
     xs->cpu = coexec__affinity_cpu_for_rank(0);
     atom_store_rlx_u32(&xs->park_word, 1);
@@ -377,7 +380,7 @@ int coexec__primary_setup(void)
     /* The calling thread's code becomes the main ULT, bound here. */
     m->flags = UF_NOSTEAL;
     m->rflags = RF_STARTED; /* it runs already, on the thread's own stack */
-    m->bound_xs = xs;
+    m->bound_rank = xs->rank;
     atom_store_rlx_ptr(&m->pool, s->pools[0]);
     atom_store_rlx_u32(&m->state, COEXEC_UNIT_RUNNING);
     void *lo;
@@ -389,7 +392,7 @@ int coexec__primary_setup(void)
     m->sp = (void *)1; /* "has a context": it is running */
     coexec__g.main_unit = m;
     xs->cur = m;
-    claim_pools(xs, s);
+    coexec__sched_activate(s, xs);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
     coexec__xs_set_self(xs);
     return COEXEC_OK;

@@ -28,8 +28,20 @@ enum post_op {
     POST_REQUEUE, /* yield: queue post_unit again at the yield end */
     POST_PARK,    /* park post_unit unless a wake is already recorded */
     POST_FINISH,  /* post_unit's function returned: release its stack */
-    POST_REQUEUE_LOCKED /* yield: queue post_unit in post_pool, whose lock
+    POST_REQUEUE_LOCKED, /* yield: queue post_unit in post_pool, whose lock
                            the leaving context holds, then unlock it */
+    POST_REQUEUE_NEW    /* queue post_unit as a new unit (child first) */
+};
+
+/* Victim distances a stream remembers (CPUs 0..XS_DIST_CACHE-1). */
+#define XS_DIST_CACHE 256
+/* Distances between CPUs (coexec__affinity_distance): */
+enum {
+    DIST_CORE = 0,  /* the same core */
+    DIST_CACHE = 1, /* a shared cache */
+    DIST_NUMA = 2,  /* the same NUMA node */
+    DIST_PKG = 3,   /* the same package */
+    DIST_FAR = 4    /* farther, or unknown */
 };
 
 /* Waker pages (src/xstream/events.c): WPAGES lines of 64 notify bits. */
@@ -70,7 +82,9 @@ struct coexec_xstream_rec {
     struct coexec_pool_rec *post_pool;
     struct coexec_unit_rec *run_next; /* run before popping */
     unsigned direct_yields;
-    struct coexec_sched_rec *sched;
+    struct coexec_sched_rec *sched;     /* the main scheduler */
+    struct coexec_sched_rec *cur_sched; /* the innermost level running */
+    uint32_t rng;                       /* victim choice (xorshift) */
     struct unit_cache ucache;
     struct stack_cache scache;
     void *sched_stack_lo; /* the scheduler context's stack, for sanitizers */
@@ -86,6 +100,7 @@ struct coexec_xstream_rec {
     uint64_t id_next, id_end; /* a block of unit ids taken from the global */
     pthread_t thread;
     struct wdir *wdir; /* waker pages; allocated on the first private park */
+    uint8_t dist[XS_DIST_CACHE]; /* distance to CPU i; 0xff: not known yet */
 
     /* Written by other threads. */
     atom_ptr_t inbox CACHE_ALIGNED;
@@ -93,10 +108,12 @@ struct coexec_xstream_rec {
     atom_u32_t park_word;
     atom_u32_t sleeping;
     atom_u32_t stop;
+    atom_ptr_t sched_req; /* coexec_xstream_set_main_sched's request */
     atom_u32_t state; /* coexec_xstream_state_t */
     atom_u32_t done;  /* futex: 1 once the OS thread left the loop */
     atom_u64_t gen;
     struct coexec_pool_rec *default_pool;
+    struct coexec_sched_rec *default_sched; /* NULL: not a default setup */
     struct coexec_xstream_rec *free_next;
     /* Timers of units parked here: the owner fires them, any stream may
      * cancel one (under the lock). */
@@ -155,6 +172,7 @@ int coexec__affinity_valid_cpu(int cpu);
 int coexec__affinity_bind_self(int cpu);
 int coexec__affinity_ncpus(void);
 int coexec__affinity_last_cpu(void); /* of the process's binding, or -1 */
+int coexec__affinity_distance(int cpu_a, int cpu_b); /* DIST_* */
 const char *coexec__affinity_describe(void);
 
 int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,

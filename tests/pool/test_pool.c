@@ -1084,7 +1084,7 @@ static void t_errors(void)
 {
     ch_init(1);
     coexec_pool_t p = {0};
-    CH_ASSERT_RC(coexec_pool_create((coexec_pool_kind_t)2, COEXEC_ACCESS_MPMC, &p), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_pool_create(COEXEC_POOL_USER, COEXEC_ACCESS_MPMC, &p), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_pool_create((coexec_pool_kind_t)-1, COEXEC_ACCESS_MPMC, &p), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_pool_create(COEXEC_POOL_FIFO, (coexec_pool_access_t)5, &p), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_pool_create(COEXEC_POOL_FIFO, (coexec_pool_access_t)-1, &p), COEXEC_EINVAL);

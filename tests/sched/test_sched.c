@@ -550,7 +550,7 @@ static void t_bad_args(void)
     for (int i = 0; i <= MAXP; i++)
         CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pools[i]));
     coexec_sched_t s = {0};
-    CH_ASSERT_RC(coexec_sched_create((coexec_sched_kind_t)2, pools, 1, NULL, &s), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_sched_create(COEXEC_SCHED_USER, pools, 1, NULL, &s), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_sched_create((coexec_sched_kind_t)-1, pools, 1, NULL, &s), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_sched_create(COEXEC_SCHED_BASIC, NULL, 1, NULL, &s), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_sched_create(COEXEC_SCHED_BASIC, pools, 0, NULL, &s), COEXEC_EINVAL);
