@@ -1,7 +1,10 @@
 /*
  * tests/pool/test_pool.c: pool order (FIFO/LIFO), size, EBUSY rules, access
  * modes under the concurrency each allows, access checks (COEXEC_CHECKS
- * builds), push of units in the wrong state, argument errors.
+ * builds), push of units in the wrong state, argument errors; the PRIO
+ * kind (levels, FIFO within a level, yield, aging, join in place) and the
+ * DEQUE kind (owner LIFO, thieves take the oldest, steal-half, yields, and
+ * every unit running once under fork-join on work-stealing streams).
  *
  * Most tests use pools no scheduler serves: units created into them stay
  * queued until popped. A unit popped out belongs to no pool; freeing it
@@ -1137,6 +1140,701 @@ static void t_errors(void)
 
 /* ======================================================================= */
 
+/* ======================================================================= */
+/* prio                                                                     */
+/* ======================================================================= */
+
+static coexec_pool_t prio_pool(int levels, unsigned aging,
+                               coexec_pool_access_t acc)
+{
+    coexec_pool_config_t cfg;
+    coexec_pool_t pool = {0};
+    CH_ASSERT_OK(coexec_pool_config_init(&cfg));
+    cfg.levels = levels;
+    cfg.aging = aging;
+    CH_ASSERT_OK_FATAL(coexec_pool_create_ex(COEXEC_POOL_PRIO, acc, &cfg, &pool));
+    return pool;
+}
+
+/* Pushes unit i of s into pool at priority prio. */
+static void push_prio(coexec_pool_t pool, const unit_set_t *s, long i, int prio)
+{
+    CH_ASSERT_OK(coexec_unit_set_priority(unit_of(s, i), prio));
+    CH_ASSERT_OK(coexec_pool_push(pool, unit_of(s, i)));
+}
+
+/* Pops one unit and returns its index in s (-1: empty, -2: foreign). */
+static long pop_index(coexec_pool_t pool, const unit_set_t *s)
+{
+    coexec_unit_t u;
+    CH_ASSERT_OK(coexec_pool_pop(pool, &u));
+    if (CH_IS_NULL(u))
+        return -1;
+    long i = unit_index(s, u);
+    return i < 0 ? -2 : i;
+}
+
+/* Most urgent level first, FIFO within a level, priorities clamped. */
+static void t_prio_order(void)
+{
+    ch_init(1);
+    for (int acc = COEXEC_ACCESS_PRIV; acc <= COEXEC_ACCESS_MPMC; acc++) {
+        enum { N = 24 };
+        unit_set_t s;
+        unit_set_make(&s, N);
+        coexec_pool_t pool = prio_pool(4, 0, (coexec_pool_access_t)acc);
+        /* Unit i gets priority i % 6: 4 and 5 clamp to level 3. */
+        for (long i = 0; i < N; i++)
+            push_prio(pool, &s, i, (int)(i % 6));
+        size_t sz = 0;
+        CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
+        CH_ASSERT_EQ(sz, N);
+        long expect[N], k = 0;
+        for (int lvl = 3; lvl >= 0; lvl--)
+            for (long i = 0; i < N; i++)
+                if ((i % 6 > 3 ? 3 : i % 6) == lvl)
+                    expect[k++] = i;
+        for (k = 0; k < N; k++)
+            CH_ASSERT_EQ(pop_index(pool, &s), expect[k]);
+        CH_ASSERT_EQ(pop_index(pool, &s), -1);
+        CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
+        CH_ASSERT_EQ(sz, 0);
+        CH_ASSERT_OK(coexec_pool_free(&pool));
+        unit_set_free(&s);
+    }
+    ch_finalize();
+}
+
+/* Creates n noop ULTs into pool, ULT i at priority prio_of(i). */
+static void create_prio_ults(coexec_pool_t pool, coexec_thread_t *t, int n,
+                             int (*prio_of)(int))
+{
+    coexec_thread_attr_t a;
+    atomic_store(&g_ran, 0);
+    for (int i = 0; i < n; i++) {
+        CH_ASSERT_OK(coexec_thread_attr_init(&a));
+        a.priority = prio_of(i);
+        CH_ASSERT_OK_FATAL(coexec_thread_create(pool, noop_ult, NULL, &a, &t[i]));
+    }
+}
+
+static int prio_0_2_7(int i) { return i % 3 == 0 ? 0 : i % 3 == 1 ? 2 : 7; }
+static int prio_mod3(int i) { return i % 3; }
+
+/* ULTs created with attr.priority land at their level; default is 0. */
+static void t_prio_attr(void)
+{
+    ch_init(1);
+    enum { N = 12 };
+    coexec_pool_t pool = prio_pool(8, 0, COEXEC_ACCESS_MPMC);
+    coexec_thread_t t[N];
+    create_prio_ults(pool, t, N, prio_0_2_7);
+    /* Expected: i % 3 == 2 (prio 7), then i % 3 == 1 (prio 2), then the
+     * priority-0 ones, each group in creation order. */
+    int prio;
+    for (int grp = 2; grp >= 0; grp--)
+        for (int i = 0; i < N; i++) {
+            if (i % 3 != grp)
+                continue;
+            coexec_unit_t u;
+            CH_ASSERT_OK(coexec_pool_pop(pool, &u));
+            CU_ASSERT(CH_SAME(u, coexec_thread_unit(t[i])));
+            CH_ASSERT_OK(coexec_unit_get_priority(u, &prio));
+            CH_ASSERT_EQ(prio, prio_0_2_7(i));
+            requeue(u);
+        }
+    for (int i = 0; i < N; i++)
+        CH_ASSERT_OK(coexec_thread_free(&t[i]));
+    CH_ASSERT_EQ(atomic_load(&g_ran), N);
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+    ch_finalize();
+}
+
+/* A served PRIO pool: a yielding unit goes behind its level's others. */
+static char g_ylog[16][4];
+static atomic_int g_ylog_n;
+
+static void ylog(const char *what)
+{
+    int i = atomic_fetch_add(&g_ylog_n, 1);
+    if (i < 16)
+        snprintf(g_ylog[i], sizeof g_ylog[i], "%s", what);
+}
+
+static void yield_ult(void *arg)
+{
+    const char *name = arg;
+    char b[4];
+    snprintf(b, sizeof b, "%s0", name);
+    ylog(b);
+    CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    snprintf(b, sizeof b, "%s1", name);
+    ylog(b);
+}
+
+static void name_ult(void *arg) { ylog(arg); }
+
+static void t_prio_yield(void)
+{
+    ch_init(1);
+    coexec_pool_t pool = prio_pool(4, 0, COEXEC_ACCESS_MPMC);
+    coexec_thread_attr_t a;
+    atomic_store(&g_ylog_n, 0);
+    struct { void (*fn)(void *); const char *name; int prio; } u[] = {
+        {name_ult, "L", 0}, {yield_ult, "A", 1}, {name_ult, "B", 1},
+        {name_ult, "C", 1}, {name_ult, "H", 2}};
+    for (unsigned i = 0; i < sizeof u / sizeof u[0]; i++) {
+        CH_ASSERT_OK(coexec_thread_attr_init(&a));
+        a.priority = u[i].prio;
+        CH_ASSERT_OK(coexec_thread_create(pool, u[i].fn, (void *)u[i].name, &a, NULL));
+    }
+    ch_stream_t st = {0};
+    st.pool = pool;
+    coexec_sched_config_t sc;
+    CH_ASSERT_OK(coexec_sched_config_init(&sc));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &pool, 1, &sc, &st.sched));
+    coexec_xstream_attr_t xa;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+    xa.sched = st.sched;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &st.xs));
+    CH_ASSERT_OK(ch_stream_free(&st)); /* runs everything first */
+    const char *want[] = {"H", "A0", "B", "C", "A1", "L"};
+    CH_ASSERT_EQ_FATAL(atomic_load(&g_ylog_n), 6);
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_STRING_EQUAL(g_ylog[i], want[i]);
+    }
+    ch_finalize();
+}
+
+/*
+ * Aging, step by step: a constant stream of urgent units (each pop is
+ * followed by a new push at level 3) passes a waiting level over `aging`
+ * times, then serves it; several waiting levels are served in turn.
+ */
+static void t_prio_aging_steps(void)
+{
+    ch_init(1);
+    enum { A = 8, N = 200 };
+    unit_set_t s;
+    unit_set_make(&s, N);
+    coexec_pool_t pool = prio_pool(4, A, COEXEC_ACCESS_MPMC);
+    long next = 0;
+    for (int i = 0; i < 4; i++)
+        push_prio(pool, &s, next++, 3);
+    long low = next++, mid = next++, midhi = next++;
+    push_prio(pool, &s, low, 0);
+    push_prio(pool, &s, mid, 1);
+    push_prio(pool, &s, midhi, 2);
+    long at_low = -1, at_mid = -1, at_midhi = -1;
+    for (long k = 0; k < 100 && next < N; k++) {
+        long i = pop_index(pool, &s);
+        CU_ASSERT_FATAL(i >= 0);
+        if (i == low)
+            at_low = k;
+        else if (i == mid)
+            at_mid = k;
+        else if (i == midhi)
+            at_midhi = k;
+        else
+            push_prio(pool, &s, next++, 3); /* the urgent stream goes on */
+    }
+    /* All three waited since clock 0: due at pop A (0-based), served
+     * longest-waiting first, ties to the more urgent. */
+    CH_ASSERT_EQ(at_midhi, A);
+    CH_ASSERT_EQ(at_mid, A + 1);
+    CH_ASSERT_EQ(at_low, A + 2);
+    /* Drain, then free. */
+    while (pop_index(pool, &s) >= 0)
+        ;
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+    unit_set_free(&s);
+
+    /* aging 0: strict priority, the low unit waits for every urgent one. */
+    unit_set_make(&s, N);
+    pool = prio_pool(4, 0, COEXEC_ACCESS_PRIV);
+    next = 0;
+    push_prio(pool, &s, next++, 0);
+    for (int i = 0; i < 4; i++)
+        push_prio(pool, &s, next++, 3);
+    long pops = 0, low_at = -1;
+    for (;;) {
+        long i = pop_index(pool, &s);
+        if (i < 0)
+            break;
+        if (i == 0)
+            low_at = pops;
+        pops++;
+        if (next < N)
+            push_prio(pool, &s, next++, 3);
+    }
+    CH_ASSERT_EQ(pops, N);
+    CH_ASSERT_EQ(low_at, N - 1);
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+    unit_set_free(&s);
+    ch_finalize();
+}
+
+/* Aging on a served pool while other threads keep pushing urgent ULTs. */
+enum { AGING = 16, HIGH_FILL = 200 };
+static atomic_long g_high_ran;
+static atomic_long g_low_at;   /* g_high_ran when the low unit ran */
+static atomic_long g_low_size; /* pool size when the low unit ran */
+static atomic_int g_low_done;
+static coexec_pool_t g_aging_pool;
+
+static void high_ult(void *arg) { atomic_fetch_add(&g_high_ran, 1); }
+
+static void low_ult(void *arg)
+{
+    size_t sz = 0;
+    CH_CHECK_RC(coexec_pool_get_size(g_aging_pool, &sz), COEXEC_OK);
+    atomic_store(&g_low_size, (long)sz);
+    atomic_store(&g_low_at, atomic_load(&g_high_ran));
+    atomic_store(&g_low_done, 1);
+}
+
+static void *high_pusher(void *arg)
+{
+    coexec_thread_attr_t a;
+    CH_CHECK_RC(coexec_thread_attr_init(&a), COEXEC_OK);
+    a.priority = 5;
+    double t0 = ch_now();
+    while (!atomic_load(&g_low_done) && ch_now() - t0 < CH_WAIT_LIMIT_S) {
+        size_t sz = 0;
+        CH_CHECK_RC(coexec_pool_get_size(g_aging_pool, &sz), COEXEC_OK);
+        if (sz >= HIGH_FILL) {
+            sched_yield();
+            continue;
+        }
+        int rc = coexec_thread_create(g_aging_pool, high_ult, NULL, &a, NULL);
+        if (rc) {
+            CH_CHECK_RC(rc, COEXEC_OK);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void t_prio_aging_served(void)
+{
+    ch_init(1);
+    g_aging_pool = prio_pool(8, AGING, COEXEC_ACCESS_MPMC);
+    atomic_store(&g_high_ran, 0);
+    atomic_store(&g_low_done, 0);
+    coexec_thread_attr_t a;
+    CH_ASSERT_OK(coexec_thread_attr_init(&a));
+    a.priority = 5;
+    for (int i = 0; i < HIGH_FILL; i++)
+        CH_ASSERT_OK(coexec_thread_create(g_aging_pool, high_ult, NULL, &a, NULL));
+    ch_stream_t st = {0};
+    st.pool = g_aging_pool;
+    coexec_sched_config_t sc;
+    CH_ASSERT_OK(coexec_sched_config_init(&sc));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &st.pool, 1,
+                                           &sc, &st.sched));
+    ch_pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        ch_pthread_start(&th[i], high_pusher, NULL);
+    coexec_xstream_attr_t xa;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+    xa.sched = st.sched;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &st.xs));
+    /* The low unit joins a full pool of urgent ones. */
+    coexec_thread_t low;
+    CH_ASSERT_OK(coexec_thread_attr_init(&a));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(g_aging_pool, low_ult, NULL, &a, &low));
+    long h0 = atomic_load(&g_high_ran);
+    bool ok = CH_WAIT(atomic_load(&g_low_done));
+    for (int i = 0; i < 2; i++)
+        ch_pthread_join(&th[i]);
+    CU_ASSERT(ok);
+    /* Passed over at most AGING times after it was queued (a few more may
+     * have been counted late), and served while urgent units waited. */
+    CU_ASSERT(atomic_load(&g_low_at) - h0 <= AGING + 8);
+    CU_ASSERT(atomic_load(&g_low_size) > 0);
+    CH_ASSERT_OK(coexec_thread_free(&low));
+    CH_ASSERT_OK(ch_stream_free(&st));
+    ch_finalize();
+}
+
+/* A unit removed while queued (join in place) leaves its level intact. */
+static void t_prio_remove(void)
+{
+    ch_init(1);
+    enum { N = 9 };
+    coexec_pool_t pool = prio_pool(3, 0, COEXEC_ACCESS_MPMC);
+    coexec_thread_t t[N];
+    create_prio_ults(pool, t, N, prio_mod3);
+    /* Heads, middles and tails of each level, joined in place. */
+    int order[N] = {4, 0, 8, 5, 1, 7, 2, 6, 3};
+    size_t sz = 0;
+    for (int k = 0; k < N; k++) {
+        CH_ASSERT_OK(coexec_thread_join(t[order[k]]));
+        CH_ASSERT_EQ(atomic_load(&g_ran), k + 1);
+        CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
+        CH_ASSERT_EQ(sz, N - 1 - k);
+    }
+    for (int i = 0; i < N; i++)
+        CH_ASSERT_OK(coexec_thread_free(&t[i]));
+    coexec_unit_t u;
+    CH_ASSERT_OK(coexec_pool_pop(pool, &u));
+    CU_ASSERT(CH_IS_NULL(u));
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* deque                                                                    */
+/* ======================================================================= */
+
+static coexec_pool_t deque_pool(int steal_half)
+{
+    coexec_pool_config_t cfg;
+    coexec_pool_t pool = {0};
+    CH_ASSERT_OK(coexec_pool_config_init(&cfg));
+    cfg.steal_half = steal_half;
+    CH_ASSERT_OK_FATAL(coexec_pool_create_ex(COEXEC_POOL_DEQUE, COEXEC_ACCESS_MPMC,
+                                             &cfg, &pool));
+    return pool;
+}
+
+/* A stream whose BASIC_WAIT scheduler serves one pool and never steals. */
+static void stream_over(ch_stream_t *st, coexec_pool_t pool)
+{
+    memset(st, 0, sizeof *st);
+    st->pool = pool;
+    coexec_sched_config_t sc;
+    CH_ASSERT_OK(coexec_sched_config_init(&sc));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &st->pool, 1,
+                                           &sc, &st->sched));
+    coexec_xstream_attr_t xa;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+    xa.sched = st->sched;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &st->xs));
+}
+
+enum { DQ_N = 8 };
+static coexec_tasklet_t g_dq_k[64];
+static coexec_pool_t g_dq_pool;
+
+/* Index of u among g_dq_k[0..n), or -1. */
+static int dq_index(coexec_unit_t u, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (CH_SAME(u, coexec_tasklet_unit(g_dq_k[i])))
+            return i;
+    return -1;
+}
+
+static int dq_take(bool steal)
+{
+    coexec_unit_t u;
+    int rc = steal ? coexec_pool_steal(g_dq_pool, &u) : coexec_pool_pop(g_dq_pool, &u);
+    CH_CHECK_RC(rc, COEXEC_OK);
+    if (CH_IS_NULL(u))
+        return -1;
+    int i = dq_index(u, DQ_N);
+    CH_CHECK_RC(coexec_pool_push(g_dq_pool, u), COEXEC_OK); /* runs later */
+    return i;
+}
+
+/* On the owner stream: pops are LIFO, steals take the oldest. Every unit
+ * taken goes back in at once (and so becomes the newest): track that. */
+static void dq_order_body(void *arg)
+{
+    for (int i = 0; i < DQ_N; i++)
+        CH_CHECK_RC(coexec_tasklet_create(g_dq_pool, noop_tasklet, NULL, &g_dq_k[i]),
+                    COEXEC_OK);
+    size_t sz = 0;
+    CH_CHECK_RC(coexec_pool_get_size(g_dq_pool, &sz), COEXEC_OK);
+    CH_CHECK_EQ(sz, DQ_N);
+    /* Bottom: 7; pushed back, it is the bottom again. */
+    CH_CHECK_EQ(dq_take(false), DQ_N - 1);
+    CH_CHECK_EQ(dq_take(false), DQ_N - 1);
+    /* Top: 0, 1, 2 (each pushed back at the bottom). */
+    CH_CHECK_EQ(dq_take(true), 0);
+    CH_CHECK_EQ(dq_take(true), 1);
+    CH_CHECK_EQ(dq_take(true), 2);
+    /* The bottom now is 2, then... pop without pushing back: */
+    int want[DQ_N] = {2, 1, 0, 7, 6, 5, 4, 3};
+    coexec_unit_t got[DQ_N];
+    for (int k = 0; k < DQ_N; k++) {
+        CH_CHECK_RC(coexec_pool_pop(g_dq_pool, &got[k]), COEXEC_OK);
+        CH_CHECK_EQ(dq_index(got[k], DQ_N), want[k]);
+    }
+    CH_CHECK_RC(coexec_pool_get_size(g_dq_pool, &sz), COEXEC_OK);
+    CH_CHECK_EQ(sz, 0);
+    for (int k = 0; k < DQ_N; k++)
+        CH_CHECK_RC(coexec_pool_push(g_dq_pool, got[k]), COEXEC_OK);
+}
+
+static void t_deque_order(void)
+{
+    ch_init(1);
+    g_dq_pool = deque_pool(0);
+    ch_stream_t st;
+    stream_over(&st, g_dq_pool);
+    atomic_store(&g_ran, 0);
+    CH_ASSERT_OK(ch_run_ult_in(g_dq_pool, dq_order_body, NULL));
+    CU_ASSERT_EQUAL_FATAL(ch_remote_failures(), 0);
+    for (int i = 0; i < DQ_N; i++)
+        CH_ASSERT_OK(coexec_tasklet_free(&g_dq_k[i]));
+    CH_ASSERT_EQ(atomic_load(&g_ran), DQ_N);
+    /* From a thread that is not the owner: pushes go to the side queue,
+     * which serves them oldest first. */
+    unit_set_t s;
+    unit_set_make(&s, 4);
+    atomic_store(&g_ran, 0);
+    for (long i = 0; i < 4; i++)
+        CH_ASSERT_OK(coexec_pool_push(g_dq_pool, unit_of(&s, i)));
+    CH_ASSERT_OK(ch_stream_free(&st));
+    CH_ASSERT_EQ(atomic_load(&g_ran), 4);
+    for (long i = 0; i < 4; i++)
+        CH_ASSERT_OK(coexec_tasklet_free(&s.k[i]));
+    free(s.k);
+    free(s.keys);
+    ch_finalize();
+}
+
+/* The owner runs newest first; a yielder goes behind the others. */
+static void dq_yield_body(void *arg)
+{
+    CH_CHECK_RC(coexec_thread_create(g_dq_pool, name_ult, "X1", NULL, NULL), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_create(g_dq_pool, name_ult, "X2", NULL, NULL), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_create(g_dq_pool, yield_ult, "Y", NULL, NULL), COEXEC_OK);
+}
+
+static void t_deque_yield(void)
+{
+    ch_init(1);
+    g_dq_pool = deque_pool(0);
+    ch_stream_t st;
+    stream_over(&st, g_dq_pool);
+    atomic_store(&g_ylog_n, 0);
+    CH_ASSERT_OK(ch_run_ult_in(g_dq_pool, dq_yield_body, NULL));
+    CU_ASSERT(CH_WAIT(atomic_load(&g_ylog_n) == 4));
+    CH_ASSERT_OK(ch_stream_free(&st));
+    const char *want[] = {"Y0", "X2", "X1", "Y1"};
+    CH_ASSERT_EQ_FATAL(atomic_load(&g_ylog_n), 4);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_STRING_EQUAL(g_ylog[i], want[i]);
+    ch_finalize();
+}
+
+/* steal_half: a thief takes half of the queued units at once. */
+static atomic_int g_sh_go, g_sh_first, g_sh_ran;
+static atomic_long g_sh_victim_size, g_sh_into_size;
+static coexec_pool_t g_sh_into;
+
+static coexec_poll_status_t sh_tasklet(coexec_poll_t *cx, void *arg)
+{
+    if (atomic_exchange(&g_sh_first, 0)) {
+        size_t a = 0, b = 0;
+        CH_CHECK_RC(coexec_pool_get_size(g_dq_pool, &a), COEXEC_OK);
+        CH_CHECK_RC(coexec_pool_get_size(g_sh_into, &b), COEXEC_OK);
+        atomic_store(&g_sh_victim_size, (long)a);
+        atomic_store(&g_sh_into_size, (long)b);
+    }
+    atomic_fetch_add(&g_sh_ran, 1);
+    return COEXEC_READY;
+}
+
+static void sh_body(void *arg)
+{
+    for (int i = 0; i < 16; i++)
+        CH_CHECK_RC(coexec_tasklet_create(g_dq_pool, sh_tasklet, NULL, NULL),
+                    COEXEC_OK);
+    atomic_store(&g_sh_go, 1);
+    /* Keep the owner busy (no yield) until the thief has taken them all. */
+    double t0 = ch_now();
+    while (atomic_load(&g_sh_ran) < 16 && ch_now() - t0 < CH_WAIT_LIMIT_S)
+        sched_yield();
+}
+
+static void t_deque_steal_half(void)
+{
+    ch_init(1);
+    g_dq_pool = deque_pool(1);
+    atomic_store(&g_sh_go, 0);
+    atomic_store(&g_sh_first, 1);
+    atomic_store(&g_sh_ran, 0);
+    ch_stream_t owner;
+    stream_over(&owner, g_dq_pool);
+    coexec_thread_t body;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(g_dq_pool, sh_body, NULL, NULL, &body));
+    CU_ASSERT_FATAL(CH_WAIT(atomic_load(&g_sh_go)));
+    /* The thief: RANDWS over its own pool, then the victim. */
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &g_sh_into));
+    coexec_pool_t tp[2] = {g_sh_into, g_dq_pool};
+    ch_stream_t thief = {0};
+    thief.pool = g_sh_into;
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_RANDWS, tp, 2, NULL, &thief.sched));
+    coexec_xstream_attr_t xa;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+    xa.sched = thief.sched;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &thief.xs));
+    CU_ASSERT(CH_WAIT(atomic_load(&g_sh_ran) == 16));
+    CH_ASSERT_OK(coexec_thread_free(&body));
+    /* The first steal found 16: it ran one, left 8, moved 7. */
+    CH_ASSERT_EQ(atomic_load(&g_sh_victim_size), 8);
+    CH_ASSERT_EQ(atomic_load(&g_sh_into_size), 7);
+    CH_ASSERT_OK(ch_stream_free(&thief));
+    CH_ASSERT_OK(ch_stream_free(&owner));
+    ch_finalize();
+}
+
+/*
+ * Concurrency: fork-join trees on several streams (children created by
+ * whichever stream runs the parent, joined in place or after a thief ran
+ * them), yields, and external threads creating tasklets into the streams;
+ * every unit runs exactly once.
+ */
+enum { FJ_TREES = 4, EXT_THREADS = 2, MAX_STREAMS = 8 };
+static atomic_uchar *g_fj_hits;
+static long g_fj_n; /* nodes of one tree: 2^(d+1) - 1 */
+static atomic_uchar *g_ext_hits;
+static long g_ext_per;
+static int g_nstreams;
+static coexec_xstream_t g_streams[MAX_STREAMS];
+
+static void fj_ult(void *arg)
+{
+    long g = (long)(intptr_t)arg, tree = g / g_fj_n, id = g % g_fj_n;
+    atomic_fetch_add(&g_fj_hits[g], 1);
+    long c1 = 2 * id + 1, c2 = 2 * id + 2;
+    if (c2 >= g_fj_n)
+        return;
+    coexec_xstream_t xs;
+    coexec_pool_t p;
+    CH_CHECK_RC(coexec_xstream_self(&xs), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_get_main_pool(xs, &p), COEXEC_OK);
+    coexec_thread_t t1, t2;
+    CH_CHECK_RC(coexec_thread_create(p, fj_ult, (void *)(intptr_t)(tree * g_fj_n + c1),
+                                     NULL, &t1), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_create(p, fj_ult, (void *)(intptr_t)(tree * g_fj_n + c2),
+                                     NULL, &t2), COEXEC_OK);
+    if (id % 7 == 3)
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_free(&t2), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_free(&t1), COEXEC_OK);
+}
+
+static coexec_poll_status_t ext_tasklet(coexec_poll_t *cx, void *arg)
+{
+    atomic_fetch_add(&g_ext_hits[(long)(intptr_t)arg], 1);
+    return COEXEC_READY;
+}
+
+static void *ext_creator(void *arg)
+{
+    long id = (long)(intptr_t)arg;
+    coexec_tasklet_t *k = calloc((size_t)g_ext_per, sizeof *k);
+    for (long j = 0; j < g_ext_per; j++) {
+        long i = id * g_ext_per + j;
+        CH_CHECK_RC(coexec_tasklet_create_on(g_streams[j % g_nstreams], ext_tasklet,
+                                             (void *)(intptr_t)i, &k[j]),
+                    COEXEC_OK);
+        if (j % 16 == 15) /* join some early, in batches */
+            for (long m = j - 15; m <= j; m++)
+                CH_CHECK_RC(coexec_tasklet_free(&k[m]), COEXEC_OK);
+    }
+    for (long j = g_ext_per - g_ext_per % 16; j < g_ext_per; j++)
+        CH_CHECK_RC(coexec_tasklet_free(&k[j]), COEXEC_OK);
+    free(k);
+    return NULL;
+}
+
+/* Runs the workload over streams g_streams[0..g_nstreams). */
+static void run_fj_workload(void)
+{
+    int depth = 0;
+    long target = ch_iters(8192, 256);
+    while ((2L << (depth + 1)) - 1 <= target)
+        depth++;
+    g_fj_n = (2L << depth) - 1;
+    g_ext_per = ch_iters(4000, 100);
+    long nfj = FJ_TREES * g_fj_n, next = EXT_THREADS * g_ext_per;
+    g_fj_hits = calloc((size_t)nfj, 1);
+    g_ext_hits = calloc((size_t)next, 1);
+    CU_ASSERT_FATAL(g_fj_hits && g_ext_hits);
+    ch_pthread_t th[EXT_THREADS];
+    for (int i = 0; i < EXT_THREADS; i++)
+        ch_pthread_start(&th[i], ext_creator, (void *)(intptr_t)i);
+    coexec_thread_t roots[FJ_TREES];
+    for (int t = 0; t < FJ_TREES; t++)
+        CH_ASSERT_OK(coexec_thread_create_on(g_streams[t % g_nstreams], fj_ult,
+                                             (void *)(intptr_t)(t * g_fj_n), NULL,
+                                             &roots[t]));
+    for (int t = 0; t < FJ_TREES; t++)
+        CH_ASSERT_OK(coexec_thread_free(&roots[t]));
+    for (int i = 0; i < EXT_THREADS; i++)
+        ch_pthread_join(&th[i]);
+    long bad = 0;
+    for (long i = 0; i < nfj; i++)
+        bad += g_fj_hits[i] != 1;
+    CH_ASSERT_EQ(bad, 0);
+    bad = 0;
+    for (long i = 0; i < next; i++)
+        bad += g_ext_hits[i] != 1;
+    CH_ASSERT_EQ(bad, 0);
+    free(g_fj_hits);
+    free(g_ext_hits);
+}
+
+/* The work-stealing setup: every stream's default pool is a DEQUE. */
+static void t_deque_randws_default(void)
+{
+    ch_init_ex(4, COEXEC_SCHED_RANDWS, 1);
+    g_nstreams = 4;
+    for (int i = 0; i < 4; i++) {
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(i, &g_streams[i]));
+        coexec_pool_t p;
+        coexec_pool_kind_t kind;
+        CH_ASSERT_OK(coexec_xstream_get_main_pool(g_streams[i], &p));
+        CH_ASSERT_OK(coexec_pool_get_info(p, &kind, NULL));
+        CH_ASSERT_EQ(kind, COEXEC_POOL_DEQUE);
+    }
+    run_fj_workload();
+    ch_finalize();
+}
+
+/* User DEQUE pools with steal_half, RANDWS streams stealing from each
+ * other's pools. */
+static void t_deque_user_steal_half(void)
+{
+    ch_init(1);
+    enum { NS = 4 };
+    coexec_pool_t pools[NS];
+    coexec_sched_t scheds[NS];
+    for (int i = 0; i < NS; i++)
+        pools[i] = deque_pool(1);
+    for (int i = 0; i < NS; i++) {
+        coexec_pool_t mine[NS];
+        for (int k = 0; k < NS; k++)
+            mine[k] = pools[(i + k) % NS];
+        CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_RANDWS, mine, NS, NULL,
+                                               &scheds[i]));
+        coexec_xstream_attr_t xa;
+        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+        xa.sched = scheds[i];
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &g_streams[i]));
+    }
+    g_nstreams = NS;
+    run_fj_workload();
+    for (int i = 0; i < NS; i++)
+        CH_ASSERT_OK(coexec_xstream_free(&g_streams[i]));
+    for (int i = 0; i < NS; i++) {
+        size_t sz = 1;
+        CH_ASSERT_OK(coexec_pool_get_size(pools[i], &sz));
+        CH_ASSERT_EQ(sz, 0);
+        CH_ASSERT_OK(coexec_sched_free(&scheds[i]));
+    }
+    /* Each pool served every scheduler: free them once all are gone. */
+    for (int i = 0; i < NS; i++)
+        CH_ASSERT_OK(coexec_pool_free(&pools[i]));
+    ch_finalize();
+}
+
 static const ch_test_t order_tests[] = {
     {"fifo_every_mode", t_fifo_order},
     {"lifo_every_mode", t_lifo_order},
@@ -1164,10 +1862,26 @@ static const ch_test_t push_state_tests[] = {{"push_wrong_state", t_push_state},
 static const ch_test_t errors_tests[] = {{"args_and_handles", t_errors},
                                          {NULL, NULL}};
 
+static const ch_test_t prio_tests[] = {
+    {"order_levels_fifo", t_prio_order},
+    {"attr_priority", t_prio_attr},
+    {"yield_behind", t_prio_yield},
+    {"aging_steps_and_strict", t_prio_aging_steps},
+    {"aging_under_pushers", t_prio_aging_served},
+    {"remove_in_place", t_prio_remove},
+    {NULL, NULL}};
+static const ch_test_t deque_tests[] = {
+    {"owner_lifo_steal_oldest", t_deque_order},
+    {"yield_behind", t_deque_yield},
+    {"steal_half", t_deque_steal_half},
+    {"randws_default_4_streams", t_deque_randws_default},
+    {"user_pools_steal_half", t_deque_user_steal_half},
+    {NULL, NULL}};
 static const ch_suite_t suites[] = {
     {"order", order_tests},   {"size", size_tests},
     {"busy", busy_tests},     {"concurrency", conc_tests},
     {"access", access_tests}, {"push_state", push_state_tests},
-    {"errors", errors_tests}, {NULL, NULL}};
+    {"errors", errors_tests}, {"prio", prio_tests},
+    {"deque", deque_tests},   {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
