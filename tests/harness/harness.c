@@ -487,6 +487,42 @@ void ch_pthread_join(ch_pthread_t *t)
     t->started = 0;
 }
 
+static void *ch_agent_main(void *arg)
+{
+    ch_agent_t *a = arg;
+    for (;;) {
+        int r;
+        while ((r = atomic_load(&a->req)) == 0)
+            ch_relax();
+        if (r == 2)
+            return NULL;
+        a->fn(a->arg);
+        atomic_store(&a->req, 0);
+        atomic_fetch_add(&a->done, 1);
+    }
+}
+
+void ch_agent_start(ch_agent_t *a)
+{
+    memset(a, 0, sizeof *a);
+    ch_pthread_start(&a->th, ch_agent_main, a);
+}
+
+void ch_agent_run(ch_agent_t *a, void (*fn)(void *), void *arg)
+{
+    int before = atomic_load(&a->done);
+    a->fn = fn;
+    a->arg = arg;
+    atomic_store(&a->req, 1);
+    CH_WAIT(atomic_load(&a->done) != before);
+}
+
+void ch_agent_stop(ch_agent_t *a)
+{
+    atomic_store(&a->req, 2);
+    ch_pthread_join(&a->th);
+}
+
 void ch_barrier_init(ch_barrier_t *b, unsigned n)
 {
     atomic_init(&b->count, 0);

@@ -183,6 +183,22 @@ typedef struct ch_pthread {
 void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg);
 void ch_pthread_join(ch_pthread_t *t);
 
+/*
+ * A helper pthread that stays alive and runs the calls it is given, one at
+ * a time: a thread that must stay the same across calls (a pool's single
+ * producer or consumer). ch_agent_run returns once fn(arg) has returned.
+ */
+typedef struct ch_agent {
+    ch_pthread_t th;
+    void (*fn)(void *);
+    void *arg;
+    atomic_int req; /* 0 idle, 1 run fn(arg), 2 quit */
+    atomic_int done;
+} ch_agent_t;
+void ch_agent_start(ch_agent_t *a);
+void ch_agent_run(ch_agent_t *a, void (*fn)(void *), void *arg);
+void ch_agent_stop(ch_agent_t *a);
+
 /* A reusable barrier for helper pthreads (spinning, TSan-friendly). */
 typedef struct ch_barrier {
     atomic_uint count;
