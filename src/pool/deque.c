@@ -295,17 +295,19 @@ static struct coexec_unit_rec *take_top(struct coexec_pool_rec *p,
 
 /* ---- the pool_impl entries -------------------------------------------------- */
 
-static void dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+static bool dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
                     int how)
 {
     struct deque *d = dq_of(p);
     u->in_pool = INPOOL_LIST;
-    if (how != PUSH_YIELD && is_owner(d, coexec__xs_self())) {
+    /* No switch happens in here: the inline thread-local read is safe. */
+    bool mine = is_owner(d, xs_self_entry());
+    if (how != PUSH_YIELD && mine) {
         /* Up before the unit is published: a taker's decrement follows. */
         atom_fadd_rlx_u64(&p->size, 1);
         if (LIKELY(push_bottom(p, d, u))) {
             pool_wake_sleepers_relaxed(p);
-            return;
+            return true;
         }
         /* Out of memory for a bigger array: the side queue needs none. */
         atom_fsub_rlx_u64(&p->size, 1);
@@ -316,6 +318,7 @@ static void dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     if (UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_locked(p);
     pool_unlock(p);
+    return mine;
 }
 
 static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
@@ -358,7 +361,7 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
 static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 {
     struct deque *d = dq_of(p);
-    if (is_owner(d, coexec__xs_self())) {
+    if (is_owner(d, xs_self_entry())) {
         /* Only the bottom unit: the owner wrote every slot, so reading
          * them races with nobody. */
         uint64_t b = atom_load_rlx_u64(&d->bottom);

@@ -105,7 +105,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     pool_unlock(p);
     atom_store_rlx_u32(&p->nscheds, 0);
     atom_store_rlx_u32(&p->nrun, 0);
-    p->home_cpu = -1;
+    atom_store_rlx_u32(&p->home_cpu, 0);
     p->user_created = 0;
     p->live = 1;
     atom_store_rlx_ptr(&p->producer, NULL);
@@ -183,7 +183,8 @@ void coexec__pool_push_slow(struct coexec_pool_rec *p,
         return;
     }
     atom_store_rlx_ptr(&u->pool, p);
-    p->impl->push(p, u, how);
+    if (p->impl->push(p, u, how))
+        return;
     /* A retire that raced with this push may have drained p before u got
      * in: whoever sees the forward after the push moves what is left. */
     atom_fence_sc();

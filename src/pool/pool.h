@@ -54,7 +54,7 @@ struct coexec_pool_rec {
     atom_u32_t nscheds;       /* schedulers using this pool */
     atom_u32_t has_sleepers;  /* sleepers != NULL (changed under the lock) */
     atom_u32_t nrun;          /* running schedulers that take from it */
-    int home_cpu;             /* CPU of the last stream that claimed it */
+    atom_u32_t home_cpu;      /* 1 + CPU of the last stream that claimed it */
     uint8_t user_created;
     uint8_t live; /* made and not yet released (under coexec__g.lock) */
     atom_ptr_t producer;      /* access checks: the bound producer thread */
@@ -73,6 +73,9 @@ struct coexec_pool_rec {
  *    number queued (so "empty" stays one relaxed load for everyone), and
  *    wakes parked schedulers: pool_wake_sleepers(p) after the unit is
  *    visible to pop. `how` is a coexec_push_kind_t (NEW, YIELD, WAKE).
+ *    Returns true when the pusher is the stream that owns p (a DEQUE's
+ *    owner): a pool is only retired or forwarded by its owner's thread,
+ *    so such a push cannot race with that and skips the re-check.
  *  - pop(p, xs): the next unit xs may run (pool_may_take), or NULL; clears
  *    u->in_pool. xs is NULL for an external thread.
  *  - remove(p, u): takes u out if it is queued in p and has not started
@@ -88,7 +91,7 @@ struct coexec_pool_rec {
  * allows; the impl does its own locking (it may use p->lock).
  */
 struct pool_impl {
-    void (*push)(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+    bool (*push)(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
                  int how);
     struct coexec_unit_rec *(*pop)(struct coexec_pool_rec *p,
                                    struct coexec_xstream_rec *xs);

@@ -110,7 +110,7 @@ static ALWAYS_INLINE void level_unlink(struct coexec_pool_rec *p,
     size_add(p, -1);
 }
 
-static void prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
                       int how)
 {
     (void)how; /* NEW, YIELD and WAKE all go to the tail of their level */
@@ -138,6 +138,7 @@ static void prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     if (p->shared && UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_locked(p);
     prio_unlock(p);
+    return false;
 }
 
 /*

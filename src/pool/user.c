@@ -33,7 +33,7 @@ static coexec_unit_t handle_of(struct coexec_unit_rec *u)
     return h;
 }
 
-static void up_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+static bool up_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
                     int how)
 {
     struct user_pool *up = up_of(p);
@@ -45,6 +45,7 @@ static void up_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     up->ops.push(up->state, handle_of(u), (coexec_push_kind_t)how);
     coexec__pool_wrap_leave(su, sp);
     pool_wake_sleepers(p);
+    return false;
 }
 
 /* A unit the user pool gave back: it is ours again. */
@@ -63,7 +64,7 @@ static struct coexec_unit_rec *taken(struct coexec_pool_rec *p,
 /* A unit the caller may not take goes back (rare: bound units). */
 static void give_back(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 {
-    up_push(p, u, PUSH_NEW);
+    IGNORE_RESULT(up_push(p, u, PUSH_NEW));
 }
 
 static struct coexec_unit_rec *up_pop(struct coexec_pool_rec *p,

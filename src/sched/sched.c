@@ -130,16 +130,19 @@ void coexec__sched_free_all(void)
 void coexec__sched_activate(struct coexec_sched_rec *s,
                             struct coexec_xstream_rec *xs)
 {
+    /* RANDWS pops from its first pool only: the others are its victims,
+     * owned by the streams that pop from them. */
+    int owned = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
     for (int i = 0; i < s->npools; i++) {
         struct coexec_pool_rec *p = s->pools[i];
         if (atom_fadd_ar_u32(&p->nrun, 1) == 0 &&
             atom_load_rlx_ptr(&p->forward) != NULL)
             coexec__pool_unforward(p);
-        if (!xs)
+        if (!xs || i >= owned)
             continue;
         if (!p->shared)
             p->owner_xs = xs;
-        p->home_cpu = xs->cpu;
+        atom_store_rlx_u32(&p->home_cpu, (uint32_t)(xs->cpu + 1));
         if (p->impl && p->kind == COEXEC_POOL_DEQUE)
             coexec__deque_set_owner(p, xs);
     }
@@ -175,7 +178,7 @@ static inline uint32_t xs_rand(struct coexec_xstream_rec *xs)
 static unsigned victim_dist(struct coexec_xstream_rec *xs,
                             struct coexec_pool_rec *v)
 {
-    int cpu = v->home_cpu;
+    int cpu = (int)atom_load_rlx_u32(&v->home_cpu) - 1;
     if (cpu < 0 || xs->cpu < 0)
         return DIST_FAR;
     if ((unsigned)cpu < XS_DIST_CACHE) {
