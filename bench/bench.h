@@ -97,6 +97,9 @@ int bench_rt_start_cfg(bench_run_t *r, const struct coexec_config *cfg,
                        struct coexec_pool *main_pool);
 int bench_rt_stop(bench_run_t *r);
 void bench_append_setup(bench_run_t *r, const char *text);
+/* The name of a coexec_sched_kind_t ("basic", ..., "randws"), as
+ * COEXEC_SCHED spells it. */
+const char *bench_sched_name(int kind);
 
 /* Makes a call whose result does not matter here (a best-effort step of a
  * teardown); a (void) cast does not silence warn_unused_result. */

@@ -231,9 +231,7 @@ static int write_json(FILE *f, const result_t *res, int n, int reps,
                 "\"event_freq\": %u, \"idle_spin_us\": %u, "
                 "\"guard_pages\": %d, \"service_threads\": %d, "
                 "\"service_max_threads\": %d, \"service_spin_us\": %u},\n",
-                run_config.stack_size,
-                run_config.sched_kind == COEXEC_SCHED_BASIC ? "basic"
-                                                            : "basic_wait",
+                run_config.stack_size, bench_sched_name(run_config.sched_kind),
                 run_config.event_freq, run_config.idle_spin_us,
                 run_config.guard_pages, run_config.service_threads,
                 run_config.service_max_threads, run_config.service_spin_us);
@@ -311,9 +309,7 @@ static void probe_config(void)
                  "event_freq %u, guard pages %s, streams pinned (affinity on); "
                  "default setup: one MPMC LIFO pool per stream, stealing on; "
                  "service stream: %d thread(s) kept, up to %d, idle spin %u us",
-                 run_config.stack_size,
-                 run_config.sched_kind == COEXEC_SCHED_BASIC ? "basic"
-                                                             : "basic_wait",
+                 run_config.stack_size, bench_sched_name(run_config.sched_kind),
                  run_config.idle_spin_us, run_config.event_freq,
                  run_config.guard_pages ? "on" : "off",
                  run_config.service_threads, run_config.service_max_threads,
@@ -345,6 +341,8 @@ static int is_two_stream(const char *name)
 {
     size_t n = strlen(name);
     return (n > 4 && strcmp(name + n - 4, "_2es") == 0) ||
+           strstr(name, "_2es_") != NULL || /* fib_ult_2es_ws */
+           strcmp(name, "steal_throughput") == 0 ||
            strcmp(name, "mutex_contended") == 0 || /* 4 ULTs on 2 streams */
            /* compute stream(s) plus the service stream on its own CPU */
            strncmp(name, "offload_", 8) == 0 ||

@@ -1,7 +1,8 @@
 /*
  * bench/ult.c: the libcoexec benchmarks proper: ULT and tasklet
- * create/join, yield, fork-join fib, and the memory held by ULTs and
- * tasklets waiting on an eventual.
+ * create/join, yield, fork-join fib (default and work-stealing setups),
+ * steal throughput, and the memory held by ULTs and tasklets waiting on an
+ * eventual.
  *
  * Each benchmark starts its own runtime (1 or 2 xstreams, the default setup,
  * streams pinned by the library) and finalizes it; every call is checked.
@@ -26,7 +27,15 @@
 
 static const char *kind_name(coexec_pool_kind_t k)
 {
-    return k == COEXEC_POOL_LIFO ? "LIFO" : k == COEXEC_POOL_FIFO ? "FIFO" : "?";
+    static const char *const n[] = {"FIFO", "LIFO", "PRIO", "DEQUE", "USER"};
+    return (unsigned)k < 5 ? n[k] : "?";
+}
+
+const char *bench_sched_name(int kind)
+{
+    static const char *const n[] = {"basic", "basic_wait", "prio", "randws",
+                                    "user"};
+    return (unsigned)kind < 5 ? n[kind] : "?";
 }
 
 static const char *access_name(coexec_pool_access_t a)
@@ -80,9 +89,7 @@ int bench_rt_start_cfg(bench_run_t *r, const coexec_config_t *cfg_in,
     }
     int len = snprintf(r->setup, sizeof r->setup, "[%d xstream%s, sched %s:",
                        nxs, nxs > 1 ? "s" : "",
-                       in_force.sched_kind == COEXEC_SCHED_BASIC
-                           ? "basic"
-                           : "basic_wait");
+                       bench_sched_name(in_force.sched_kind));
     for (int k = 0; k < nxs; k++) {
         coexec_xstream_t xs;
         coexec_pool_t pool;
@@ -103,7 +110,10 @@ int bench_rt_start_cfg(bench_run_t *r, const coexec_config_t *cfg_in,
     }
     if (len < (int)sizeof r->setup)
         snprintf(r->setup + len, sizeof r->setup - (size_t)len, "%s]",
-                 nxs > 1 ? " default setup, stealing on" : " default setup");
+                 in_force.sched_kind == COEXEC_SCHED_RANDWS
+                     ? " work-stealing setup (randws over DEQUE pools)"
+                 : nxs > 1 ? " default setup, stealing on"
+                           : " default setup");
     return 0;
 fail:
     rc = coexec_finalize(); /* the first error is the one reported */
@@ -361,10 +371,10 @@ static long fib_rec(coexec_pool_t pool, int n)
     return child.result + y;
 }
 
-static int fib_ult_bench(bench_run_t *r, int nxs)
+static int fib_ult_bench_cfg(bench_run_t *r, const coexec_config_t *cfg)
 {
     coexec_pool_t pool;
-    if (bench_rt_start(r, nxs, &pool) != 0)
+    if (bench_rt_start_cfg(r, cfg, &pool) != 0)
         return -1;
     for (int rep = 0; rep < r->warmups + r->reps; rep++) {
         atomic_store(&fib_rc, COEXEC_OK);
@@ -391,8 +401,179 @@ out:
     return r->error[0] ? -1 : 0;
 }
 
-static int bench_fib_ult_1es(bench_run_t *r) { return fib_ult_bench(r, 1); }
-static int bench_fib_ult_2es(bench_run_t *r) { return fib_ult_bench(r, 2); }
+static int fib_ult_bench(bench_run_t *r, int nxs, coexec_sched_kind_t kind)
+{
+    coexec_config_t cfg;
+    int rc = coexec_config_init(&cfg);
+    if (rc != COEXEC_OK)
+        return bench_fail(r, "coexec_config_init: %s", coexec_err_name(rc));
+    cfg.num_xstreams = nxs;
+    if (kind != (coexec_sched_kind_t)-1)
+        cfg.sched_kind = kind;
+    return fib_ult_bench_cfg(r, &cfg);
+}
+
+static int bench_fib_ult_1es(bench_run_t *r)
+{
+    return fib_ult_bench(r, 1, (coexec_sched_kind_t)-1);
+}
+
+static int bench_fib_ult_2es(bench_run_t *r)
+{
+    return fib_ult_bench(r, 2, (coexec_sched_kind_t)-1);
+}
+
+/* The work-stealing setup (COEXEC_SCHED=randws): DEQUE pools, RANDWS. */
+static int bench_fib_ult_2es_ws(bench_run_t *r)
+{
+    return fib_ult_bench(r, 2, COEXEC_SCHED_RANDWS);
+}
+
+/* ---- steal_throughput ------------------------------------------------------ */
+
+/*
+ * Two streams. Xstream 0 (the main ULT) owns a DEQUE pool, the default
+ * pool of the work-stealing setup. Xstream 1 runs a RANDWS scheduler over
+ * an empty DEQUE pool of its own and xstream 0's pool, so everything it
+ * runs it steals. Each rep, the main ULT creates ST_UNITS detached empty
+ * tasklets into its own pool as fast as it can (owner pushes) and, without
+ * yielding (its own scheduler never runs, so it takes none back), waits
+ * until the thief has run them all. Figure: the time from the first create
+ * to the last unit's end, per unit: the cost of one steal (and run) while
+ * the owner keeps pushing. Creation alone and units stolen per second are
+ * in the reference line.
+ */
+#define ST_UNITS 10000
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (n > 0), without reordering v. */
+static double median_of(const double *v, int n)
+{
+    static double tmp[BENCH_MAX_SAMPLES];
+    memcpy(tmp, v, (size_t)n * sizeof *tmp);
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+static struct {
+    _Alignas(64) atomic_long ran; /* units the thief ran */
+    _Alignas(64) atomic_long elsewhere; /* warm-ups: units run elsewhere */
+    int thief_rank;
+} st;
+
+static coexec_poll_status_t st_unit(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    atomic_fetch_add_explicit(&st.ran, 1, memory_order_relaxed);
+    return COEXEC_READY;
+}
+
+static coexec_poll_status_t st_unit_checked(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    int rank = -1;
+    if (coexec_xstream_self_rank(&rank) != COEXEC_OK || rank != st.thief_rank)
+        atomic_fetch_add_explicit(&st.elsewhere, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st.ran, 1, memory_order_relaxed);
+    return COEXEC_READY;
+}
+
+static int bench_steal_throughput(bench_run_t *r)
+{
+    coexec_config_t cfg;
+    coexec_pool_t own, thief_pool = {0};
+    coexec_sched_t thief_sched = {0};
+    coexec_xstream_t thief = {0};
+    int started = 0;
+    double create_ns[BENCH_MAX_SAMPLES];
+    int ncreate = 0;
+    CK(coexec_config_init(&cfg));
+    cfg.num_xstreams = 1;
+    cfg.sched_kind = COEXEC_SCHED_RANDWS;
+    if (bench_rt_start_cfg(r, &cfg, &own) != 0)
+        goto out;
+    started = 1;
+    coexec_pool_kind_t kind;
+    CK(coexec_pool_get_info(own, &kind, NULL));
+    if (kind != COEXEC_POOL_DEQUE) {
+        bench_fail(r, "xstream 0's default pool is %s, not DEQUE", kind_name(kind));
+        goto out;
+    }
+    CK(coexec_pool_create_ex(COEXEC_POOL_DEQUE, COEXEC_ACCESS_MPMC, NULL,
+                             &thief_pool));
+    coexec_pool_t pools[2] = {thief_pool, own};
+    CK(coexec_sched_create(COEXEC_SCHED_RANDWS, pools, 2, NULL, &thief_sched));
+    coexec_xstream_attr_t attr;
+    CK(coexec_xstream_attr_init(&attr));
+    attr.sched = thief_sched;
+    attr.cpu = bench_ncpus > 1 ? bench_cpus[1] : -1;
+    CK(coexec_xstream_create(&attr, &thief));
+    CK(coexec_xstream_get_rank(thief, &st.thief_rank));
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        int checked = rep < r->warmups;
+        coexec_tasklet_fn_t fn = checked ? st_unit_checked : st_unit;
+        atomic_store(&st.ran, 0);
+        atomic_store(&st.elsewhere, 0);
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < ST_UNITS; i++)
+            CK(coexec_tasklet_create(own, fn, NULL, NULL));
+        uint64_t t1 = bench_now_ns();
+        while (atomic_load_explicit(&st.ran, memory_order_relaxed) < ST_UNITS)
+            if (BENCH_UNLIKELY(bench_now_ns() - t0 > 10000000000ull))
+                break;
+        uint64_t t2 = bench_now_ns();
+        long ran = atomic_load(&st.ran);
+        if (ran < ST_UNITS) {
+            /* Let xstream 0's scheduler run what is left, then report. */
+            while (atomic_load(&st.ran) < ST_UNITS)
+                CK(coexec_yield());
+            bench_fail(r, "the thief ran %ld of %d units in 10 s", ran, ST_UNITS);
+            goto out;
+        }
+        if (checked && atomic_load(&st.elsewhere) != 0) {
+            bench_fail(r, "%ld units ran off the thief stream",
+                       atomic_load(&st.elsewhere));
+            goto out;
+        }
+        if (!checked) {
+            bench_sample(r, (double)(t2 - t0) / ST_UNITS);
+            if (ncreate < BENCH_MAX_SAMPLES)
+                create_ns[ncreate++] = (double)(t1 - t0) / ST_UNITS;
+        }
+    }
+    if (ncreate > 0) {
+        double med = median_of(r->samples, ncreate);
+        snprintf(r->reference, sizeof r->reference,
+                 "%.2f M units stolen/s; the owner's creates alone %.1f ns/unit",
+                 1e3 / med, median_of(create_ns, ncreate));
+    }
+    int thief_cpu = -1;
+    CK(coexec_xstream_get_cpu(thief, &thief_cpu));
+    char text[256];
+    snprintf(text, sizeof text,
+             "plus xstream 1 on CPU %d: RANDWS over an empty DEQUE of its own "
+             "and xstream 0's pool. xstream 0 creates 10,000 empty detached "
+             "tasklets into its DEQUE; xstream 1 steals and runs them all",
+             thief_cpu);
+    bench_append_setup(r, text);
+out:
+    if (thief.p)
+        BENCH_IGNORE(coexec_xstream_free(&thief));
+    if (thief_sched.p)
+        BENCH_IGNORE(coexec_sched_free(&thief_sched));
+    if (thief_pool.p)
+        BENCH_IGNORE(coexec_pool_free(&thief_pool));
+    if (started && bench_rt_stop(r) != 0)
+        r->nsamples = 0;
+    return r->error[0] ? -1 : 0;
+}
 
 /* ---- ult_memory / ult_memory_vsz / tasklet_memory ------------------------------ */
 
@@ -703,6 +884,19 @@ const bench_def_t bench_ult_defs[] = {
      bench_fib_ult_2es, 3, 2.2,
      "Argobots 3.2 ms (work stealing), MassiveThreads 2.5 ms, Qthreads "
      "32.7 ms"},
+    {"fib_ult_2es_ws", "ms",
+     "the same on 2 xstreams, work-stealing setup (COEXEC_SCHED=randws: "
+     "DEQUE pools, RANDWS)",
+     bench_fib_ult_2es_ws, 3, 2.2,
+     "goal as fib_ult_2es; Argobots 3.2 ms (its work-stealing pool), "
+     "MassiveThreads 2.5 ms"},
+    {"steal_throughput", "ns/steal",
+     "2 xstreams: xstream 0 creates 10,000 empty tasklets into its DEQUE, "
+     "xstream 1 only steals and runs them; first create to last run, per "
+     "unit",
+     bench_steal_throughput, 1, 0,
+     "read against xes_spin_pingpong: a steal moves the unit's cache lines "
+     "across"},
     {"ult_memory", "B/ULT",
      "resident memory per ULT blocked on one shared eventual, 100,000 of "
      "them, cold runtime",
