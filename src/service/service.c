@@ -182,14 +182,15 @@ static void drain_inbox_locked(void)
         else
             svc.qhead = rev;
         svc.qtail = rev;
-        atom_store_rlx_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) + 1);
+        /* seq_cst: against a parking worker's check (see take). */
+        atom_store_sc_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) + 1);
         rev = n;
     }
 }
 
 static void fifo_unlink_locked(struct request *r)
 {
-    atom_store_rlx_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) - 1);
+    atom_store_sc_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) - 1);
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -259,8 +260,13 @@ static bool all_stuck_locked(void)
  * (a worker that is merely busy, or preempted, frees up soon). */
 static void grow(void)
 {
-    if (atom_load_acq_u32(&svc.nidle) || atom_load_acq_u32(&svc.closed))
+    if (atom_load_acq_u32(&svc.closed))
         return;
+    if (atom_load_acq_u32(&svc.nidle)) {
+        if (atom_load_sc_u32(&svc.queued))
+            kick_one(); /* an idle worker parked: the queue is its work */
+        return;
+    }
     pthread_mutex_lock(&svc.qlock);
     if (!atom_load_rlx_u32(&svc.nidle) && svc.nthreads < svc.max &&
         !atom_load_rlx_u32(&svc.stop) &&
@@ -286,6 +292,10 @@ static struct request *take(struct worker *w)
         spin_unlock(&w->lock);
     }
     pthread_mutex_unlock(&svc.qlock);
+    /* Requests of this batch stay on the FIFO while w runs r, which may
+     * block: a parked worker must take them (its park checks queued). */
+    if (r && atom_load_sc_u32(&svc.queued))
+        kick_one();
     return r;
 }
 
@@ -359,7 +369,8 @@ static void *worker_main(void *arg)
         /* Park: the event count makes "check, then sleep" race-free. */
         uint32_t seq = atom_load_sc_u32(&svc.seq);
         atom_fadd_sc_u32(&svc.sleepers, 1);
-        if (!atom_load_sc_ptr(&svc.inbox) && !atom_load_sc_u32(&svc.stop)) {
+        if (!atom_load_sc_ptr(&svc.inbox) && !atom_load_sc_u32(&svc.queued) &&
+            !atom_load_sc_u32(&svc.stop)) {
             struct timespec ts = {0, (long)(IDLE_EXIT_NS / 2)};
             coexec__futex_wait(&svc.seq, seq, w->extra ? &ts : NULL);
         }
