@@ -57,6 +57,12 @@ else()
   set(COEXEC_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
   set(COEXEC_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
+# Static links need the private dependencies: hwloc always, liburing when
+# the service stream's io_uring path was built.
+set(COEXEC_PC_REQUIRES_PRIVATE "hwloc >= 2.0")
+if(COEXEC_HAVE_LIBURING)
+  string(APPEND COEXEC_PC_REQUIRES_PRIVATE ", liburing")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/coexec.pc.in ${PROJECT_BINARY_DIR}/coexec.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/coexec.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT Development)

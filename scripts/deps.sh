@@ -2,7 +2,9 @@
 # scripts/deps.sh: install the Debian packages libcoexec needs, if missing.
 #
 # usage: scripts/deps.sh [GROUP...]      (default: all)
-#   build   compiler, CMake, Ninja, pkg-config, hwloc, libatomic_ops, CUnit
+#   build   compiler, CMake, Ninja, pkg-config, hwloc, libatomic_ops, CUnit,
+#           liburing (optional for the library: the service stream's io_uring
+#           path is built when CMake finds it)
 #   test    build + valgrind
 #   cross   AArch64 cross compiler, its libc and qemu-user (context-switch test)
 #   all     build + test + cross
@@ -12,11 +14,11 @@
 set -euo pipefail
 
 group_build=(cmake ninja-build pkg-config gcc libc6-dev libhwloc-dev hwloc-nox
-             libatomic-ops-dev libcunit1-dev libudev-dev)
+             libatomic-ops-dev libcunit1-dev libudev-dev liburing-dev)
 group_test=(valgrind)
 group_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 
 [[ $# -eq 0 ]] && set -- all
 want=()

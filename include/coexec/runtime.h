@@ -21,6 +21,8 @@
  *   COEXEC_SERVICE_MAX_THREADS  service threads at most, while calls are stuck
  *   COEXEC_SERVICE_SPIN_US      microseconds an idle service thread spins
  *   COEXEC_SERVICE_CPUS         CPUs of the service threads: "3" or "2,3"
+ *   COEXEC_SERVICE_IO           how the POSIX wrappers' file calls run:
+ *                               auto | uring | threads (see service_io)
  *
  * A malformed value makes coexec_init() fail with COEXEC_EENV; the message
  * naming the variable is printed on stderr and returned by
@@ -72,6 +74,7 @@ typedef struct coexec_config {
     unsigned service_spin_us;       /* idle spin before parking, default 50 */
     char service_cpus[64];          /* CPU list "3" or "2,3"; "" = the last
                                        CPU of the process's binding */
+    coexec_service_io_t service_io; /* file I/O path, default AUTO */
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

@@ -48,6 +48,7 @@ COEXEC_API int coexec_config_init(coexec_config_t *cfg)
     cfg->service_max_threads = 16;
     cfg->service_spin_us = 50;
     cfg->service_cpus[0] = '\0';
+    cfg->service_io = COEXEC_SERVICE_IO_AUTO;
     return COEXEC_OK;
 }
 
@@ -158,6 +159,17 @@ int coexec__config_apply_env(coexec_config_t *cfg)
                              "a CPU number or a comma-separated list of them");
         strcpy(cfg->service_cpus, cpus);
     }
+    const char *io = getenv("COEXEC_SERVICE_IO");
+    if (io) {
+        if (!strcasecmp(io, "auto"))
+            cfg->service_io = COEXEC_SERVICE_IO_AUTO;
+        else if (!strcasecmp(io, "uring") || !strcasecmp(io, "io_uring"))
+            cfg->service_io = COEXEC_SERVICE_IO_URING;
+        else if (!strcasecmp(io, "threads"))
+            cfg->service_io = COEXEC_SERVICE_IO_THREADS;
+        else
+            return env_error("COEXEC_SERVICE_IO", io, "auto, uring or threads");
+    }
     ENV_BOOL("COEXEC_AFFINITY", affinity);
     ENV_BOOL("COEXEC_GUARD_PAGES", guard_pages);
     ENV_BOOL("COEXEC_PRINT_CONFIG", print_config);
@@ -199,6 +211,10 @@ int coexec__config_validate(const coexec_config_t *cfg)
     else if (memchr(cfg->service_cpus, '\0', sizeof cfg->service_cpus) == NULL ||
              coexec__service_check_cpus(cfg->service_cpus) != 0)
         bad = "service_cpus must be a CPU number or a comma-separated list";
+    else if (cfg->service_io != COEXEC_SERVICE_IO_AUTO &&
+             cfg->service_io != COEXEC_SERVICE_IO_URING &&
+             cfg->service_io != COEXEC_SERVICE_IO_THREADS)
+        bad = "service_io must be COEXEC_SERVICE_IO_AUTO, _URING or _THREADS";
     if (bad) {
         coexec__set_init_error("coexec_init: %s", bad);
         return COEXEC_EINVAL;

@@ -6,7 +6,9 @@
  * ULT on a compute stream, or the service stream is closed) or offloads a
  * trampoline that runs it on a service thread. Either way the result is
  * the libc result or -errno read on the thread that made the call, and
- * the caller's errno is left alone.
+ * the caller's errno is left alone. File calls (read, write, pread,
+ * pwrite, readv, writev, open, close, fsync, fdatasync) go through the
+ * service stream's io_uring when it runs: same arguments, same results.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,13 +43,17 @@ static intptr_t px_ret(intptr_t r)
     return r < 0 ? -(intptr_t)errno : r;
 }
 
-/* Runs fn(p) here or on the service stream; returns its result. */
-static intptr_t px_call(px_fn_t fn, struct px *p)
+/* Runs fn(p) here or on the service stream (through io_uring when kind,
+ * a FOP_* or 0, is a call the ring carries); returns its result. */
+static intptr_t px_call(px_fn_t fn, int kind, struct px *p)
 {
     if (coexec__service_offloads()) {
         intptr_t ret;
-        p->fn = fn;
-        int rc = coexec_offload(px_trampoline, p, &ret);
+        int rc = kind ? coexec__service_fop(kind, p->a, &ret) : COEXEC_ENOSYS;
+        if (rc == COEXEC_ENOSYS) {
+            p->fn = fn;
+            rc = coexec_offload(px_trampoline, p, &ret);
+        }
         if (rc == COEXEC_OK)
             return ret;
         if (rc != COEXEC_ECLOSED)
@@ -112,97 +118,97 @@ static intptr_t px_getaddrinfo(struct px *p)
 COEXEC_API ssize_t coexec_read(int fd, void *buf, size_t n)
 {
     PX_ARGS(fd, (intptr_t)buf, (intptr_t)n);
-    return px_call(px_read, &p_);
+    return px_call(px_read, FOP_READ, &p_);
 }
 
 COEXEC_API ssize_t coexec_write(int fd, const void *buf, size_t n)
 {
     PX_ARGS(fd, (intptr_t)buf, (intptr_t)n);
-    return px_call(px_write, &p_);
+    return px_call(px_write, FOP_WRITE, &p_);
 }
 
 COEXEC_API ssize_t coexec_pread(int fd, void *buf, size_t n, off_t off)
 {
     PX_ARGS(fd, (intptr_t)buf, (intptr_t)n, (intptr_t)off);
-    return px_call(px_pread, &p_);
+    return px_call(px_pread, FOP_PREAD, &p_);
 }
 
 COEXEC_API ssize_t coexec_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     PX_ARGS(fd, (intptr_t)buf, (intptr_t)n, (intptr_t)off);
-    return px_call(px_pwrite, &p_);
+    return px_call(px_pwrite, FOP_PWRITE, &p_);
 }
 
 COEXEC_API ssize_t coexec_readv(int fd, const struct iovec *iov, int cnt)
 {
     PX_ARGS(fd, (intptr_t)iov, cnt);
-    return px_call(px_readv, &p_);
+    return px_call(px_readv, FOP_READV, &p_);
 }
 
 COEXEC_API ssize_t coexec_writev(int fd, const struct iovec *iov, int cnt)
 {
     PX_ARGS(fd, (intptr_t)iov, cnt);
-    return px_call(px_writev, &p_);
+    return px_call(px_writev, FOP_WRITEV, &p_);
 }
 
 COEXEC_API int coexec_open(const char *path, int flags, mode_t mode)
 {
     PX_ARGS((intptr_t)path, flags, (intptr_t)mode);
-    return (int)px_call(px_open, &p_);
+    return (int)px_call(px_open, FOP_OPEN, &p_);
 }
 
 COEXEC_API int coexec_close(int fd)
 {
     PX_ARGS(fd, 0);
-    return (int)px_call(px_close, &p_);
+    return (int)px_call(px_close, FOP_CLOSE, &p_);
 }
 
 COEXEC_API int coexec_fsync(int fd)
 {
     PX_ARGS(fd, 0);
-    return (int)px_call(px_fsync, &p_);
+    return (int)px_call(px_fsync, FOP_FSYNC, &p_);
 }
 
 COEXEC_API int coexec_fdatasync(int fd)
 {
     PX_ARGS(fd, 0);
-    return (int)px_call(px_fdatasync, &p_);
+    return (int)px_call(px_fdatasync, FOP_FDATASYNC, &p_);
 }
 
 COEXEC_API int coexec_ftruncate(int fd, off_t len)
 {
     PX_ARGS(fd, (intptr_t)len);
-    return (int)px_call(px_ftruncate, &p_);
+    return (int)px_call(px_ftruncate, 0, &p_);
 }
 
 COEXEC_API int coexec_stat(const char *path, struct stat *st)
 {
     PX_ARGS((intptr_t)path, (intptr_t)st);
-    return (int)px_call(px_stat, &p_);
+    return (int)px_call(px_stat, 0, &p_);
 }
 
 COEXEC_API int coexec_fstat(int fd, struct stat *st)
 {
     PX_ARGS(fd, (intptr_t)st);
-    return (int)px_call(px_fstat, &p_);
+    return (int)px_call(px_fstat, 0, &p_);
 }
 
 COEXEC_API int coexec_unlink(const char *path)
 {
     PX_ARGS((intptr_t)path);
-    return (int)px_call(px_unlink, &p_);
+    return (int)px_call(px_unlink, 0, &p_);
 }
 
 COEXEC_API int coexec_rename(const char *from, const char *to)
 {
     PX_ARGS((intptr_t)from, (intptr_t)to);
-    return (int)px_call(px_rename, &p_);
+    return (int)px_call(px_rename, 0, &p_);
 }
 
 COEXEC_API int coexec_mkdir(const char *path, mode_t mode)
 {
     PX_ARGS((intptr_t)path, (intptr_t)mode);
-    return (int)px_call(px_mkdir, &p_);
+    return (int)px_call(px_mkdir, 0, &p_);
 }
 
 COEXEC_API int coexec_getaddrinfo(const char *node, const char *service,
@@ -210,24 +216,24 @@ COEXEC_API int coexec_getaddrinfo(const char *node, const char *service,
                                   struct addrinfo **res)
 {
     PX_ARGS((intptr_t)node, (intptr_t)service, (intptr_t)hints, (intptr_t)res);
-    return (int)px_call(px_getaddrinfo, &p_);
+    return (int)px_call(px_getaddrinfo, 0, &p_);
 }
 
 COEXEC_API int coexec_connect(int fd, const struct sockaddr *addr,
                               unsigned addrlen)
 {
     PX_ARGS(fd, (intptr_t)addr, (intptr_t)addrlen);
-    return (int)px_call(px_connect, &p_);
+    return (int)px_call(px_connect, 0, &p_);
 }
 
 COEXEC_API int coexec_accept(int fd, struct sockaddr *addr, unsigned *addrlen)
 {
     PX_ARGS(fd, (intptr_t)addr, (intptr_t)addrlen);
-    return (int)px_call(px_accept, &p_);
+    return (int)px_call(px_accept, 0, &p_);
 }
 
 COEXEC_API int coexec_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms)
 {
     PX_ARGS((intptr_t)fds, (intptr_t)nfds, timeout_ms);
-    return (int)px_call(px_poll, &p_);
+    return (int)px_call(px_poll, 0, &p_);
 }

@@ -32,10 +32,16 @@
  *    stream that makes the same check STUCK_NS later. Workers beyond
  *    service_threads park as soon as they are idle and exit after
  *    IDLE_EXIT_NS.
+ *  - File I/O: where io_uring can be had (service_io auto or uring), the
+ *    POSIX wrappers' file calls (coexec__service_fop) skip the workers:
+ *    their records go to the ring thread (ring.h, ring/uring.c), which
+ *    batches them into one ring; they complete through the same
+ *    coexec__rq_complete. Everything else stays on the workers.
  *  - Finalize: close refuses new requests (COEXEC_ECLOSED), cancels the
- *    queued ones, gives running ones GRACE_NS, then abandons the rest: their
- *    waiters get COEXEC_ECANCELED and their workers, detached, exit when
- *    the call returns without touching anything of the runtime.
+ *    queued ones, gives running ones (the ring's too) GRACE_NS, then
+ *    cancels the ring's calls still in the kernel and abandons the rest:
+ *    their waiters get COEXEC_ECANCELED and their workers, detached, exit
+ *    when the call returns without touching anything of the runtime.
  */
 #include <errno.h>
 #include <limits.h>
@@ -46,36 +52,12 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "service/ring.h"
 #include "service/service.h"
 #include "waker/wait.h"
 
 #define OBJ_MAGIC_REQUEST 0x636f72657175ull
 
-/* request->state: RQ_QUEUED (queued or running), maybe with RQ_WAITERS
- * (a waiter or poller registered under the lock), then a final value
- * (RQ_DONE: result holds the call's result; RQ_CANCELED), then that value
- * with RQ_SETTLED once the completer no longer touches the record. */
-enum rq_state {
-    RQ_QUEUED = 0,
-    RQ_DONE = 1,
-    RQ_CANCELED = 2,
-    RQ_FINAL = 3,       /* mask of the final values */
-    RQ_WAITERS = 1u << 4,
-    RQ_SETTLED = 1u << 5
-};
-
-struct request {
-    uint64_t magic_;
-    struct request *next, *prev; /* inbox / FIFO links */
-    coexec_offload_fn_t fn;
-    void *arg;
-    intptr_t result;
-    atom_u32_t state;
-    atom_u32_t lock;
-    struct wlist waiters;           /* ULTs and threads (lock) */
-    struct coexec_unit_rec *poller; /* the polling tasklet (lock) */
-    uint32_t poller_tag;
-};
 OBJ_CAST(coexec_request_t, struct request, rq_of)
 
 /* How long a queued request waits behind busy workers before its waiter
@@ -124,12 +106,17 @@ static struct {
     int nthreads;                  /* under qlock */
     atom_u32_t queued;             /* requests on the FIFO */
     atom_u64_t completed;
+    unsigned ring_kinds; /* file calls the ring carries (1u << FOP_*) */
 } svc = {.qlock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Tests set it to make the ring's start fail as a kernel that refuses
+ * io_uring would. */
+int coexec__service_ring_refuse;
 
 /* ---- completion ---------------------------------------------------------- */
 
 /* Completes r with v and final state fin; see the plaque. */
-static void rq_complete(struct request *r, intptr_t v, uint32_t fin)
+void coexec__rq_complete(struct request *r, intptr_t v, uint32_t fin)
 {
     atom_fadd_rlx_u64(&svc.completed, 1);
     r->result = v;
@@ -165,14 +152,7 @@ static void rq_complete(struct request *r, intptr_t v, uint32_t fin)
 /* Moves the inbox onto the FIFO, oldest first (qlock held). */
 static void drain_inbox_locked(void)
 {
-    struct request *r = atom_xchg_acq_ptr(&svc.inbox, NULL);
-    struct request *rev = NULL;
-    while (r) {
-        struct request *n = r->next;
-        r->next = rev;
-        rev = r;
-        r = n;
-    }
+    struct request *rev = rq_reverse(atom_xchg_acq_ptr(&svc.inbox, NULL));
     while (rev) {
         struct request *n = rev->next;
         rev->next = NULL;
@@ -340,7 +320,7 @@ static void *worker_main(void *arg)
                 return NULL;
             }
             w->cur = NULL;
-            rq_complete(r, v, RQ_DONE);
+            coexec__rq_complete(r, v, RQ_DONE);
             spin_unlock(&w->lock);
             continue;
         }
@@ -398,6 +378,8 @@ static int parse_cpus(const char *s)
     return 0;
 }
 
+static void ring_start(coexec_service_io_t mode);
+
 int coexec__service_start(void)
 {
     const coexec_config_t *c = &coexec__g.cfg;
@@ -449,11 +431,32 @@ int coexec__service_start(void)
         rc = worker_spawn_locked(0);
     pthread_mutex_unlock(&svc.qlock);
     svc.started = 1;
+    svc.ring_kinds = 0;
+    if (rc == COEXEC_OK)
+        ring_start(c->service_io);
     if (rc) {
         coexec__service_close();
         coexec__service_stop();
     }
     return rc;
+}
+
+/* Starts the io_uring path unless told not to; falls back to the thread
+ * path silently (auto) or with one warning (uring). */
+static void ring_start(coexec_service_io_t mode)
+{
+    if (mode == COEXEC_SERVICE_IO_THREADS)
+        return;
+    const char *why = "refused (test)";
+    int rc = coexec__service_ring_refuse
+                 ? COEXEC_EPERM
+                 : coexec__ring_start(svc.ncpus ? svc.cpus[0] : -1,
+                                      svc.spin_ns, &why);
+    if (rc == COEXEC_OK)
+        svc.ring_kinds = coexec__ring_kinds();
+    else if (mode == COEXEC_SERVICE_IO_URING)
+        coexec__warn("service_io is uring, but %s: file I/O takes the "
+                     "service threads", why);
 }
 
 /* Waits a little, keeping the caller's stream busy when it is a ULT. */
@@ -481,13 +484,14 @@ void coexec__service_close(void)
     while (r) {
         struct request *n = r->next;
         r->next = r->prev = NULL;
-        rq_complete(r, -ECANCELED, RQ_CANCELED);
+        coexec__rq_complete(r, -ECANCELED, RQ_CANCELED);
         r = n;
     }
+    coexec__ring_cancel_queued();
     /* Let running calls finish, then abandon the stuck ones. */
     uint64_t until = clock_now_ns() + GRACE_NS;
     for (;;) {
-        int busy = 0;
+        int busy = (int)coexec__ring_busy();
         pthread_mutex_lock(&svc.qlock);
         for (struct worker *w = svc.workers; w; w = w->next) {
             spin_lock(&w->lock);
@@ -499,6 +503,11 @@ void coexec__service_close(void)
             break;
         pause_a_little();
     }
+    /* The ring's calls still in the kernel: cancelled, else abandoned. */
+    int lost = coexec__ring_cancel_all(pause_a_little);
+    if (lost)
+        coexec__warn("coexec_finalize: %d file call(s) in io_uring could not "
+                     "be cancelled; their waiters got ECANCELED", lost);
     pthread_mutex_lock(&svc.qlock);
     struct worker **p = &svc.workers;
     while (*p) {
@@ -506,7 +515,7 @@ void coexec__service_close(void)
         spin_lock(&w->lock);
         if (w->cur) {
             w->abandoned = 1;
-            rq_complete(w->cur, -ECANCELED, RQ_CANCELED);
+            coexec__rq_complete(w->cur, -ECANCELED, RQ_CANCELED);
             w->cur = NULL;
             spin_unlock(&w->lock);
             *p = w->next; /* it frees itself when its call returns */
@@ -527,6 +536,8 @@ void coexec__service_stop(void)
 {
     if (!svc.started)
         return;
+    coexec__ring_stop();
+    svc.ring_kinds = 0;
     atom_store_sc_u32(&svc.stop, 1);
     kick_all();
     for (;;) {
@@ -551,7 +562,7 @@ void coexec__service_stop(void)
     pthread_mutex_unlock(&svc.qlock);
     while (r) {
         struct request *n = r->next;
-        rq_complete(r, -ECANCELED, RQ_CANCELED);
+        coexec__rq_complete(r, -ECANCELED, RQ_CANCELED);
         r = n;
     }
     svc.started = 0;
@@ -559,7 +570,9 @@ void coexec__service_stop(void)
 
 /* ---- requests --------------------------------------------------------------- */
 
-static int submit(struct request *r, coexec_offload_fn_t fn, void *arg)
+/* Fills r for fn(arg); COEXEC_ECLOSED (r settled as cancelled) once
+ * finalize began. */
+static int rq_init(struct request *r, coexec_offload_fn_t fn, void *arg)
 {
     r->fn = fn;
     r->arg = arg;
@@ -575,6 +588,14 @@ static int submit(struct request *r, coexec_offload_fn_t fn, void *arg)
         return COEXEC_ECLOSED;
     }
     atom_store_rlx_u32(&r->state, RQ_QUEUED);
+    return COEXEC_OK;
+}
+
+static int submit(struct request *r, coexec_offload_fn_t fn, void *arg)
+{
+    int rc = rq_init(r, fn, arg);
+    if (rc)
+        return rc;
     void *head = atom_load_rlx_ptr(&svc.inbox);
     do {
         r->next = head;
@@ -660,6 +681,23 @@ COEXEC_API int coexec_offload(coexec_offload_fn_t fn, void *arg, intptr_t *ret)
     rc = submit(&r, fn, arg);
     if (rc)
         return rc;
+    return rq_wait(&r, &c, ret);
+}
+
+int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret)
+{
+    if (!(svc.ring_kinds & 1u << kind))
+        return COEXEC_ENOSYS;
+    struct caller c;
+    int rc = wait_caller(&c);
+    if (rc)
+        return rc;
+    struct fop f = {kind, a};
+    struct request r;
+    rc = rq_init(&r, NULL, &f);
+    if (rc)
+        return rc;
+    coexec__ring_push(&r);
     return rq_wait(&r, &c, ret);
 }
 
@@ -756,7 +794,7 @@ COEXEC_API int coexec_request_cancel(coexec_request_t *req)
     pthread_mutex_unlock(&svc.qlock);
     if (!q)
         return COEXEC_EBUSY;
-    rq_complete(r, -ECANCELED, RQ_CANCELED);
+    coexec__rq_complete(r, -ECANCELED, RQ_CANCELED);
     return COEXEC_OK;
 }
 
@@ -772,7 +810,7 @@ COEXEC_API int coexec_service_get_info(coexec_service_info_t *info)
     info->cpu = svc.ncpus ? svc.cpus[0] : -1;
     info->shares_cpu = svc.shares_cpu;
     info->completed = atom_load_acq_u64(&svc.completed);
-    info->io_path = "threads";
+    info->io_path = svc.ring_kinds ? "io_uring" : "threads";
     return COEXEC_OK;
 }
 

@@ -23,6 +23,27 @@ void coexec__service_stop(void);
  * stream takes requests: the wrappers offload then, else run directly. */
 bool coexec__service_offloads(void);
 
+/* The file calls the ring can carry; FOP_* is a bit index. */
+enum fop_kind {
+    FOP_READ = 1,  /* fd, buf, n */
+    FOP_WRITE,     /* fd, buf, n */
+    FOP_PREAD,     /* fd, buf, n, off */
+    FOP_PWRITE,    /* fd, buf, n, off */
+    FOP_READV,     /* fd, iov, cnt */
+    FOP_WRITEV,    /* fd, iov, cnt */
+    FOP_OPEN,      /* path, flags, mode */
+    FOP_CLOSE,     /* fd */
+    FOP_FSYNC,     /* fd */
+    FOP_FDATASYNC, /* fd */
+    FOP_COUNT
+};
+
+/* Runs the file call kind (FOP_* of ring.h) with the wrapper's arguments
+ * a through io_uring and waits, as coexec_offload does; *ret receives the
+ * call's result or -errno. COEXEC_ENOSYS when the ring does not carry it
+ * (the caller takes the thread path). */
+int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret);
+
 /* 0 if s is a valid CPU list ("3" or "2,3"), -1 otherwise. */
 int coexec__service_check_cpus(const char *s);
 
