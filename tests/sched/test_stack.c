@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ======================================================================= */
 /* shared helpers                                                           */
@@ -194,6 +195,31 @@ static int cnt_create(coexec_pool_t pool, cnt_arg_t *args, long i, int yields)
     if (i % 2)
         return coexec_thread_create(pool, cnt_ult, &args[i], NULL, NULL);
     return coexec_tasklet_create(pool, cnt_tasklet, &args[i], NULL);
+}
+
+typedef struct hop {
+    coexec_xstream_t to[8];
+    int to_rank[8];
+    int nto, rounds;
+    atomic_int bad, done;
+} hop_t;
+
+/* Migrates itself around the given streams and checks where it lands. */
+static void hop_ult(void *arg)
+{
+    hop_t *h = arg;
+    coexec_thread_t me = self_thread();
+    for (int r = 0; r < h->rounds; r++)
+        for (int i = 0; i < h->nto; i++) {
+            CH_CHECK_RC(coexec_thread_migrate_to_xstream(me, h->to[i]), COEXEC_OK);
+            int now = self_rank();
+            if (now != h->to_rank[i]) {
+                atomic_fetch_add(&h->bad, 1);
+                ch_fail_at(__FILE__, __LINE__, "migrated to rank %d, runs on %d",
+                           h->to_rank[i], now);
+            }
+        }
+    atomic_store(&h->done, 1);
 }
 
 /* ---- a pthread that runs one call -------------------------------------- */
@@ -1031,6 +1057,119 @@ static void t_bad_ops(void)
     ch_finalize();
 }
 
+/* ---- what a user pool may look at ------------------------------------- */
+
+static void t_unit_queries(void)
+{
+    ch_init(1);
+    coexec_pool_t idle;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &idle));
+    int x = 0;
+    coexec_thread_attr_t at;
+    CH_ASSERT_OK(coexec_thread_attr_init(&at));
+    CH_ASSERT_EQ(at.priority, 0);
+    at.priority = 5;
+    coexec_thread_t t;
+    coexec_tasklet_t k;
+    CH_ASSERT_OK(coexec_thread_create(idle, cnt_ult, &x, &at, &t));
+    CH_ASSERT_OK(coexec_tasklet_create(idle, noop_tasklet, &t, &k));
+    coexec_unit_t ut = coexec_thread_unit(t), uk = coexec_tasklet_unit(k);
+    void *arg = NULL;
+    int is_thread = -1, prio = -1;
+    CH_ASSERT_OK(coexec_unit_get_arg(ut, &arg));
+    CU_ASSERT(arg == &x);
+    CH_ASSERT_OK(coexec_unit_get_arg(uk, &arg));
+    CU_ASSERT(arg == &t);
+    CH_ASSERT_OK(coexec_unit_is_thread(ut, &is_thread));
+    CH_ASSERT_EQ(is_thread, 1);
+    CH_ASSERT_OK(coexec_unit_is_thread(uk, &is_thread));
+    CH_ASSERT_EQ(is_thread, 0);
+    CH_ASSERT_RC(coexec_unit_get_arg(ut, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_is_thread(ut, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_get_arg((coexec_unit_t){0}, &arg), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_is_thread((coexec_unit_t){0}, &is_thread), COEXEC_EHANDLE);
+    /* Priorities: from the attribute, set and read back, range checked. */
+    CH_ASSERT_OK(coexec_unit_get_priority(ut, &prio));
+    CH_ASSERT_EQ(prio, 5);
+    CH_ASSERT_OK(coexec_unit_get_priority(uk, &prio));
+    CH_ASSERT_EQ(prio, 0);
+    CH_ASSERT_OK(coexec_unit_set_priority(uk, 65535));
+    CH_ASSERT_OK(coexec_unit_get_priority(uk, &prio));
+    CH_ASSERT_EQ(prio, 65535);
+    CH_ASSERT_RC(coexec_unit_set_priority(uk, -1), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_set_priority(uk, 65536), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_get_priority(uk, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_set_priority((coexec_unit_t){0}, 1), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_set_pinned((coexec_unit_t){0}, 1), COEXEC_EHANDLE);
+    /* Run them, then the handles are stale. */
+    coexec_unit_t u;
+    for (int i = 0; i < 2; i++) {
+        CH_ASSERT_OK(coexec_pool_pop(idle, &u));
+        CH_ASSERT_OK(coexec_pool_push(main_pool_of(0), u));
+    }
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_RC(coexec_unit_get_arg(ut, &arg), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_is_thread(uk, &is_thread), COEXEC_EHANDLE);
+    CH_ASSERT_OK(coexec_pool_free(&idle));
+    ch_finalize();
+}
+
+/* ---- a user scheduler's migration pool ---------------------------------- */
+
+static coexec_pool_t migr_pool(coexec_sched_t sched, void *state)
+{
+    (void)state;
+    coexec_pool_t p = {0};
+    CH_CHECK_RC(coexec_sched_get_pool(sched, 1, &p), COEXEC_OK);
+    return p;
+}
+
+static void t_user_migr_pool(void)
+{
+    ch_init(1);
+    /* Stream S: a user scheduler over a FIFO pool and a wrapping pool;
+     * units migrating to S go to the wrapping pool. */
+    coexec_pool_t pools[2];
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pools[0]));
+    CH_ASSERT_OK_FATAL(coexec_pool_create_user(&wrap_ops, COEXEC_ACCESS_MPMC, NULL, &pools[1]));
+    wrap_t *w = pool_data(pools[1]);
+    coexec_sched_ops_t ops = us_ops;
+    ops.get_migr_pool = migr_pool;
+    coexec_sched_t sched;
+    CH_ASSERT_OK_FATAL(coexec_sched_create_user(&ops, pools, 2, NULL, NULL, &sched));
+    coexec_xstream_t xs;
+    stream_with(sched, &xs);
+    int rank = -1;
+    CH_ASSERT_OK(coexec_xstream_get_rank(xs, &rank));
+    ch_stream_t from;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&from, COEXEC_SCHED_BASIC_WAIT));
+    hop_t h;
+    memset(&h, 0, sizeof h);
+    h.nto = 1;
+    h.rounds = 1;
+    h.to[0] = xs;
+    h.to_rank[0] = rank;
+    coexec_thread_t t;
+    CH_ASSERT_OK(coexec_thread_create(from.pool, hop_ult, &h, NULL, &t));
+    CH_WAIT(atomic_load(&h.done));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_EQ(atomic_load(&h.bad), 0);
+    /* It came in through the wrapping pool (a push and a pop), not pool 0. */
+    CH_ASSERT_EQ(atomic_load(&w->pushes[COEXEC_PUSH_NEW]) +
+                     atomic_load(&w->pushes[COEXEC_PUSH_YIELD]) +
+                     atomic_load(&w->pushes[COEXEC_PUSH_WAKE]),
+                 1);
+    CH_ASSERT_EQ(atomic_load(&w->pops), 1);
+    CH_ASSERT_OK(ch_stream_free(&from));
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    CH_ASSERT_OK(coexec_sched_free(&sched));
+    CH_ASSERT_OK(coexec_pool_free(&pools[0]));
+    CH_ASSERT_OK(coexec_pool_free(&pools[1]));
+    wrap_free_left();
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* stack: schedulers as units of their parent's pools                       */
 /* ======================================================================= */
@@ -1541,37 +1680,81 @@ static void run_default_randws(int by_env)
     ch_finalize();
 }
 
+/* A RANDWS scheduler with one pool steals from the other streams' default
+ * pools. Stream 1 is held by a pinned spinner and the main ULT sleeps, so
+ * only the RANDWS stream can run what is queued on stream 1. */
+static atomic_int g_hold_started;
+
+static void hold_ult(void *arg)
+{
+    long n = (long)(intptr_t)arg;
+    atomic_store(&g_hold_started, 1);
+    double t0 = ch_now();
+    while (atomic_load(&g_hit_total) < n && ch_now() - t0 < CH_WAIT_LIMIT_S)
+        ;
+}
+
+static void sleep_until_hits(long n)
+{
+    double t0 = ch_now();
+    while (atomic_load(&g_hit_total) < n && ch_now() - t0 < CH_WAIT_LIMIT_S) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void t_randws_one_pool(void)
+{
+    ch_init(2);
+    coexec_pool_t own;
+    CH_ASSERT_OK_FATAL(coexec_pool_create_ex(COEXEC_POOL_DEQUE, COEXEC_ACCESS_MPMC,
+                                             NULL, &own));
+    coexec_sched_t s;
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_RANDWS, &own, 1, NULL, &s));
+    long n = ch_iters(2000, 50);
+    hits_new(n);
+    for (int i = 0; i < 16; i++)
+        atomic_store(&g_rank_runs[i], 0);
+    coexec_thread_attr_t at;
+    CH_ASSERT_OK(coexec_thread_attr_init(&at));
+    at.pinned = 1;
+    atomic_store(&g_hold_started, 0);
+    coexec_thread_t hold;
+    CH_ASSERT_OK(coexec_thread_create(main_pool_of(1), hold_ult, (void *)(intptr_t)n,
+                                      &at, &hold));
+    CH_WAIT(atomic_load(&g_hold_started));
+    cnt_arg_t *args = calloc((size_t)n, sizeof *args);
+    CU_ASSERT_FATAL(args != NULL);
+    for (long i = 0; i < n; i++) {
+        args[i].idx = i;
+        if (i % 3 == 0)
+            CH_ASSERT_OK(coexec_thread_create(main_pool_of(1), srun_ult, &args[i], NULL, NULL));
+        else
+            CH_ASSERT_OK(coexec_tasklet_create(main_pool_of(1), srun_tasklet, &args[i], NULL));
+    }
+    coexec_xstream_t xs;
+    stream_with(s, &xs);
+    int rank = -1;
+    CH_ASSERT_OK(coexec_xstream_get_rank(xs, &rank));
+    sleep_until_hits(n);
+    CH_ASSERT_EQ(atomic_load(&g_hit_total), n);
+    CH_ASSERT_OK(coexec_thread_free(&hold));
+    CH_ASSERT_EQ(hits_bad_and_free(), 0);
+    /* Every unit started on the RANDWS stream. */
+    CH_ASSERT_EQ(atomic_load(&g_rank_runs[rank]), n);
+    free(args);
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    CH_ASSERT_OK(coexec_sched_free(&s));
+    CH_ASSERT_OK(coexec_pool_free(&own));
+    ch_finalize();
+}
+
 static void t_default_randws_cfg(void) { run_default_randws(0); }
 static void t_default_randws_env(void) { run_default_randws(1); }
 
 /* ======================================================================= */
 /* migrate                                                                  */
 /* ======================================================================= */
-
-typedef struct hop {
-    coexec_xstream_t to[8];
-    int to_rank[8];
-    int nto, rounds;
-    atomic_int bad, done;
-} hop_t;
-
-/* Migrates itself around the given streams and checks where it lands. */
-static void hop_ult(void *arg)
-{
-    hop_t *h = arg;
-    coexec_thread_t me = self_thread();
-    for (int r = 0; r < h->rounds; r++)
-        for (int i = 0; i < h->nto; i++) {
-            CH_CHECK_RC(coexec_thread_migrate_to_xstream(me, h->to[i]), COEXEC_OK);
-            int now = self_rank();
-            if (now != h->to_rank[i]) {
-                atomic_fetch_add(&h->bad, 1);
-                ch_fail_at(__FILE__, __LINE__, "migrated to rank %d, runs on %d",
-                           h->to_rank[i], now);
-            }
-        }
-    atomic_store(&h->done, 1);
-}
 
 static void t_migrate_self(void)
 {
@@ -1706,6 +1889,18 @@ static void t_migrate_others(void)
     CH_ASSERT_RC(coexec_thread_migrate_to(me, s1.pool), COEXEC_EPERM);
     CH_ASSERT_RC(coexec_thread_migrate_to_xstream(me, s1.xs), COEXEC_EPERM);
     CH_ASSERT_EQ(self_rank(), 0);
+
+    /* A stream that has stopped takes no migrating unit. */
+    CH_ASSERT_OK(coexec_xstream_join(s2.xs));
+    memset(&w, 0, sizeof w);
+    CH_ASSERT_OK(coexec_thread_create(idle, where_ult, &w, NULL, &t));
+    CH_ASSERT_RC(coexec_thread_migrate_to_xstream(t, s2.xs), COEXEC_ESTATE);
+    CH_ASSERT_EQ(pool_size(idle), 1);
+    atomic_store(&w.go, 1);
+    CH_ASSERT_OK(coexec_thread_migrate_to(t, s1.pool));
+    CH_WAIT(atomic_load(&w.step) == 3);
+    CH_ASSERT_EQ(atomic_load(&w.rank[0]), s1.rank);
+    CH_ASSERT_OK(coexec_thread_free(&t));
 
     CH_ASSERT_OK(coexec_pool_free(&idle));
     CH_ASSERT_OK(ch_stream_free(&s1));
@@ -2440,6 +2635,8 @@ static const ch_test_t user_tests[] = {
     {"wrapped_fifo_basic_sched", t_wrapped_basic},
     {"wrapped_fifo_user_sched", t_wrapped_user},
     {"bad_ops_and_init_errors", t_bad_ops},
+    {"unit_queries", t_unit_queries},
+    {"user_sched_migration_pool", t_user_migr_pool},
     {NULL, NULL}};
 static const ch_test_t stack_tests[] = {
     {"three_levels_builtin", t_stack_builtin},
@@ -2456,6 +2653,7 @@ static const ch_test_t steal_tests[] = {
     {"randws_over_deques_steal_half", t_randws_deques_half},
     {"default_setup_randws_config", t_default_randws_cfg},
     {"default_setup_randws_env", t_default_randws_env},
+    {"randws_one_pool_steals_default_pools", t_randws_one_pool},
     {NULL, NULL}};
 static const ch_test_t migrate_tests[] = {
     {"self_to_xstream", t_migrate_self},
