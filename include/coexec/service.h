@@ -18,13 +18,31 @@
  * service_max_threads); threads beyond service_threads exit after 50 ms
  * idle.
  *
+ * File I/O has a second path. Where the kernel allows io_uring (and the
+ * library was built with liburing), the file calls of the wrappers below
+ * (coexec_read, _write, _pread, _pwrite, _readv, _writev, _open, _close,
+ * _fsync, _fdatasync) skip the service threads: a ring thread of the
+ * service stream, on the same CPU, takes them in batches, hands each batch
+ * to the kernel with one submission and completes each call when the
+ * kernel does. A read that waits forever (a pipe, a socket) then occupies
+ * no thread. Results are the system calls' (pread and pwrite on a pipe
+ * still fail with -ESPIPE; the reads that use the file position of one
+ * file descriptor run one after the other, and so do its writes).
+ * service_io (coexec/runtime.h) or
+ * COEXEC_SERVICE_IO chooses: auto (io_uring where it can be had, else the
+ * threads, silently), uring (the same, with one warning when it falls
+ * back), threads. coexec_service_get_info's io_path says which runs.
+ *
  * Results follow the kernel's convention: the call's non-negative result,
  * or -errno. Every request completes exactly once: with its result; with
  * COEXEC_ECANCELED when cancelled before it started, when still queued at
  * finalize, or when still running 2 s after finalize began (the call is
  * abandoned: its thread is left to finish it and exits without touching
- * the request); or with COEXEC_ECLOSED when it was submitted after
- * finalize began.
+ * the request; an io_uring call is cancelled in the kernel first, and
+ * abandoned only if that fails within a second); or with COEXEC_ECLOSED
+ * when it was submitted after finalize began. An abandoned call may still
+ * write into its buffer when it ends: keep a buffer you gave one alive
+ * until the process exits.
  */
 #ifndef COEXEC_SERVICE_H
 #define COEXEC_SERVICE_H
@@ -57,8 +75,8 @@ typedef struct coexec_request {
 COEXEC_BEGIN_DECLS
 
 /*
- * Runs fn(arg) on the service stream and waits for it; *ret (may be NULL)
- * receives its result.
+ * Runs fn(arg) on a service thread (never through io_uring) and waits for
+ * it; *ret (may be NULL) receives its result.
  * Context: a ULT (parks; its stream runs other units) or an external
  * thread (sleeps). Switches: yes (a ULT).
  * Returns: COEXEC_OK (the call ran, *ret is its result, which may be
@@ -71,7 +89,7 @@ COEXEC_API COEXEC_NODISCARD int coexec_offload(coexec_offload_fn_t fn,
                                                void *arg, intptr_t *ret);
 
 /*
- * Queues fn(arg) on the service stream without waiting; req records it.
+ * Queues fn(arg) for a service thread without waiting; req records it.
  * Context: any thread, tasklets included. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (req or fn NULL); COEXEC_ECLOSED;
  * COEXEC_ENOTINIT.
@@ -101,7 +119,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_request_wait(coexec_request_t *req,
 
 /*
  * Cancels req if no service thread has started it: it completes with
- * COEXEC_ECANCELED and its waiters are released.
+ * COEXEC_ECANCELED and its waiters are released. Requests of
+ * coexec_request_submit run on the service threads, so this never races
+ * with io_uring.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK (cancelled); COEXEC_EBUSY (already running or done);
  * COEXEC_EINVAL; COEXEC_EHANDLE.
@@ -115,12 +135,15 @@ typedef struct coexec_service_info {
     int idle;          /* of which idle */
     int cpu;           /* CPU of the first, -1 unpinned */
     int shares_cpu;    /* 1 when that CPU also runs a compute stream */
-    uint64_t completed; /* requests completed since init */
-    const char *io_path; /* "threads": how file I/O is carried out */
+    uint64_t completed; /* requests completed since init, both paths */
+    const char *io_path; /* how the wrappers' file calls run: "io_uring"
+                            (the ring thread) or "threads"; a static
+                            string */
 } coexec_service_info_t;
 
 /*
- * Fills *info (set info->size first).
+ * Fills *info (set info->size first). threads counts the service threads
+ * that run calls, not the ring thread.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_ENOTINIT.
  */
@@ -129,10 +152,18 @@ coexec_service_get_info(coexec_service_info_t *info);
 
 /*
  * POSIX calls with the libc arguments, returning the libc result or
- * -errno (never setting errno). Called from a ULT on a compute stream
- * they run on the service stream (the ULT parks meanwhile); called from
- * anywhere else (an external thread, a tasklet, a service thread, or
- * without the runtime) they run directly. coexec_open takes its mode
+ * -errno (never setting errno).
+ * Context: any. Called from a ULT on a compute stream they run on the
+ * service stream: the file calls (read, write, pread, pwrite, readv,
+ * writev, open, close, fsync, fdatasync) through io_uring when
+ * io_path is "io_uring", every call through a service thread otherwise.
+ * Called from anywhere else (an external thread, a tasklet, a service
+ * thread, or without the runtime) they run directly, as the plain call.
+ * Switches: a ULT parks until its call completed (its stream runs other
+ * units meanwhile); elsewhere the call blocks the OS thread as libc's
+ * would.
+ * Returns: the libc result or -errno; COEXEC_ECANCELED when finalize
+ * cancelled the offloaded call (see above). coexec_open takes its mode
  * argument always. coexec_getaddrinfo returns getaddrinfo's own code (0 or
  * an EAI_* value).
  */
