@@ -592,7 +592,8 @@ static void handed_out(struct coexec_pool_rec *from, struct coexec_unit_rec *u)
     atom_store_rlx_ptr(&u->pool, NULL);
 }
 
-COEXEC_API int coexec_pool_pop(coexec_pool_t pool, coexec_unit_t *out)
+/* coexec_pool_pop and coexec_pool_steal: one unit out of pool, or none. */
+static int take_public(coexec_pool_t pool, coexec_unit_t *out, bool steal)
 {
     if (!out)
         return COEXEC_EINVAL;
@@ -600,29 +601,25 @@ COEXEC_API int coexec_pool_pop(coexec_pool_t pool, coexec_unit_t *out)
     int rc = CHECK_HANDLE(pool);
     if (rc)
         return rc;
-    if ((rc = check_access(pool.p, false)))
+    if (!steal && (rc = check_access(pool.p, false)))
         return rc;
-    struct coexec_unit_rec *u = coexec__pool_pop(pool.p, coexec__xs_self());
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    struct coexec_unit_rec *u = steal ? coexec__pool_steal(pool.p, xs, NULL)
+                                      : coexec__pool_pop(pool.p, xs);
     if (u)
         handed_out(pool.p, u);
     set_out_unit(out, u);
     return COEXEC_OK;
 }
 
+COEXEC_API int coexec_pool_pop(coexec_pool_t pool, coexec_unit_t *out)
+{
+    return take_public(pool, out, false);
+}
+
 COEXEC_API int coexec_pool_steal(coexec_pool_t pool, coexec_unit_t *out)
 {
-    if (!out)
-        return COEXEC_EINVAL;
-    RT_CHECK();
-    int rc = CHECK_HANDLE(pool);
-    if (rc)
-        return rc;
-    struct coexec_unit_rec *u = coexec__pool_steal(pool.p, coexec__xs_self(),
-                                                   NULL);
-    if (u)
-        handed_out(pool.p, u);
-    set_out_unit(out, u);
-    return COEXEC_OK;
+    return take_public(pool, out, true);
 }
 
 COEXEC_API int coexec_pool_get_size(coexec_pool_t pool, size_t *size)

@@ -897,6 +897,19 @@ COEXEC_API int coexec_sched_run_unit(coexec_sched_t sched, coexec_unit_t unit)
     return COEXEC_OK;
 }
 
+/* The main level's events: remote wakes, then due timers. True if any
+ * unit became ready. */
+static bool main_events(struct coexec_xstream_rec *xs)
+{
+    bool any = coexec__xs_drain_events(xs);
+    uint64_t next = xs_next_timer(xs);
+    if (next != UINT64_MAX && next <= now_ns()) {
+        coexec__timers_run(xs, now_ns());
+        any = true;
+    }
+    return any;
+}
+
 COEXEC_API int coexec_sched_check_events(coexec_sched_t sched)
 {
     int rc;
@@ -908,9 +921,7 @@ COEXEC_API int coexec_sched_check_events(coexec_sched_t sched)
         stacked_yield(xs, s);
         return COEXEC_OK;
     }
-    coexec__xs_drain_events(xs);
-    if (xs_next_timer(xs) != UINT64_MAX)
-        coexec__timers_run(xs, now_ns());
+    main_events(xs);
     return COEXEC_OK;
 }
 
@@ -943,13 +954,8 @@ COEXEC_API int coexec_sched_idle(coexec_sched_t sched)
             stacked_idle(xs, s);
         return COEXEC_OK;
     }
-    if (coexec__xs_drain_events(xs))
+    if (main_events(xs))
         return COEXEC_OK;
-    uint64_t next = xs_next_timer(xs);
-    if (next != UINT64_MAX && next <= now_ns()) {
-        coexec__timers_run(xs, now_ns());
-        return COEXEC_OK;
-    }
     if (!atom_load_acq_u32(&xs->stop) && !atom_load_acq_ptr(&xs->sched_req))
         park_stream(xs, s);
     return COEXEC_OK;
