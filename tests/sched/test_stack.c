@@ -1064,7 +1064,7 @@ static void t_unit_queries(void)
     ch_init(1);
     coexec_pool_t idle;
     CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &idle));
-    int x = 0;
+    cnt_arg_t x = {-1, 0};
     coexec_thread_attr_t at;
     CH_ASSERT_OK(coexec_thread_attr_init(&at));
     CH_ASSERT_EQ(at.priority, 0);
