@@ -3088,6 +3088,9 @@ static void t_io_finalize_in_flight(void)
         CH_ASSERT_OK(coexec_thread_create_on(xs_rank(i % NSTREAMS),
                                              reader_ult, &r[i], NULL, NULL));
     }
+    /* the reads are in the kernel before anything else is queued (a read
+     * submitted once finalize began would run directly, on its stream) */
+    CU_ASSERT_FATAL(CH_WAIT(coexec__ring_busy() >= NREAD));
     static looper_io_t l[NLOOP];
     memset(l, 0, sizeof l);
     for (int i = 0; i < NLOOP; i++) {
@@ -3097,7 +3100,6 @@ static void t_io_finalize_in_flight(void)
                                              looper_io_ult, &l[i], NULL,
                                              NULL));
     }
-    CU_ASSERT_FATAL(CH_WAIT(coexec__ring_busy() >= NREAD));
 
     capture_t cap;
     capture_begin(&cap);
