@@ -12,6 +12,13 @@
  * service_spin_us, COEXEC_* variables) are the library's defaults; the
  * number of service threads seen at the end of the run goes to the setup.
  *
+ * file_read_throughput runs the library's default file I/O path (io_uring
+ * where it can be had); its _uring and _threads variants and the two
+ * pread_roundtrip benchmarks pick a path through service_io, so both are
+ * compared in one run (the _uring ones print NA where io_uring cannot be
+ * had). The offload benchmarks run user functions, which always take the
+ * service threads; their setup line names the file I/O path all the same.
+ *
  * The file set of file_read_throughput and its pthread peer (64 files of
  * 1 MiB in $TMPDIR or /tmp) is written and synced once per process, by the
  * first of the two that runs, and removed at exit; the untimed warm-ups
@@ -66,10 +73,12 @@ static intptr_t off_cpu(void *arg)
 
 /*
  * Starts the runtime with nxs compute streams on the first CPUs and one
- * service thread on CPU bench_cpus[nxs]; checks the placement with one
- * offloaded call. Returns 0, or -1 after bench_fail (runtime stopped).
+ * service thread on CPU bench_cpus[nxs], file I/O by path io; checks the
+ * placement with one offloaded call, and that io_uring runs when io asks
+ * for it. Returns 0, or -1 after bench_fail (runtime stopped).
  */
-static int svc_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
+static int svc_start_io(bench_run_t *r, int nxs, coexec_pool_t *main_pool,
+                        coexec_service_io_t io)
 {
     if (bench_ncpus < nxs + 1)
         return bench_fail(r, "needs %d CPUs (compute + service), the process "
@@ -81,6 +90,7 @@ static int svc_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
         return bench_fail(r, "coexec_config_init: %s", coexec_err_name(rc));
     cfg.num_xstreams = nxs;
     cfg.service_threads = 1;
+    cfg.service_io = io;
     int svc_cpu = bench_cpus[nxs];
     snprintf(cfg.service_cpus, sizeof cfg.service_cpus, "%d", svc_cpu);
     if (bench_rt_start_cfg(r, &cfg, main_pool) != 0)
@@ -96,6 +106,12 @@ static int svc_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
         bench_fail(r, "an offloaded call ran on CPU %ld, not the service "
                       "CPU %d",
                    (long)where, svc_cpu);
+        goto out;
+    }
+    if (io == COEXEC_SERVICE_IO_URING &&
+        (!info.io_path || strcmp(info.io_path, "io_uring") != 0)) {
+        bench_fail(r, "io_uring is unavailable here (built without liburing, "
+                      "or the kernel refuses it)");
         goto out;
     }
     if (info.cpu != svc_cpu || info.shares_cpu) {
@@ -117,6 +133,11 @@ static int svc_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
 out:
     (void)bench_rt_stop(r);
     return -1;
+}
+
+static int svc_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
+{
+    return svc_start_io(r, nxs, main_pool, COEXEC_SERVICE_IO_AUTO);
 }
 
 /* Notes the service threads left at the end, then finalizes. */
@@ -420,7 +441,7 @@ static void fr_reader(void *arg)
     }
 }
 
-static int bench_file_read_throughput(bench_run_t *r)
+static int file_read_throughput(bench_run_t *r, coexec_service_io_t io)
 {
     coexec_pool_t pool;
     coexec_thread_t t[FS_FILES];
@@ -437,7 +458,7 @@ static int bench_file_read_throughput(bench_run_t *r)
             bench_fail(r, "out of memory");
             goto out;
         }
-    if (svc_start(r, nxs, &pool) != 0)
+    if (svc_start_io(r, nxs, &pool, io) != 0)
         goto out;
     up = 1;
     for (int k = 0; k < nxs; k++)
@@ -495,6 +516,101 @@ out:
     if (r->error[0])
         r->nsamples = 0;
     return r->error[0] ? -1 : 0;
+}
+
+static int bench_file_read_throughput(bench_run_t *r)
+{
+    return file_read_throughput(r, COEXEC_SERVICE_IO_AUTO);
+}
+
+static int bench_file_read_throughput_uring(bench_run_t *r)
+{
+    return file_read_throughput(r, COEXEC_SERVICE_IO_URING);
+}
+
+static int bench_file_read_throughput_threads(bench_run_t *r)
+{
+    return file_read_throughput(r, COEXEC_SERVICE_IO_THREADS);
+}
+
+/* ---- pread_roundtrip: one 4 KiB read at a time ------------------------------ */
+
+#define PR_CALLS 20000
+#define PR_SIZE 4096
+
+static int pread_roundtrip(bench_run_t *r, coexec_service_io_t io)
+{
+    coexec_pool_t pool;
+    static double direct[BENCH_MAX_SAMPLES];
+    int ndirect = 0, fd = -1, up = 0;
+    uint64_t *buf = NULL;
+    if (fs_prepare(r) != 0)
+        return -1;
+    if (posix_memalign((void **)&buf, 4096, PR_SIZE) != 0)
+        return bench_fail(r, "out of memory");
+    char p[600];
+    fs_path(p, sizeof p, 0);
+    if ((fd = open(p, O_RDONLY)) < 0) {
+        bench_fail(r, "open %s: %s", p, strerror(errno));
+        goto out;
+    }
+    if (svc_start_io(r, 1, &pool, io) != 0)
+        goto out;
+    up = 1;
+    long bad = 0;
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < PR_CALLS; i++) {
+            uint64_t off = (uint64_t)(i % (FS_FILE_SIZE / PR_SIZE)) * PR_SIZE;
+            bad += coexec_pread(fd, buf, PR_SIZE, (off_t)off) != PR_SIZE ||
+                   buf[0] != fs_word(0, off);
+        }
+        uint64_t t1 = bench_now_ns();
+        for (int i = 0; i < PR_CALLS; i++) {
+            uint64_t off = (uint64_t)(i % (FS_FILE_SIZE / PR_SIZE)) * PR_SIZE;
+            bad += pread(fd, buf, PR_SIZE, (off_t)off) != PR_SIZE;
+        }
+        uint64_t t2 = bench_now_ns();
+        if (rep >= r->warmups) {
+            bench_sample(r, (double)(t1 - t0) / PR_CALLS);
+            if (ndirect < BENCH_MAX_SAMPLES)
+                direct[ndirect++] = (double)(t2 - t1) / PR_CALLS;
+        }
+    }
+    if (bad) {
+        bench_fail(r, "%ld reads came back short or wrong", bad);
+        goto out;
+    }
+    bench_append_setup(r, "main ULT on xs0: coexec_pread of 4 KiB from a warm "
+                          "1 MiB file and wait, 20,000 calls per rep; then "
+                          "20,000 plain preads (pread_direct, same rep)");
+    if (ndirect) {
+        double d = median_of(direct, ndirect);
+        int len = snprintf(r->reference, sizeof r->reference,
+                           "pread_direct %.1f ns (same reps, same ULT)", d);
+        if (bench_floor_ns > 0)
+            snprintf(r->reference + len, sizeof r->reference - (size_t)len,
+                     "; xes_spin_pingpong %.1f ns", bench_floor_ns);
+    }
+out:
+    if (up)
+        svc_stop(r);
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    if (r->error[0])
+        r->nsamples = 0;
+    return r->error[0] ? -1 : 0;
+}
+
+static int bench_pread_roundtrip_uring(bench_run_t *r)
+{
+    return pread_roundtrip(r, COEXEC_SERVICE_IO_URING);
+}
+
+static int bench_pread_roundtrip_threads(bench_run_t *r)
+{
+    return pread_roundtrip(r, COEXEC_SERVICE_IO_THREADS);
 }
 
 /* ---- pthread_file_read_throughput ---------------------------------------------- */
@@ -621,9 +737,31 @@ const bench_def_t bench_service_defs[] = {
      "flight) and syscall_direct"},
     {"file_read_throughput", "MB/s",
      "64 ULTs each read one of 64 warm 1 MiB files with coexec_pread "
-     "(128 KiB chunks) through one service thread on its own CPU",
+     "(128 KiB chunks) through the service stream on its own CPU, by the "
+     "default file I/O path (io_uring where it can be had)",
      bench_file_read_throughput, 0, 0,
      "no goal in BENCH.md; peer: pthread_file_read_throughput"},
+    {"file_read_throughput_uring", "MB/s",
+     "file_read_throughput with service_io = uring: the reads batched into "
+     "the ring of the service stream's ring thread",
+     bench_file_read_throughput_uring, 0, 0,
+     "read against file_read_throughput_threads (same run)"},
+    {"file_read_throughput_threads", "MB/s",
+     "file_read_throughput with service_io = threads: each read a pread on "
+     "the service thread",
+     bench_file_read_throughput_threads, 0, 0,
+     "read against file_read_throughput_uring (same run)"},
+    {"pread_roundtrip_uring", "ns/call",
+     "a ULT on xstream 0 reads 4 KiB of a warm file with coexec_pread, one "
+     "call at a time, through io_uring on the service CPU",
+     bench_pread_roundtrip_uring, 1, 0,
+     "no goal in BENCH.md; read against pread_roundtrip_threads and "
+     "pread_direct"},
+    {"pread_roundtrip_threads", "ns/call",
+     "the same through the service thread (service_io = threads)",
+     bench_pread_roundtrip_threads, 1, 0,
+     "no goal in BENCH.md; read against pread_roundtrip_uring and "
+     "pread_direct"},
     {"pthread_file_read_throughput", "MB/s",
      "the same files read with plain pread (128 KiB chunks) by pthreads, "
      "one per CPU that file_read_throughput occupies",
