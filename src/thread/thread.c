@@ -383,7 +383,7 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
     }
     case POST_PARK:
         if (!park_commit(xs, u))
-            coexec__enqueue(u, false);
+            coexec__enqueue_woken(u); /* a wake came first */
         break;
     case POST_FINISH:
         unit_finish(xs, u);
@@ -409,7 +409,7 @@ static void run_tasklet(struct coexec_xstream_rec *xs,
      * clear the flag before a wake can make us visible to other streams. */
     u->rflags &= (uint8_t)~RF_INPLACE;
     if (!park_commit(xs, u))
-        coexec__enqueue(u, false);
+        coexec__enqueue_woken(u);
 }
 
 /* u is about to run on xs: a DEST_BOUND naming xs has done its job. */
