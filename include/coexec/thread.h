@@ -166,9 +166,10 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_resume(coexec_thread_t t);
  */
 /*
  * Creates a ULT in pool and runs it at once, child first: the caller goes
- * back to its own pool (at the end its scheduler takes next, where thieves
- * may take it) and resumes when a scheduler picks it again. out may be
- * NULL (detached). attr as for coexec_thread_create.
+ * back to its own pool the way a new unit is pushed (in a LIFO pool, the
+ * default, the one its scheduler takes next; in a FIFO pool, behind the
+ * units already queued) and resumes when a scheduler picks it again. out
+ * may be NULL (detached). attr as for coexec_thread_create.
  * Context: a ULT. Switches: always (to the child).
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EACCESS;
  * COEXEC_ENOMEM; COEXEC_ECONTEXT (not a ULT, or a bound ULT such as the

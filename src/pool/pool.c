@@ -208,11 +208,13 @@ void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
 
 void coexec__pool_release(struct coexec_pool_rec *p)
 {
-    pthread_mutex_lock(&coexec__g.lock);
     pool_lock(p);
     p->stealable = 0;
     pool_unlock(p);
+    /* Outside the runtime's lock: a user pool's free may call the API
+     * (free the pools it wraps, for instance). */
     impl_fini(p);
+    pthread_mutex_lock(&coexec__g.lock);
     /* Release: a handle check that sees the new generation sees a dead pool. */
     atom_store_rel_u64(&p->gen, gen_next(atom_load_rlx_u64(&p->gen)));
     p->free_next = pool_free;
@@ -235,9 +237,14 @@ void coexec__pool_free_all(void)
 {
     pthread_mutex_lock(&coexec__g.lock);
     struct coexec_pool_rec *p = pool_all;
+    pool_all = pool_free = pool_retired = NULL;
+    pthread_mutex_unlock(&coexec__g.lock);
+    /* User pools' free ops run outside the lock (see coexec__pool_release). */
+    for (struct coexec_pool_rec *q = p; q; q = q->all_next)
+        impl_fini(q);
+    pthread_mutex_lock(&coexec__g.lock);
     while (p) {
         struct coexec_pool_rec *n = p->all_next;
-        impl_fini(p);
         free(p);
         p = n;
     }

@@ -114,6 +114,14 @@ int coexec__sched_count_user_live(void)
 
 void coexec__sched_free_all(void)
 {
+    /* User schedulers never freed: their state goes too (outside the lock,
+     * as in coexec__sched_release). */
+    for (struct coexec_sched_rec *t = sched_all; t; t = t->all_next)
+        if (t->has_ops) {
+            t->has_ops = 0;
+            if (t->ops.free)
+                t->ops.free(t->ustate);
+        }
     pthread_mutex_lock(&coexec__g.lock);
     struct coexec_sched_rec *s = sched_all;
     while (s) {
@@ -477,7 +485,7 @@ static struct coexec_xstream_rec *stacked_idle(struct coexec_xstream_rec *xs,
             coexec__unit_yield_to_sched(xs, s->unit);
         } else {
             /* seq_cst, a Dekker pair with coexec_sched_finish and the
-             * stopping stream's wake_idle_stacked: either they see idle
+             * finish_children of the level below: either they see idle
              * and wake us, or we see their flag here. */
             atom_store_sc_u32(&s->idle, 1);
             if (!atom_load_sc_u32(&s->finish) && !atom_load_sc_u32(&xs->stop))
@@ -492,29 +500,33 @@ static struct coexec_xstream_rec *stacked_idle(struct coexec_xstream_rec *xs,
     return xs;
 }
 
-static bool stacked_must_stop(struct coexec_xstream_rec *xs,
-                              struct coexec_sched_rec *s)
+/* Tells the stacked schedulers that are units of s's pools to finish (s
+ * is finishing, or its stream stopping), waking those parked idle. True if
+ * it woke any: they will be back in s's pools. */
+static bool finish_children(struct coexec_sched_rec *s)
 {
-    return (atom_load_acq_u32(&s->finish) || atom_load_acq_u32(&xs->stop)) &&
-           pools_empty(s) && !xs->run_next;
-}
-
-/* Wakes the stacked schedulers parked idle whose home is one of s's pools
- * (the stream is stopping: they must see it and finish). True if any. */
-static bool wake_idle_stacked(struct coexec_sched_rec *s)
-{
-    bool any = false;
+    bool woke = false;
     pthread_mutex_lock(&coexec__g.lock);
     for (struct coexec_sched_rec *t = sched_all; t; t = t->all_next) {
-        if (!t->live || !t->unit || !atom_load_sc_u32(&t->idle))
+        if (!t->live || !t->unit || !own_pool(s, t->parent_pool))
             continue;
-        if (own_pool(s, t->parent_pool)) {
+        /* seq_cst: see stacked_idle. */
+        atom_store_sc_u32(&t->finish, 1);
+        if (atom_load_sc_u32(&t->idle)) {
             coexec__wake_unit(t->unit);
-            any = true;
+            woke = true;
         }
     }
     pthread_mutex_unlock(&coexec__g.lock);
-    return any;
+    return woke;
+}
+
+static bool stacked_must_stop(struct coexec_xstream_rec *xs,
+                              struct coexec_sched_rec *s)
+{
+    if (!atom_load_acq_u32(&s->finish) && !atom_load_acq_u32(&xs->stop))
+        return false;
+    return pools_empty(s) && !xs->run_next && !finish_children(s);
 }
 
 /* ---- the built-in loop ------------------------------------------------------ */
@@ -571,7 +583,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
         if (atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
             !xs_events_pending(xs) && !xs->run_next &&
             xs_next_timer(xs) == UINT64_MAX) {
-            if (wake_idle_stacked(s))
+            if (finish_children(s))
                 continue;
             return LOOP_STOP;
         }
@@ -596,7 +608,7 @@ static bool main_must_stop(struct coexec_xstream_rec *xs,
 {
     return atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
            !xs_events_pending(xs) && !xs->run_next &&
-           xs_next_timer(xs) == UINT64_MAX && !wake_idle_stacked(s);
+           xs_next_timer(xs) == UINT64_MAX && !finish_children(s);
 }
 
 /* Honours a replacement request: runs on xs's own thread, between units. */
@@ -610,10 +622,9 @@ static void apply_replacement(struct coexec_xstream_rec *xs)
     xs->sched = n;
     xs->cur_sched = n;
     coexec__sched_deactivate(old, xs, n->pools[0]);
-    /* Release: the old one may now be freed or used elsewhere; the default
-     * setup stays the stream's (freed with it). */
-    if (!old->is_default)
-        atom_store_rel_u32(&old->in_use, 0);
+    /* Release: the old one may now be freed, used elsewhere or put back
+     * (a default setup stays the stream's: it is freed with it). */
+    atom_store_rel_u32(&old->in_use, 0);
 }
 
 static void run_user_main(struct coexec_xstream_rec *xs,

@@ -285,8 +285,10 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
         atom_store_rel_u32(&req->in_use, 0); /* asked for, never ran */
     if (xs->default_pool) {
         /* Units still queued there, or woken later with it as their home,
-         * go to the primary: nothing is lost with the stream. */
-        coexec__sched_release(xs->default_sched);
+         * go to the primary: nothing is lost with the stream. (A default
+         * scheduler made main of another stream meanwhile stays there.) */
+        if (atom_load_acq_u32(&xs->default_sched->in_use) == 0)
+            coexec__sched_release(xs->default_sched);
         coexec__pool_retire(xs->default_pool, coexec__g.primary->default_pool);
         xs->default_sched = NULL;
     }

@@ -737,36 +737,13 @@ static int wrap_init(coexec_pool_t pool, void *arg, void **state)
     return COEXEC_OK;
 }
 
-/*
- * A wrapper frees its inner pool in its free operation. The library runs
- * that operation while it holds its global lock, which coexec_pool_free
- * takes too (a self-deadlock), so until that is fixed the inner pool is
- * handed to the test, which frees it after the outer one
- * (SCHEDX_FREE_INNER_IN_OP 1 exercises the real thing).
- */
-#ifndef SCHEDX_FREE_INNER_IN_OP
-#define SCHEDX_FREE_INNER_IN_OP 0
-#endif
-static coexec_pool_t g_inner_left;
-
+/* A wrapper frees its inner pool in its free operation (the library runs
+ * that operation outside its own locks). */
 static void wrap_free(void *state)
 {
     wrap_t *w = state;
-#if SCHEDX_FREE_INNER_IN_OP
     CH_CHECK_RC(coexec_pool_free(&w->inner), COEXEC_OK);
-#else
-    CH_CHECK(CH_IS_NULL(g_inner_left));
-    g_inner_left = w->inner;
-#endif
     free(w);
-}
-
-/* Frees the pool a wrapper left behind (see wrap_free). */
-static void wrap_free_left(void)
-{
-    if (!CH_IS_NULL(g_inner_left))
-        CH_ASSERT_OK(coexec_pool_free(&g_inner_left));
-    memset(&g_inner_left, 0, sizeof g_inner_left);
 }
 
 static void wrap_push(void *state, coexec_unit_t unit, coexec_push_kind_t kind)
@@ -897,7 +874,6 @@ static void run_wrapped(int user_sched)
     CH_ASSERT_EQ(pool_size(pool), 0);
     CH_ASSERT_OK(coexec_sched_free(&sched));
     CH_ASSERT_OK(coexec_pool_free(&pool));
-    wrap_free_left();
     ch_finalize();
 }
 
@@ -1166,7 +1142,6 @@ static void t_user_migr_pool(void)
     CH_ASSERT_OK(coexec_sched_free(&sched));
     CH_ASSERT_OK(coexec_pool_free(&pools[0]));
     CH_ASSERT_OK(coexec_pool_free(&pools[1]));
-    wrap_free_left();
     ch_finalize();
 }
 
@@ -1242,14 +1217,8 @@ static void wait_freed(coexec_sched_t *s)
 
 /*
  * A stream that stops must finish every scheduler stacked on it, however
- * deep. The library wakes only the idle stacked schedulers whose pool is
- * one of the main scheduler's: one that is stacked two levels down stays
- * parked, the join returns without it and it is never freed. Until that is
- * fixed, join_unwinds_the_stack finishes the innermost level by hand.
+ * deep (join_unwinds_the_stack leaves all of it to the stream's stop).
  */
-#ifndef SCHEDX_TEST_NESTED_STOP
-#define SCHEDX_TEST_NESTED_STOP 0
-#endif
 
 /*
  * A: main scheduler of the stream, over PA. B, over PB, is a unit of PA.
@@ -1307,14 +1276,6 @@ static void run_stack(int user_b, int user_c, int explicit_finish)
         lvl_create(pa, &args[k], k, a, rank), k++;
     }
     CH_WAIT(atomic_load(&g_hit_total) == n);
-#if !SCHEDX_TEST_NESTED_STOP
-    if (!explicit_finish) {
-        /* See SCHEDX_TEST_NESTED_STOP: only the outer level is left to the
-         * stream's stop. */
-        CH_ASSERT_OK(coexec_sched_finish(c));
-        wait_freed(&c);
-    }
-#endif
     if (explicit_finish) {
         /* C finishes and leaves PB; then B leaves PA; A still runs. */
         CH_ASSERT_OK(coexec_sched_finish(c));
@@ -1336,9 +1297,7 @@ static void run_stack(int user_b, int user_c, int explicit_finish)
     CH_ASSERT_OK(coexec_xstream_free(&xs));
     CH_ASSERT_EQ(hits_bad_and_free(), 0);
     if (!explicit_finish) {
-#if SCHEDX_TEST_NESTED_STOP
         CH_ASSERT_OK(coexec_sched_free(&c));
-#endif
         CH_ASSERT_OK(coexec_sched_free(&b));
     }
     CH_ASSERT_OK(coexec_sched_free(&a));
@@ -2226,7 +2185,6 @@ static void t_yield_to_errors(void)
     CH_ASSERT_OK(coexec_sched_free(&sched));
     CH_ASSERT_OK(coexec_pool_free(&pools[0]));
     CH_ASSERT_OK(coexec_pool_free(&pools[1]));
-    wrap_free_left();
     ch_finalize();
 }
 
@@ -2256,15 +2214,10 @@ static void cf_parent(void *arg)
 }
 
 /*
- * The parent goes back to its pool "at the end its scheduler takes next"
- * (thread.h). The library requeues it as a new unit instead: the same for
- * a LIFO pool (the default setup), but in a FIFO pool the parent then waits
- * behind every older unit. Until that is settled, the FIFO case is off.
+ * The parent goes back to its pool the way a new unit is pushed
+ * (thread.h): in a LIFO pool it is taken next, in a FIFO pool it waits
+ * behind the units already queued.
  */
-#ifndef SCHEDX_TEST_CF_FIFO_FRONT
-#define SCHEDX_TEST_CF_FIFO_FRONT 0
-#endif
-
 static void run_cf_order(int child_yields, coexec_pool_kind_t kind)
 {
     ch_init(1);
@@ -2285,10 +2238,13 @@ static void run_cf_order(int child_yields, coexec_pool_kind_t kind)
     coexec_xstream_t xs;
     stream_with(sched, &xs);
     CH_ASSERT_OK(coexec_xstream_free(&xs));
-    /* The child runs before the parent goes on; the parent goes on before
-     * the unit queued behind it; a yielding child comes back last. */
-    int want[] = {1, 2, 3, 4, 5};
-    olog_expect(&g_log, want, child_yields ? 5 : 4, "child-first order");
+    /* The child runs before the parent goes on; in a LIFO pool the parent
+     * goes on before the unit queued behind it, in a FIFO pool after it; a
+     * yielding child comes back last. */
+    int want_lifo[] = {1, 2, 3, 4, 5};
+    int want_fifo[] = {1, 2, 4, 3, 5};
+    olog_expect(&g_log, kind == COEXEC_POOL_LIFO ? want_lifo : want_fifo,
+                child_yields ? 5 : 4, "child-first order");
     CH_ASSERT_OK(coexec_sched_free(&sched));
     CH_ASSERT_OK(coexec_pool_free(&pool));
     ch_finalize();
@@ -2297,17 +2253,13 @@ static void run_cf_order(int child_yields, coexec_pool_kind_t kind)
 static void t_cf_order(void)
 {
     run_cf_order(0, COEXEC_POOL_LIFO);
-#if SCHEDX_TEST_CF_FIFO_FRONT
     run_cf_order(0, COEXEC_POOL_FIFO);
-#endif
 }
 
 static void t_cf_order_yield(void)
 {
     run_cf_order(1, COEXEC_POOL_LIFO);
-#if SCHEDX_TEST_CF_FIFO_FRONT
     run_cf_order(1, COEXEC_POOL_FIFO);
-#endif
 }
 
 static coexec_poll_status_t cf_from_tasklet(coexec_poll_t *cx, void *arg)
@@ -2492,15 +2444,9 @@ static void t_replace_own_unit(void) { run_replace(BY_OWN_UNIT); }
 
 /*
  * The primary's main scheduler replaced from its main ULT, then given
- * back: the main ULT and the units queued meanwhile go on. The library
- * keeps a stream's default scheduler in use after it was replaced, so it
- * can never be put back (EBUSY), against "the old scheduler is then free
- * to be freed or reused" (xstream.h); until that is settled the way back
- * is off and finalize reclaims the replacement.
+ * back: the main ULT and the units queued meanwhile go on, and the
+ * replacement can be freed.
  */
-#ifndef SCHEDX_TEST_DEFAULT_BACK
-#define SCHEDX_TEST_DEFAULT_BACK 0
-#endif
 static void t_replace_primary(void)
 {
     ch_init(1);
@@ -2526,15 +2472,11 @@ static void t_replace_primary(void)
     CH_ASSERT_EQ(self_rank(), 0);
     CH_ASSERT_EQ(hits_bad_and_free(), 0);
     free(args);
-#if SCHEDX_TEST_DEFAULT_BACK
     /* Back to the default scheduler; the other one can then be freed. */
     CH_ASSERT_OK(coexec_xstream_set_main_sched(x0, dflt));
     CH_WAIT(CH_SAME(main_sched_of(x0), dflt));
     wait_freed(&news);
     CH_ASSERT_OK(coexec_pool_free(&pn));
-#else
-    (void)dflt; /* finalize reclaims news and pn (one warning line) */
-#endif
     ch_finalize();
 }
 
