@@ -155,7 +155,7 @@ COEXEC_API int coexec_finalize(void)
     }
     /* Let the primary's queued units run first. */
     struct coexec_pool_rec *p = xs->default_pool;
-    while (atom_load_acq_u64(&p->size) > 0)
+    while (pool_size(p) > 0)
         IGNORE_RESULT(coexec_yield());
     /* No new service requests; queued ones are cancelled, running ones
      * finish (or are abandoned after a grace period): their waiters wake. */
@@ -169,7 +169,7 @@ COEXEC_API int coexec_finalize(void)
     /* Units that stealers moved back here, or that were woken meanwhile,
      * and units sleeping on the primary's timers. */
     for (;;) {
-        while (atom_load_acq_u64(&p->size) > 0)
+        while (pool_size(p) > 0)
             IGNORE_RESULT(coexec_yield());
         uint64_t next = xs_next_timer(xs), now = coexec_now_ns();
         if (next == UINT64_MAX)

@@ -37,9 +37,11 @@
  *    taker found it may not run (pool_may_take / pool_may_steal false):
  *    those are never lost. The owner serves it when the deque is empty and
  *    every SIDE_EVERY pops; thieves take from it when the deque is empty.
- *  - p->size counts deque and side queue together with atomic adds: up
- *    before a unit is published, down after it is taken, so it never reads
- *    0 while a unit is queued.
+ *  - p->size is not kept: the count is bottom - top plus side_n (dq_size),
+ *    so neither the owner's push nor its pop pays a locked add for it. A
+ *    unit moved from the deque to the side queue by a taker that may not
+ *    run it is uncounted for a moment: side_park wakes the sleepers once
+ *    it is linked, under the lock their registration takes.
  *  - u->in_pool: set by the pusher before publishing, cleared by whoever
  *    took the unit. Nobody reads it while another thread may write it:
  *    remove() of a unit in the deque is the owner's alone and decides by
@@ -136,13 +138,15 @@ static void side_unlink(struct deque *d, struct coexec_unit_rec *u)
     atom_store_rlx_u64(&d->side_n, atom_load_rlx_u64(&d->side_n) - 1);
 }
 
-/* Moves u, taken from the deque and still counted in p->size, to the side
- * queue: its taker may not run it. */
+/* Moves u, taken from the deque, to the side queue: its taker may not run
+ * it. */
 static void side_park(struct coexec_pool_rec *p, struct deque *d,
                       struct coexec_unit_rec *u)
 {
     pool_lock(p);
     side_link(d, u);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_locked(p);
     pool_unlock(p);
 }
 
@@ -171,8 +175,6 @@ static struct coexec_unit_rec *side_take(struct coexec_pool_rec *p,
     if (u)
         side_unlink(d, u);
     pool_unlock(p);
-    if (u)
-        atom_fsub_rlx_u64(&p->size, 1);
     return u;
 }
 
@@ -303,18 +305,14 @@ static bool dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     /* No switch happens in here: the inline thread-local read is safe. */
     bool mine = is_owner(d, xs_self_entry());
     if (how != PUSH_YIELD && mine) {
-        /* Up before the unit is published: a taker's decrement follows. */
-        atom_fadd_rlx_u64(&p->size, 1);
         if (LIKELY(push_bottom(p, d, u))) {
             pool_wake_sleepers_relaxed(p);
             return true;
         }
         /* Out of memory for a bigger array: the side queue needs none. */
-        atom_fsub_rlx_u64(&p->size, 1);
     }
     pool_lock(p);
     side_link(d, u);
-    atom_fadd_rlx_u64(&p->size, 1);
     if (UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_locked(p);
     pool_unlock(p);
@@ -332,7 +330,6 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
         u = take_top(p, d, xs, false);
         if (u) {
             u->in_pool = 0;
-            atom_fsub_rlx_u64(&p->size, 1);
             return u;
         }
         return side_take(p, d, xs, false);
@@ -349,7 +346,6 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
     while ((u = take_bottom(d)) != NULL) {
         if (LIKELY(pool_may_take(u, xs))) {
             u->in_pool = 0;
-            atom_fsub_rlx_u64(&p->size, 1);
             return u;
         }
         side_park(p, d, u); /* bound elsewhere: its stream takes it there */
@@ -379,7 +375,6 @@ static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
                 return false;
             }
             u->in_pool = 0;
-            atom_fsub_rlx_u64(&p->size, 1);
             return true;
         }
     }
@@ -403,8 +398,6 @@ static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
     else
         ok = false;
     pool_unlock(p);
-    if (ok)
-        atom_fsub_rlx_u64(&p->size, 1);
     return ok;
 }
 
@@ -420,7 +413,6 @@ static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
         return side_take(p, d, xs, true);
     }
     u->in_pool = 0;
-    atom_fsub_rlx_u64(&p->size, 1);
     if (!d->steal_half || !into)
         return u;
     /* Half of what was there: this one and avail / 2 - 1 more, into the
@@ -434,7 +426,6 @@ static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
             continue;
         }
         x->in_pool = 0;
-        atom_fsub_rlx_u64(&p->size, 1);
         coexec__pool_push(into, x, PUSH_NEW);
     }
     return u;
@@ -472,8 +463,6 @@ static struct coexec_unit_rec *dq_drain(struct coexec_pool_rec *p)
     d->side_head = d->side_tail = NULL;
     atom_store_rlx_u64(&d->side_n, 0);
     pool_unlock(p);
-    if (n)
-        atom_fsub_rlx_u64(&p->size, n);
     return first;
 }
 
@@ -491,7 +480,15 @@ static void dq_fini(struct coexec_pool_rec *p)
     p->istate = NULL;
 }
 
+/* The count: the deque's span plus the side queue (see the plaque). */
+static uint64_t dq_size(struct coexec_pool_rec *p)
+{
+    struct deque *d = dq_of(p);
+    return deque_len(d) + atom_load_acq_u64(&d->side_n);
+}
+
 static const struct pool_impl deque_impl = {
+    .size = dq_size,
     .push = dq_push,
     .pop = dq_pop,
     .remove = dq_remove,

@@ -289,7 +289,7 @@ struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
                                            struct coexec_pool_rec *into)
 {
-    if (atom_load_rlx_u64(&p->size) == 0)
+    if (pool_size(p) == 0)
         return NULL;
     if (p->impl)
         return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
@@ -305,7 +305,7 @@ struct coexec_unit_rec *coexec__pool_steal_registered(struct coexec_pool_rec *p,
                                                       struct coexec_xstream_rec *xs,
                                                       struct coexec_pool_rec *into)
 {
-    if (atom_load_rlx_u64(&p->size) == 0)
+    if (pool_size(p) == 0)
         return NULL;
     if (p->impl) /* default impl pools keep their state: see pool_new */
         return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
@@ -318,7 +318,7 @@ struct coexec_unit_rec *coexec__pool_steal_registered(struct coexec_pool_rec *p,
 bool coexec__pool_sleep_register(struct coexec_pool_rec *p, struct sleeper *s)
 {
     pool_lock(p);
-    bool empty = atom_load_rlx_u64(&p->size) == 0;
+    bool empty = pool_size(p) == 0;
     if (empty) {
         s->prev = NULL;
         s->next = p->sleepers;
@@ -333,7 +333,7 @@ bool coexec__pool_sleep_register(struct coexec_pool_rec *p, struct sleeper *s)
         /* An impl may push without the lock: pairs with the fence of
          * pool_wake_sleepers (either it sees us or we see its unit). */
         atom_fence_sc();
-        if (atom_load_rlx_u64(&p->size) != 0) {
+        if (pool_size(p) != 0) {
             coexec__pool_sleep_unregister(p, s);
             return false;
         }
@@ -528,7 +528,7 @@ COEXEC_API int coexec_pool_free(coexec_pool_t *pool)
     if (rc)
         return rc;
     struct coexec_pool_rec *p = pool->p;
-    if (atom_load_acq_u64(&p->size) != 0 || atom_load_acq_u32(&p->nscheds) != 0)
+    if (pool_size(p) != 0 || atom_load_acq_u32(&p->nscheds) != 0)
         return COEXEC_EBUSY;
     if (!p->user_created)
         return COEXEC_EPERM; /* a stream's default pool goes with the stream */
@@ -637,7 +637,7 @@ COEXEC_API int coexec_pool_get_size(coexec_pool_t pool, size_t *size)
     int rc = CHECK_HANDLE(pool);
     if (rc)
         return rc;
-    *size = (size_t)atom_load_acq_u64(&pool.p->size);
+    *size = (size_t)pool_size(pool.p);
     return COEXEC_OK;
 }
 

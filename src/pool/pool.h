@@ -70,7 +70,8 @@ struct coexec_pool_rec {
  * below dispatch to it when p->impl is set. The contract of every entry:
  *  - push(p, u, how): the caller has set u's home (u->pool = p) and state;
  *    the impl queues u, sets u->in_pool = 1, keeps p->size equal to the
- *    number queued (so "empty" stays one relaxed load for everyone), and
+ *    number queued (unless it has a size entry: pool_size() is how
+ *    everyone reads the count), and
  *    wakes parked schedulers: pool_wake_sleepers(p) after the unit is
  *    visible to pop. `how` is a coexec_push_kind_t (NEW, YIELD, WAKE).
  *    Returns true when the pusher is the stream that owns p (a DEQUE's
@@ -101,7 +102,20 @@ struct pool_impl {
                                      struct coexec_pool_rec *into);
     struct coexec_unit_rec *(*drain)(struct coexec_pool_rec *p);
     void (*fini)(struct coexec_pool_rec *p);
+    /* Optional: the number queued, for an impl that does not keep p->size
+     * (a DEQUE: counting there would cost its owner locked instructions).
+     * Right once the pushes and takes seen have completed; read after a
+     * seq_cst fence it orders like a load of p->size. */
+    uint64_t (*size)(struct coexec_pool_rec *p);
 };
+
+/* The number of units queued in p (a snapshot when others push or pop). */
+static ALWAYS_INLINE uint64_t pool_size(struct coexec_pool_rec *p)
+{
+    if (UNLIKELY(p->impl != NULL) && p->impl->size)
+        return p->impl->size(p);
+    return atom_load_acq_u64(&p->size);
+}
 
 /* Built-in impls: set p->impl and p->istate; COEXEC_OK or COEXEC_ENOMEM. */
 int coexec__prio_init(struct coexec_pool_rec *p, int levels, unsigned aging);
@@ -358,10 +372,10 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
 {
     /* Relaxed: an empty-looking pool is simply tried again later; the lock
      * orders everything that matters. */
+    if (UNLIKELY(p->impl != NULL))
+        return pool_size(p) ? p->impl->pop(p, xs) : NULL;
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
-    if (UNLIKELY(p->impl != NULL))
-        return p->impl->pop(p, xs);
     bool tail = p->kind == COEXEC_POOL_FIFO;
     if (!p->shared)
         return pool_take_from(p, xs, tail);

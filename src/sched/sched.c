@@ -226,7 +226,7 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
             struct coexec_pool_rec *v =
                 registry ? atom_load_acq_ptr(&coexec__g.steal_pools[i])
                          : s->pools[1 + i];
-            if (!v || atom_load_rlx_u64(&v->size) == 0 ||
+            if (!v || pool_size(v) == 0 ||
                 (registry && own_pool(s, v)))
                 continue;
             unsigned d = victim_dist(xs, v);
@@ -268,7 +268,7 @@ static struct coexec_unit_rec *prio_next(struct coexec_xstream_rec *xs,
         uint32_t most = 0;
         for (int i = 1; i < n; i++)
             if (s->passed[i] >= s->aging && s->passed[i] > most &&
-                atom_load_rlx_u64(&s->pools[i]->size)) {
+                pool_size(s->pools[i])) {
                 most = s->passed[i];
                 best = i;
             }
@@ -284,7 +284,7 @@ static struct coexec_unit_rec *prio_next(struct coexec_xstream_rec *xs,
         if (u) {
             s->passed[i] = 0;
             for (int k = i + 1; k < n; k++)
-                if (atom_load_rlx_u64(&s->pools[k]->size))
+                if (pool_size(s->pools[k]))
                     s->passed[k]++;
             return u;
         }
@@ -310,7 +310,7 @@ next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
 static bool pools_empty(struct coexec_sched_rec *s)
 {
     for (int i = 0; i < s->npools; i++)
-        if (atom_load_acq_u64(&s->pools[i]->size) != 0)
+        if (pool_size(s->pools[i]) != 0)
             return false;
     return true;
 }
@@ -337,7 +337,7 @@ static int sleep_register_all(struct coexec_xstream_rec *xs,
     for (int i = 0; i < s->npools && !*abort; i++) {
         struct coexec_pool_rec *p = s->pools[i];
         if (!p->shared && !unit) {
-            if (atom_load_rlx_u64(&p->size))
+            if (pool_size(p))
                 *abort = true;
             continue;
         }

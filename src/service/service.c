@@ -644,7 +644,7 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
             spun = true;
             /* A short call finishes within the watch: no node, no park. */
             if (!c->u ||
-                atom_load_rlx_u64(&c->xs->sched->pools[0]->size) == 0) {
+                pool_size(c->xs->sched->pools[0]) == 0) {
                 for (int i = 0; i < 2 * WAIT_SPIN; i++) {
                     if (atom_load_acq_u32(&r->state) & RQ_FINAL)
                         break;

@@ -110,7 +110,7 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
      * fire while we watch: park at once. */
     struct coexec_pool_rec *home = w->xs->cur_sched->pools[0];
     uint32_t exp = WN_WAITING;
-    if (w->list && atom_load_rlx_u64(&home->size) == 0 &&
+    if (w->list && pool_size(home) == 0 &&
         atom_cas_rlx_u32(&w->node.state, &exp, WN_SPIN)) {
         for (int i = 0; i < WAIT_SPIN; i++) {
             if (atom_load_acq_u32(&w->node.state) != WN_SPIN)

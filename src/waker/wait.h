@@ -177,7 +177,7 @@ static inline void *caller_owner(const struct caller *c)
  * stream has nothing queued; true once it is non-zero. */
 static inline bool wait_spin_flag(const struct caller *c, atom_u32_t *flag)
 {
-    if (c->u && atom_load_rlx_u64(&c->xs->sched->pools[0]->size) != 0)
+    if (c->u && pool_size(c->xs->sched->pools[0]) != 0)
         return false;
     for (int i = 0; i < WAIT_SPIN; i++) {
         if (atom_load_acq_u32(flag))
