@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/compiler.h" /* COEXEC_TSAN */
+
 typedef struct { _Atomic uint32_t v; } atom_u32_t;
 typedef struct { _Atomic uint64_t v; } atom_u64_t;
 typedef struct { _Atomic uintptr_t v; } atom_uptr_t;
@@ -89,7 +91,19 @@ ATOM_DEFINE_ALL_(uptr, uintptr_t, ATOM_DEFINE_ARITH_)
 
 static inline void atom_fence_acq(void) { atomic_thread_fence(memory_order_acquire); }
 static inline void atom_fence_rel(void) { atomic_thread_fence(memory_order_release); }
+#ifdef COEXEC_TSAN
+/* TSan does not model fences: under it a full fence is a seq_cst exchange
+ * on one shared word, which orders every fence user (a stronger, slower
+ * stand-in that TSan understands). */
+__attribute__((weak, visibility("hidden"))) _Atomic unsigned
+    coexec__tsan_fence_word;
+static inline void atom_fence_sc(void)
+{
+    atomic_fetch_add_explicit(&coexec__tsan_fence_word, 1, memory_order_seq_cst);
+}
+#else
 static inline void atom_fence_sc(void) { atomic_thread_fence(memory_order_seq_cst); }
+#endif
 
 /*
  * A 16-byte {pointer, tag} word for ABA-safe lock-free stacks. The halves
