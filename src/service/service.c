@@ -643,8 +643,7 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
         if (!spun) {
             spun = true;
             /* A short call finishes within the watch: no node, no park. */
-            if (!c->u ||
-                pool_size(c->xs->sched->pools[0]) == 0) {
+            if (caller_may_spin(c)) {
                 for (int i = 0; i < 2 * WAIT_SPIN; i++) {
                     if (atom_load_acq_u32(&r->state) & RQ_FINAL)
                         break;

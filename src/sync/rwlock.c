@@ -90,7 +90,7 @@ static int rw_take(coexec_rwlock_t *lp, bool write, bool wait,
     int rc = rw_check(l);
     if (rc)
         return rc;
-    struct caller c = {NULL, NULL};
+    struct caller c = {NULL};
     void *me;
     if (wait) {
         rc = wait_caller(&c);

@@ -97,18 +97,21 @@ static void waiter_fire(struct timer *t)
 static uint32_t block_ult(struct waiter *w, uint64_t deadline)
 {
     struct coexec_unit_rec *self = atom_load_rlx_ptr(&w->node.who);
+    /* Read here, not kept from the call's start: the ULT may have waited
+     * and moved to another stream since. */
+    struct coexec_xstream_rec *xs = coexec__xs_self();
     bool timed = false;
     if (deadline != UINT64_MAX) {
         w->timer.deadline = deadline;
         w->timer.fire = waiter_fire;
-        if (coexec__timer_add(w->xs, &w->timer) == COEXEC_OK)
+        if (coexec__timer_add(xs, &w->timer) == COEXEC_OK)
             timed = true;
         else if (waiter_withdraw(w, WN_NOMEM))
             return WN_NOMEM;
     }
     /* A sleep is released by this stream's own timer only, which cannot
      * fire while we watch: park at once. */
-    struct coexec_pool_rec *home = w->xs->cur_sched->pools[0];
+    struct coexec_pool_rec *home = xs->cur_sched->pools[0];
     uint32_t exp = WN_WAITING;
     if (w->list && pool_size(home) == 0 &&
         atom_cas_rlx_u32(&w->node.state, &exp, WN_SPIN)) {

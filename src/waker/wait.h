@@ -106,9 +106,10 @@ static inline struct wait_node *wlist_pop(struct wlist *l)
     return n;
 }
 
-/* Who calls a waiting primitive. u == NULL: an external thread. */
+/* Who calls a waiting primitive. u == NULL: an external thread. It holds
+ * no stream: a ULT may wait, resume on another stream and wait again with
+ * the same caller, so the stream is read where it is used. */
 struct caller {
-    struct coexec_xstream_rec *xs;
     struct coexec_unit_rec *u;
 };
 
@@ -120,7 +121,6 @@ struct caller {
 static ALWAYS_INLINE int wait_caller(struct caller *c)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
-    c->xs = xs;
     c->u = NULL;
     if (!xs)
         return COEXEC_OK;
@@ -138,7 +138,6 @@ struct waiter {
     struct timer timer;
     struct wlist *list; /* NULL: a sleep, released by the timer only */
     atom_u32_t *lock;
-    struct coexec_xstream_rec *xs;
     void *data; /* the owner's (a mutex: who will own it) */
 };
 
@@ -152,7 +151,6 @@ static inline void waiter_init(struct waiter *w, const struct caller *c,
     w->node.flags = (c->u ? WN_ULT : WN_EXTERNAL) | user_flags;
     w->list = l;
     w->lock = lock;
-    w->xs = c->xs;
     w->data = NULL;
     w->timer.idx = TIMER_OFF;
 }
@@ -173,11 +171,18 @@ static inline void *caller_owner(const struct caller *c)
  * nothing else to run: a release that comes within it costs no switch. */
 #define WAIT_SPIN 256
 
+/* Whether the caller may watch for a release rather than switch away: an
+ * external thread always, a ULT when its stream has nothing queued. */
+static inline bool caller_may_spin(const struct caller *c)
+{
+    return !c->u || pool_size(coexec__xs_self()->sched->pools[0]) == 0;
+}
+
 /* Watches *flag (acquire) for up to WAIT_SPIN rounds while the caller's
  * stream has nothing queued; true once it is non-zero. */
 static inline bool wait_spin_flag(const struct caller *c, atom_u32_t *flag)
 {
-    if (c->u && pool_size(c->xs->sched->pools[0]) != 0)
+    if (!caller_may_spin(c))
         return false;
     for (int i = 0; i < WAIT_SPIN; i++) {
         if (atom_load_acq_u32(flag))
