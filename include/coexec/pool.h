@@ -159,7 +159,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_get_data(coexec_pool_t pool,
  * Frees an empty pool that no scheduler uses and clears *pool.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (NULL); COEXEC_EHANDLE; COEXEC_EBUSY
- * (units queued, or a scheduler uses it); COEXEC_ENOTINIT.
+ * (units queued, or a scheduler uses it); COEXEC_EPERM (a stream's default
+ * pool: it goes with its stream); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_pool_free(coexec_pool_t *pool);
 
@@ -168,8 +169,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_free(coexec_pool_t *pool);
  * created into no pool) into pool; it becomes the unit's home pool.
  * Context: any thread the access mode allows. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EHANDLE (bad pool or unit); COEXEC_ESTATE (the
- * unit is queued, running, parked or finished); COEXEC_EACCESS;
- * COEXEC_ENOTINIT.
+ * unit is queued, running, parked or finished); COEXEC_EPERM (a stream's
+ * main ULT, which stays on its stream); COEXEC_EACCESS; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_pool_push(coexec_pool_t pool,
                                                  coexec_unit_t unit);
@@ -185,11 +186,6 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_push(coexec_pool_t pool,
 COEXEC_API COEXEC_NODISCARD int coexec_pool_pop(coexec_pool_t pool,
                                                 coexec_unit_t *out);
 
-/*
- * The number of units queued in pool (a snapshot when others push or pop).
- * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
- */
 /*
  * Takes a unit from pool for the calling stream the way a thief does (the
  * end the owner reaches last; pinned units are never taken). *out is the
@@ -212,11 +208,19 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_steal(coexec_pool_t pool,
  * main scheduler meanwhile.
  * Context: any thread the access mode allows. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EHANDLE (bad pool or sched); COEXEC_EBUSY
- * (sched in use); COEXEC_EACCESS; COEXEC_ENOMEM; COEXEC_ENOTINIT.
+ * (sched in use); COEXEC_EINVAL (pool is one of sched's own pools, or of a
+ * scheduler stacked under sched: it would run inside itself);
+ * COEXEC_EACCESS; COEXEC_ENOMEM; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_pool_add_sched(coexec_pool_t pool,
                                                       coexec_sched_t sched);
 
+/*
+ * The number of units queued in pool (a snapshot when others push or pop).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (size NULL); COEXEC_EHANDLE;
+ * COEXEC_ENOTINIT.
+ */
 COEXEC_API COEXEC_NODISCARD int coexec_pool_get_size(coexec_pool_t pool,
                                                      size_t *size);
 

@@ -174,7 +174,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_sched_idle(coexec_sched_t sched);
 /*
  * Asks a stacked scheduler to finish once its pools are empty.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_ESTATE (sched is not stacked in a pool: a
+ * main scheduler stops with its stream, or when replaced); COEXEC_EHANDLE;
+ * COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_sched_finish(coexec_sched_t sched);
 
@@ -191,7 +193,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_sched_self(coexec_sched_t *out);
  * Frees a scheduler no stream uses and clears *sched. Its pools stay.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EBUSY (a stream
- * runs it, or it is stacked in a pool); COEXEC_ENOTINIT.
+ * runs it, or it is stacked in a pool); COEXEC_EPERM (a stream's default
+ * scheduler: it goes with its stream); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_sched_free(coexec_sched_t *sched);
 

@@ -159,12 +159,6 @@ COEXEC_API COEXEC_NODISCARD int coexec_self_suspend(void);
 COEXEC_API COEXEC_NODISCARD int coexec_thread_resume(coexec_thread_t t);
 
 /*
- * The unit handle of a ULT or a tasklet, for coexec_pool_push and
- * coexec_pool_pop. Pure conversions: no check is made here (the calls that
- * take the unit check it).
- * Context: any thread. Switches: never. Cannot fail.
- */
-/*
  * Creates a ULT in pool and runs it at once, child first: the caller goes
  * back to its own pool the way a new unit is pushed (in a LIFO pool, the
  * default, the one its scheduler takes next; in a FIFO pool, behind the
@@ -220,7 +214,8 @@ coexec_thread_migrate_to_xstream(coexec_thread_t t, coexec_xstream_t xs);
  * Sets or clears t's pinned flag: a pinned unit is never stolen and
  * refuses migration (it still runs on whatever stream pops its pool).
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM (clearing the flag of a
+ * stacked scheduler's unit, which is always pinned); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_unit_set_pinned(coexec_unit_t unit,
                                                        int pinned);
@@ -231,8 +226,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_get_pinned(coexec_unit_t unit,
  * Sets a unit's priority (PRIO pools: higher is more urgent; clamped to
  * the pool's levels). It applies from the unit's next push.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (priority < 0 or > 65535, out NULL);
- * COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (set: priority < 0 or > 65535; get:
+ * priority NULL); COEXEC_EHANDLE; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_unit_set_priority(coexec_unit_t unit,
                                                          int priority);
@@ -251,6 +246,12 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_get_arg(coexec_unit_t unit,
 COEXEC_API COEXEC_NODISCARD int coexec_unit_is_thread(coexec_unit_t unit,
                                                       int *is_thread);
 
+/*
+ * The unit handle of a ULT or a tasklet, for coexec_pool_push and
+ * coexec_pool_pop. Pure conversions: no check is made here (the calls that
+ * take the unit check it).
+ * Context: any thread. Switches: never. Cannot fail.
+ */
 COEXEC_API coexec_unit_t coexec_thread_unit(coexec_thread_t t);
 COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k);
 

@@ -407,6 +407,27 @@ int coexec__pool_check_access(struct coexec_pool_rec *p, bool push)
     return check_access(p, push);
 }
 
+void coexec__pool_bind_owner(struct coexec_pool_rec *p, bool bind)
+{
+#ifdef COEXEC_CHECKS
+    void *me = bind ? coexec__thread_token() : NULL;
+    switch (p->access) {
+    case COEXEC_ACCESS_PRIV:
+        atom_store_rel_ptr(&p->producer, me);
+        /* fall through */
+    case COEXEC_ACCESS_SPSC:
+    case COEXEC_ACCESS_MPSC:
+        atom_store_rel_ptr(&p->consumer, me);
+        break;
+    default:
+        break;
+    }
+#else
+    (void)p;
+    (void)bind;
+#endif
+}
+
 /* ---- public API -------------------------------------------------------- */
 
 /* Wrapping: while a user pool's push runs, the unit it is given may be

@@ -215,6 +215,10 @@ struct coexec_pool_rec *coexec__pool_new_default(void);
 void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
 void coexec__pool_release(struct coexec_pool_rec *p);
 int coexec__pool_check_access(struct coexec_pool_rec *p, bool push);
+/* Access checks: a scheduler starting on the calling stream's thread takes
+ * the single-consumer side of p (and a PRIV pool's producer side too),
+ * whoever had it before (bind); it lets them go when it stops using p. */
+void coexec__pool_bind_owner(struct coexec_pool_rec *p, bool bind);
 void coexec__pool_free_all(void);
 int coexec__pool_count_user_live(void);
 

@@ -150,6 +150,7 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
             continue;
         if (!p->shared)
             p->owner_xs = xs;
+        coexec__pool_bind_owner(p, true);
         atom_store_rlx_u32(&p->home_cpu, (uint32_t)(xs->cpu + 1));
         if (p->impl && p->kind == COEXEC_POOL_DEQUE)
             coexec__deque_set_owner(p, xs);
@@ -160,10 +161,14 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
                               struct coexec_xstream_rec *xs,
                               struct coexec_pool_rec *to)
 {
+    int owned = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
     for (int i = 0; i < s->npools; i++) {
         struct coexec_pool_rec *p = s->pools[i];
-        if (atom_fsub_ar_u32(&p->nrun, 1) == 1 && to && p != to)
+        bool last = atom_fsub_ar_u32(&p->nrun, 1) == 1;
+        if (last && to && p != to)
             coexec__pool_forward(p, to);
+        if (last && xs && i < owned)
+            coexec__pool_bind_owner(p, false); /* nobody runs it now */
         if (xs && p->owner_xs == xs && !p->shared)
             p->owner_xs = NULL;
     }
@@ -617,9 +622,9 @@ static void apply_replacement(struct coexec_xstream_rec *xs)
     struct coexec_sched_rec *n = atom_xchg_ar_ptr(&xs->sched_req, NULL);
     if (!n)
         return;
-    struct coexec_sched_rec *old = xs->sched;
+    struct coexec_sched_rec *old = atom_load_rlx_ptr(&xs->sched);
     coexec__sched_activate(n, xs);
-    xs->sched = n;
+    atom_store_rel_ptr(&xs->sched, n);
     xs->cur_sched = n;
     coexec__sched_deactivate(old, xs, n->pools[0]);
     /* Release: the old one may now be freed, used elsewhere or put back
@@ -637,7 +642,7 @@ static void run_user_main(struct coexec_xstream_rec *xs,
 void coexec__sched_run(struct coexec_xstream_rec *xs)
 {
     for (;;) {
-        struct coexec_sched_rec *s = xs->sched;
+        struct coexec_sched_rec *s = atom_load_rlx_ptr(&xs->sched);
         xs->cur_sched = s;
         if (s->has_ops) {
             run_user_main(xs, s);
@@ -979,6 +984,10 @@ COEXEC_API int coexec_sched_finish(coexec_sched_t sched)
     if (rc)
         return rc;
     struct coexec_sched_rec *s = sched.p;
+    /* A main or idle scheduler has nothing to finish: a flag left set
+     * would end its next stacking at once. */
+    if (atom_load_acq_u32(&s->in_use) != SCHED_STACKED)
+        return COEXEC_ESTATE;
     /* seq_cst: see stacked_idle. */
     atom_store_sc_u32(&s->finish, 1);
     if (atom_load_sc_u32(&s->idle)) {
@@ -1030,6 +1039,8 @@ COEXEC_API int coexec_pool_add_sched(coexec_pool_t pool, coexec_sched_t sched)
     uint32_t exp = 0;
     if (!atom_cas_ar_u32(&s->in_use, &exp, SCHED_STACKED))
         return COEXEC_EBUSY;
+    /* A finish asked of its previous stacking as it ended is not ours. */
+    atom_store_rlx_u32(&s->finish, 0);
     pthread_mutex_lock(&coexec__g.lock);
     bool cycle = stack_cycle(s, pool.p);
     pthread_mutex_unlock(&coexec__g.lock);
@@ -1065,7 +1076,7 @@ COEXEC_API int coexec_xstream_set_main_sched(coexec_xstream_t xs,
     struct coexec_sched_rec *s = sched.p;
     if (x->joined || atom_load_acq_u32(&x->stop) || atom_load_acq_u32(&x->done))
         return COEXEC_ESTATE;
-    if (x->sched == s)
+    if (atom_load_acq_ptr(&x->sched) == s)
         return COEXEC_OK;
     uint32_t exp = 0;
     if (!atom_cas_ar_u32(&s->in_use, &exp, SCHED_MAIN))

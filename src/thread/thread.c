@@ -882,7 +882,7 @@ static int pool_of_xstream(coexec_xstream_t xs, struct coexec_pool_rec **p)
     int rc = CHECK_HANDLE(xs);
     if (rc)
         return rc;
-    struct coexec_sched_rec *s = xs.p->sched;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&xs.p->sched);
     if (!s || s->npools < 1)
         return COEXEC_ESTATE;
     *p = s->pools[0];
@@ -994,7 +994,7 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     if (rc)
         return rc;
     struct coexec_xstream_rec *x = xs.p;
-    struct coexec_sched_rec *s = x->sched;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
     if (x->joined || atom_load_acq_u32(&x->done) || !s)
         return COEXEC_ESTATE;
     struct coexec_unit_rec *u = coexec__unit_new(xs_self_entry(), UNIT_TASKLET);
@@ -1196,7 +1196,7 @@ int coexec__sched_unit_new(struct coexec_sched_rec *s, size_t stack_size,
 
 struct coexec_pool_rec *coexec__migr_pool(struct coexec_xstream_rec *xs)
 {
-    struct coexec_sched_rec *s = xs->sched;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&xs->sched);
     if (s->has_ops && s->ops.get_migr_pool) {
         coexec_sched_t h = {s, atom_load_rlx_u64(&s->gen)};
         coexec_pool_t p = s->ops.get_migr_pool(h, s->ustate);
@@ -1392,7 +1392,7 @@ COEXEC_API int coexec_thread_migrate_to_xstream(coexec_thread_t t,
     if (rc)
         return rc;
     struct coexec_xstream_rec *x = xs.p;
-    if (x->joined || atom_load_acq_u32(&x->stop) || !x->sched)
+    if (x->joined || atom_load_acq_u32(&x->stop) || !atom_load_acq_ptr(&x->sched))
         return COEXEC_ESTATE;
     return migrate(t, coexec__migr_pool(x), x);
 }
@@ -1412,7 +1412,9 @@ COEXEC_API int coexec_unit_set_pinned(coexec_unit_t unit, int pinned)
         return rc;
     if (pinned)
         atom_for_rlx_u32(&unit.p->attrs, UA_PINNED);
-    else if (!(unit.p->flags & UF_SCHED))
+    else if (unit.p->flags & UF_SCHED)
+        return COEXEC_EPERM; /* its levels live on the stream it runs on */
+    else
         atom_fand_rlx_u32(&unit.p->attrs, ~UA_PINNED);
     return COEXEC_OK;
 }

@@ -175,7 +175,10 @@ static inline void *caller_owner(const struct caller *c)
  * external thread always, a ULT when its stream has nothing queued. */
 static inline bool caller_may_spin(const struct caller *c)
 {
-    return !c->u || pool_size(coexec__xs_self()->sched->pools[0]) == 0;
+    if (!c->u)
+        return true;
+    struct coexec_sched_rec *s = atom_load_rlx_ptr(&coexec__xs_self()->sched);
+    return pool_size(s->pools[0]) == 0;
 }
 
 /* Watches *flag (acquire) for up to WAIT_SPIN rounds while the caller's

@@ -160,7 +160,7 @@ static void *xs_main(void *arg)
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     stack_bounds_of_self(&xs->sched_stack_lo, &xs->sched_stack_size);
     xs->sched_fiber = tsan_fiber_current();
-    coexec__sched_activate(xs->sched, xs);
+    coexec__sched_activate(atom_load_rlx_ptr(&xs->sched), xs);
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
     coexec__sched_run(xs);
     coexec__cache_flush(&xs->ucache, &xs->scache);
@@ -201,7 +201,7 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
         rc = COEXEC_EAGAIN;
         goto fail_setup;
     }
-    xs->sched = sched;
+    atom_store_rel_ptr(&xs->sched, sched);
     xs->cur_sched = sched;
     atom_store_rlx_u32(&sched->in_use, SCHED_MAIN); /* a default one is ours */
     xs->cpu = cpu >= 0 ? cpu : coexec__affinity_cpu_for_rank(xs->rank);
@@ -272,7 +272,7 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
     wait_done(xs);
     pthread_join(xs->thread, NULL);
     pthread_mutex_lock(&coexec__g.lock);
-    struct coexec_sched_rec *s = xs->sched;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&xs->sched);
     if (xs->default_pool)
         steal_pool_remove(xs->default_pool);
     coexec__g.xs_by_rank[xs->rank] = NULL;
@@ -292,7 +292,7 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
         coexec__pool_retire(xs->default_pool, coexec__g.primary->default_pool);
         xs->default_sched = NULL;
     }
-    xs->sched = NULL;
+    atom_store_rel_ptr(&xs->sched, NULL);
     xs->cur_sched = NULL;
     xs->joined = 1;
     return COEXEC_OK;
@@ -342,7 +342,7 @@ int coexec__primary_setup(void)
     }
     rank_take(xs);
     xs->is_primary = 1;
-    xs->sched = s;
+    atom_store_rel_ptr(&xs->sched, s);
     xs->cur_sched = s;
     atom_store_rlx_u32(&s->in_use, SCHED_MAIN);
     xs->default_pool = s->pools[0];
@@ -572,7 +572,7 @@ COEXEC_API int coexec_xstream_get_main_sched(coexec_xstream_t xs,
                                              coexec_sched_t *out)
 {
     XS_QUERY(out);
-    struct coexec_sched_rec *s = xs.p->sched;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&xs.p->sched);
     if (!s)
         return COEXEC_ESTATE;
     out->p = s;
@@ -584,7 +584,7 @@ COEXEC_API int coexec_xstream_get_main_pool(coexec_xstream_t xs,
                                             coexec_pool_t *out)
 {
     XS_QUERY(out);
-    struct coexec_sched_rec *s = xs.p->sched;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&xs.p->sched);
     if (!s)
         return COEXEC_ESTATE;
     out->p = s->pools[0];

@@ -82,7 +82,10 @@ struct coexec_xstream_rec {
     struct coexec_pool_rec *post_pool;
     struct coexec_unit_rec *run_next; /* run before popping */
     unsigned direct_yields;
-    struct coexec_sched_rec *sched;     /* the main scheduler */
+    /* The main scheduler (struct coexec_sched_rec *): written by the
+     * stream's own thread (release) when replaced, read by others with
+     * acquire. */
+    atom_ptr_t sched;
     struct coexec_sched_rec *cur_sched; /* the innermost level running */
     uint32_t rng;                       /* victim choice (xorshift) */
     struct unit_cache ucache;

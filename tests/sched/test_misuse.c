@@ -9,10 +9,6 @@
  *
  * Verdicts are return codes and counts; waits are bounded by CH_WAIT (a
  * hang guard, never a verdict).
- *
- * The suite "pending" holds tests of the behaviour the API promises where
- * the library does not (yet) deliver it. It is compiled and registered
- * only with -DCOEXEC_TEST_PENDING, so it does not run in ctest.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -1116,7 +1112,7 @@ static void t_replace_errors(void)
     coexec_sched_t h = s;
     CH_ASSERT_RC(coexec_sched_free(&h), COEXEC_EBUSY);
     /* b runs s once a unit of s's pool has run (polling get_main_sched
-     * instead races with the switch: see the pending suite). */
+     * instead would not say whether units run under it yet). */
     atomic_int ran = 0;
     CH_ASSERT_OK(ch_run_ult_in(pn, noop_ult, &ran));
     CH_ASSERT_EQ(atomic_load(&ran), 1);
@@ -1650,18 +1646,16 @@ static void t_not_init_and_old_epoch(void)
 }
 
 /* ======================================================================= */
-/* pending: what the API promises and the library does not deliver yet      */
+/* ownership and state rules once broken: each test failed before its fix   */
 /* ======================================================================= */
 
-#ifdef COEXEC_TEST_PENDING
 
 /*
- * coexec_sched_finish is for stacked schedulers; on one that is not
- * stacked it returns COEXEC_OK and leaves `finish` set, so when that
- * scheduler is stacked later it finishes as soon as its pools are empty
- * and units pushed afterwards are never run.
+ * coexec_sched_finish is for stacked schedulers: on one that is not stacked
+ * it is refused, and leaves nothing behind that would end the scheduler's
+ * next stacking before the units pushed later have run.
  */
-static void t_pending_finish_unstacked(void)
+static void t_finish_unstacked(void)
 {
     ch_init(2);
     coexec_pool_t p2;
@@ -1688,11 +1682,10 @@ static void t_pending_finish_unstacked(void)
 
 /*
  * A PRIV pool that a running stream's scheduler pops from belongs to that
- * stream, but the access check binds a PRIV pool to the first thread that
- * calls the public API on it. A push from another thread is then taken
- * (COEXEC_OK) and writes the unlocked list while the owner pops from it.
+ * stream's thread: a push from another thread is refused (checks builds),
+ * not written into the unlocked list while the owner pops from it.
  */
-static void t_pending_priv_foreign_push(void)
+static void t_priv_foreign_push(void)
 {
     if (!CH_HAVE_CHECKS)
         return;
@@ -1700,6 +1693,10 @@ static void t_pending_priv_foreign_push(void)
     ch_stream_t b;
     CH_ASSERT_OK_FATAL(ch_stream_create_ex(&b, COEXEC_SCHED_BASIC_WAIT,
                                            COEXEC_POOL_FIFO, COEXEC_ACCESS_PRIV));
+    /* The pool is the stream's once its scheduler runs there. */
+    coexec_xstream_state_t st = COEXEC_XSTREAM_CREATED;
+    CH_WAIT(coexec_xstream_get_state(b.xs, &st) == COEXEC_OK &&
+            st == COEXEC_XSTREAM_RUNNING);
     atomic_int ran = 0;
     coexec_thread_t t;
     int rc = coexec_thread_create(b.pool, noop_ult, &ran, NULL, &t);
@@ -1724,13 +1721,10 @@ static void t_pending_priv_foreign_push(void)
 }
 
 /*
- * coexec_xstream_get_main_sched (xstream.c) and the other readers of
- * xs->sched on other threads (coexec_thread_migrate_to_xstream,
- * coexec__migr_pool, coexec_thread_create_on) read the field plainly while
- * the stream's apply_replacement (sched.c) writes it: a data race that
- * TSan reports. Run under TSan; elsewhere it passes.
+ * Reading a stream's main scheduler from another thread while the stream
+ * replaces it (TSan reports a race if the field is read plainly).
  */
-static void t_pending_get_main_sched_race(void)
+static void t_get_main_sched_during_replacement(void)
 {
     ch_init(1);
     coexec_xstream_t b;
@@ -1747,12 +1741,6 @@ static void t_pending_get_main_sched_race(void)
     ch_finalize();
 }
 
-static const ch_test_t pending_tests[] = {
-    {"get_main_sched_during_replacement", t_pending_get_main_sched_race},
-    {"finish_of_unstacked_sched", t_pending_finish_unstacked},
-    {"priv_pool_of_a_stream_pushed_from_elsewhere", t_pending_priv_foreign_push},
-    {NULL, NULL}};
-#endif
 
 /* ======================================================================= */
 
@@ -1763,6 +1751,7 @@ static const ch_test_t pool_tests[] = {
     {"free_busy", t_pool_free_busy},
     {"push_wrong_state", t_pool_push_state},
     {"access_modes", t_pool_access},
+    {"priv_pool_of_a_stream_pushed_from_elsewhere", t_priv_foreign_push},
     {NULL, NULL}};
 static const ch_test_t sched_tests[] = {
     {"create_args", t_sched_create_args},
@@ -1773,9 +1762,11 @@ static const ch_test_t sched_tests[] = {
 static const ch_test_t stacked_tests[] = {
     {"busy", t_stacked_busy},
     {"cycles", t_stacked_cycle},
+    {"finish_of_unstacked_sched", t_finish_unstacked},
     {NULL, NULL}};
 static const ch_test_t replace_tests[] = {
     {"errors", t_replace_errors},
+    {"get_main_sched_during_replacement", t_get_main_sched_during_replacement},
     {NULL, NULL}};
 static const ch_test_t migrate_tests[] = {
     {"errors", t_migrate_errors},
@@ -1800,9 +1791,6 @@ static const ch_suite_t suites[] = {
     {"yield_to", yield_to_tests},
     {"child_first", child_first_tests},
     {"unit", unit_tests},
-#ifdef COEXEC_TEST_PENDING
-    {"pending", pending_tests},
-#endif
     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
