@@ -49,6 +49,9 @@
  *    queue, under the lock.
  * Wakes: an owner push uses pool_wake_sleepers_relaxed (the owner runs the
  * unit itself if no thief comes); a side-queue push wakes under the lock.
+ * The state and the owner's common paths (push, pop and remove at the
+ * bottom) are in deque.h, inlined into pool.h's generic operations; the
+ * entries below are what those fall back to, and what everyone else calls.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,46 +59,11 @@
 #include "core/internal.h"
 
 #define DQ_INITIAL_CAP 64
-/* The owner serves its side queue at least once every SIDE_EVERY pops. */
-#define SIDE_EVERY 16
 /* How far a remove() or a thief looks into the side queue from each end. */
 #define SIDE_SCAN 32
 
-struct dq_array {
-    uint64_t mask;           /* capacity - 1; capacity a power of two */
-    struct dq_array *older;  /* retired list (p->lock) */
-    atom_ptr_t slot[];       /* struct coexec_unit_rec * */
-};
-
-struct deque {
-    /* Written by every taker (CAS). */
-    atom_u64_t top CACHE_ALIGNED;
-    /* Written by the owner, read by thieves. */
-    atom_u64_t bottom CACHE_ALIGNED;
-    atom_ptr_t array;  /* struct dq_array * */
-    atom_ptr_t owner;  /* struct coexec_xstream_rec * */
-    atom_u32_t tick;   /* owner pops since it last served the side queue */
-    bool steal_half;
-    /* Under p->lock. */
-    struct coexec_unit_rec *side_head CACHE_ALIGNED;
-    struct coexec_unit_rec *side_tail;
-    atom_u64_t side_n; /* read without the lock to skip an empty queue */
-    struct dq_array *retired;
-};
-
 /* steal_top's result when it lost a race (someone else made progress). */
 #define DQ_ABORT ((struct coexec_unit_rec *)1)
-
-static ALWAYS_INLINE struct deque *dq_of(struct coexec_pool_rec *p)
-{
-    return p->istate;
-}
-
-static ALWAYS_INLINE bool is_owner(struct deque *d,
-                                   struct coexec_xstream_rec *xs)
-{
-    return xs && xs == atom_load_rlx_ptr(&d->owner);
-}
 
 static struct dq_array *array_new(uint64_t cap)
 {
@@ -199,49 +167,18 @@ static struct dq_array *grow(struct coexec_pool_rec *p, struct deque *d,
     return na;
 }
 
-/* Owner: queues u at the bottom; false when the array could not grow. */
+/* Owner: queues u at the bottom, growing the array if it is full; false
+ * when it could not grow. */
 static bool push_bottom(struct coexec_pool_rec *p, struct deque *d,
                         struct coexec_unit_rec *u)
 {
+    if (LIKELY(dq_push_bottom(d, u)))
+        return true;
     uint64_t b = atom_load_rlx_u64(&d->bottom);
-    /* Acquire: a slot is reused only after the thief that took it is done
-     * reading it (its CAS on top, seq_cst, released it). */
     uint64_t t = atom_load_acq_u64(&d->top);
-    struct dq_array *a = atom_load_rlx_ptr(&d->array);
-    if (UNLIKELY((int64_t)(b - t) > (int64_t)a->mask)) {
-        a = grow(p, d, a, t, b);
-        if (!a)
-            return false;
-    }
-    atom_store_rlx_ptr(&a->slot[b & a->mask], u);
-    /* Release: pairs with the thief's acquire of bottom; the slot and
-     * everything the owner wrote to u before are visible with it. */
-    atom_store_rel_u64(&d->bottom, b + 1);
-    return true;
-}
-
-/* Owner: the newest unit, or NULL when the deque is empty. */
-static struct coexec_unit_rec *take_bottom(struct deque *d)
-{
-    uint64_t b = atom_load_rlx_u64(&d->bottom) - 1;
-    struct dq_array *a = atom_load_rlx_ptr(&d->array);
-    /* seq_cst store, then seq_cst load: a Dekker pair with the thieves'
-     * seq_cst loads of top, then bottom: either a thief sees the smaller
-     * bottom or we see its larger top. */
-    atom_store_sc_u64(&d->bottom, b);
-    uint64_t t = atom_load_sc_u64(&d->top);
-    if ((int64_t)(b - t) < 0) {
-        atom_store_rlx_u64(&d->bottom, b + 1); /* empty: undo */
-        return NULL;
-    }
-    struct coexec_unit_rec *u = atom_load_rlx_ptr(&a->slot[b & a->mask]);
-    if (b == t) {
-        /* The last unit: race the thieves for it on top. */
-        if (!atom_cas_sc_u64(&d->top, &t, t + 1))
-            u = NULL;
-        atom_store_rlx_u64(&d->bottom, b + 1);
-    }
-    return u;
+    if (!grow(p, d, atom_load_rlx_ptr(&d->array), t, b))
+        return false;
+    return dq_push_bottom(d, u);
 }
 
 /* Any thread: the oldest unit, NULL when empty, DQ_ABORT when another
@@ -261,15 +198,6 @@ static struct coexec_unit_rec *steal_top(struct deque *d)
     if (!atom_cas_sc_u64(&d->top, &t, t + 1))
         return DQ_ABORT;
     return u;
-}
-
-/* Units in the deque part right now (a snapshot; any thread). */
-static uint64_t deque_len(struct deque *d)
-{
-    uint64_t t = atom_load_acq_u64(&d->top);
-    uint64_t b = atom_load_acq_u64(&d->bottom);
-    int64_t n = (int64_t)(b - t);
-    return n > 0 ? (uint64_t)n : 0;
 }
 
 /*
@@ -303,7 +231,7 @@ static bool dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     struct deque *d = dq_of(p);
     u->in_pool = INPOOL_LIST;
     /* No switch happens in here: the inline thread-local read is safe. */
-    bool mine = is_owner(d, xs_self_entry());
+    bool mine = dq_is_owner(d, xs_self_entry());
     if (how != PUSH_YIELD && mine) {
         if (LIKELY(push_bottom(p, d, u))) {
             pool_wake_sleepers_relaxed(p);
@@ -324,7 +252,7 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
 {
     struct deque *d = dq_of(p);
     struct coexec_unit_rec *u;
-    if (!is_owner(d, xs)) {
+    if (!dq_is_owner(d, xs)) {
         /* Another consumer (a second scheduler, an external thread): the
          * oldest units, like a thief, but anything it may run. */
         u = take_top(p, d, xs, false);
@@ -343,7 +271,7 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
     } else {
         atom_store_rlx_u32(&d->tick, tick);
     }
-    while ((u = take_bottom(d)) != NULL) {
+    while ((u = dq_take_bottom(d)) != NULL) {
         if (LIKELY(pool_may_take(u, xs))) {
             u->in_pool = 0;
             return u;
@@ -354,30 +282,26 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
     return side_take(p, d, xs, false);
 }
 
+void coexec__deque_put_back(struct coexec_pool_rec *p,
+                            struct coexec_unit_rec *u)
+{
+    struct deque *d = dq_of(p);
+    if (!push_bottom(p, d, u))
+        side_park(p, d, u);
+}
+
+void coexec__deque_refuse(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+{
+    side_park(p, dq_of(p), u);
+}
+
 static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 {
     struct deque *d = dq_of(p);
-    if (is_owner(d, xs_self_entry())) {
-        /* Only the bottom unit: the owner wrote every slot, so reading
-         * them races with nobody. */
-        uint64_t b = atom_load_rlx_u64(&d->bottom);
-        uint64_t t = atom_load_acq_u64(&d->top);
-        struct dq_array *a = atom_load_rlx_ptr(&d->array);
-        if ((int64_t)(b - 1 - t) >= 0 &&
-            atom_load_rlx_ptr(&a->slot[(b - 1) & a->mask]) == u) {
-            struct coexec_unit_rec *got = take_bottom(d);
-            if (got != u)
-                return false; /* a thief was faster */
-            /* Ours now, so its run flags are safe to read. */
-            if (UNLIKELY(u->rflags & RF_STARTED)) {
-                if (!push_bottom(p, d, u))
-                    side_park(p, d, u);
-                return false;
-            }
-            u->in_pool = 0;
-            return true;
-        }
-    }
+    /* No switch happens in here: the inline thread-local read is safe. */
+    int r = dq_owner_remove(p, u, xs_self_entry());
+    if (r >= 0)
+        return r;
     if (atom_load_rlx_u64(&d->side_n) == 0)
         return false;
     /* The side queue, under its lock: a bounded look from both ends (a
@@ -406,7 +330,7 @@ static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
                                         struct coexec_pool_rec *into)
 {
     struct deque *d = dq_of(p);
-    uint64_t avail = deque_len(d);
+    uint64_t avail = dq_span(d);
     struct coexec_unit_rec *u = take_top(p, d, xs, true);
     if (!u) {
         /* Nothing in the deque: the side queue's oldest. */
@@ -483,8 +407,7 @@ static void dq_fini(struct coexec_pool_rec *p)
 /* The count: the deque's span plus the side queue (see the plaque). */
 static uint64_t dq_size(struct coexec_pool_rec *p)
 {
-    struct deque *d = dq_of(p);
-    return deque_len(d) + atom_load_acq_u64(&d->side_n);
+    return dq_count(dq_of(p));
 }
 
 static const struct pool_impl deque_impl = {

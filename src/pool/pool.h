@@ -109,14 +109,6 @@ struct pool_impl {
     uint64_t (*size)(struct coexec_pool_rec *p);
 };
 
-/* The number of units queued in p (a snapshot when others push or pop). */
-static ALWAYS_INLINE uint64_t pool_size(struct coexec_pool_rec *p)
-{
-    if (UNLIKELY(p->impl != NULL) && p->impl->size)
-        return p->impl->size(p);
-    return atom_load_acq_u64(&p->size);
-}
-
 /* Built-in impls: set p->impl and p->istate; COEXEC_OK or COEXEC_ENOMEM. */
 int coexec__prio_init(struct coexec_pool_rec *p, int levels, unsigned aging);
 int coexec__deque_init(struct coexec_pool_rec *p, bool steal_half);
@@ -238,69 +230,6 @@ static ALWAYS_INLINE int pool_check(struct coexec_pool_rec *p, bool push)
 /* Why a unit is pushed (coexec_push_kind_t values). */
 enum { PUSH_NEW = 0, PUSH_YIELD = 1, PUSH_WAKE = 2 };
 
-/* Queues u in p through p->impl, or into a retired pool's successor. */
-void coexec__pool_push_slow(struct coexec_pool_rec *p,
-                            struct coexec_unit_rec *u, int how);
-
-/* Queues u in p (its new home pool). LIFO: new units at the head, yielders
- * at the tail. FIFO: everything at the head; pop takes the tail. */
-static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
-                                            struct coexec_unit_rec *u,
-                                            int how)
-{
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    if (UNLIKELY(p->impl != NULL)) {
-        coexec__pool_push_slow(p, u, how);
-        return;
-    }
-    if (!p->shared) {
-        if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
-            coexec__pool_push_slow(p, u, how);
-            return;
-        }
-        atom_store_rlx_ptr(&u->pool, p);
-        if (how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO)
-            list_push_tail(p, u);
-        else
-            list_push_head(p, u);
-        if (UNLIKELY(p->sleepers != NULL))
-            coexec__pool_wake_sleepers_locked(p);
-        return;
-    }
-    pool_lock(p);
-    if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
-        /* The stream this pool served is gone: follow it. */
-        pool_unlock(p);
-        coexec__pool_push_slow(p, u, how);
-        return;
-    }
-    atom_store_rlx_ptr(&u->pool, p);
-    bool at_tail = how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO;
-    if (at_tail)
-        list_push_tail(p, u);
-    else
-        list_push_head(p, u);
-    if (UNLIKELY(p->sleepers != NULL))
-        coexec__pool_wake_sleepers_locked(p);
-    pool_unlock(p);
-}
-
-/* The locked half of a yield's push into a list pool: p's lock is held
- * (or p is private). */
-static ALWAYS_INLINE void pool_push_locked(struct coexec_pool_rec *p,
-                                           struct coexec_unit_rec *u,
-                                           bool yield_end)
-{
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    atom_store_rlx_ptr(&u->pool, p);
-    if (yield_end && p->kind == COEXEC_POOL_LIFO)
-        list_push_tail(p, u);
-    else
-        list_push_head(p, u);
-    if (UNLIKELY(p->sleepers != NULL))
-        coexec__pool_wake_sleepers_locked(p);
-}
-
 /* The rank of xs (out of line: the record is not visible here). */
 int coexec__xs_rank(struct coexec_xstream_rec *xs);
 
@@ -357,6 +286,97 @@ static ALWAYS_INLINE void pool_wake_sleepers_relaxed(struct coexec_pool_rec *p)
         pool_wake_sleepers_slow(p);
 }
 
+#include "pool/deque.h"
+
+/* The number of units queued in p (a snapshot when others push or pop). */
+static ALWAYS_INLINE uint64_t pool_size(struct coexec_pool_rec *p)
+{
+    if (UNLIKELY(p->impl != NULL)) {
+        if (p->kind == COEXEC_POOL_DEQUE)
+            return dq_count(dq_of(p));
+        if (p->impl->size)
+            return p->impl->size(p);
+    }
+    return atom_load_acq_u64(&p->size);
+}
+
+/* Queues u in p through p->impl, or into a retired pool's successor. */
+void coexec__pool_push_slow(struct coexec_pool_rec *p,
+                            struct coexec_unit_rec *u, int how);
+
+/* Queues u in p (its new home pool), pushed by stream xs when the caller
+ * knows it has not switched since it read it (NULL: not known, or an
+ * external thread). LIFO: new units at the head, yielders at the tail.
+ * FIFO: everything at the head; pop takes the tail. A DEQUE's owner pushes
+ * at the bottom without a call through the table. */
+static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
+                                               struct coexec_unit_rec *u,
+                                               int how,
+                                               struct coexec_xstream_rec *xs)
+{
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    if (UNLIKELY(p->impl != NULL)) {
+        if (xs && p->kind == COEXEC_POOL_DEQUE && how != PUSH_YIELD &&
+            dq_owner_push(p, u, xs))
+            return;
+        coexec__pool_push_slow(p, u, how);
+        return;
+    }
+    if (!p->shared) {
+        if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
+            coexec__pool_push_slow(p, u, how);
+            return;
+        }
+        atom_store_rlx_ptr(&u->pool, p);
+        if (how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO)
+            list_push_tail(p, u);
+        else
+            list_push_head(p, u);
+        if (UNLIKELY(p->sleepers != NULL))
+            coexec__pool_wake_sleepers_locked(p);
+        return;
+    }
+    pool_lock(p);
+    if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
+        /* The stream this pool served is gone: follow it. */
+        pool_unlock(p);
+        coexec__pool_push_slow(p, u, how);
+        return;
+    }
+    atom_store_rlx_ptr(&u->pool, p);
+    bool at_tail = how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO;
+    if (at_tail)
+        list_push_tail(p, u);
+    else
+        list_push_head(p, u);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_locked(p);
+    pool_unlock(p);
+}
+
+static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
+                                            struct coexec_unit_rec *u,
+                                            int how)
+{
+    coexec__pool_push_as(p, u, how, NULL);
+}
+
+/* The locked half of a yield's push into a list pool: p's lock is held
+ * (or p is private). */
+static ALWAYS_INLINE void pool_push_locked(struct coexec_pool_rec *p,
+                                           struct coexec_unit_rec *u,
+                                           bool yield_end)
+{
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    atom_store_rlx_ptr(&u->pool, p);
+    if (yield_end && p->kind == COEXEC_POOL_LIFO)
+        list_push_tail(p, u);
+    else
+        list_push_head(p, u);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_locked(p);
+}
+
 /* A list pool's take: the first unit from one end that xs may run. */
 static ALWAYS_INLINE struct coexec_unit_rec *
 pool_take_from(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs,
@@ -376,8 +396,15 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
 {
     /* Relaxed: an empty-looking pool is simply tried again later; the lock
      * orders everything that matters. */
-    if (UNLIKELY(p->impl != NULL))
+    if (UNLIKELY(p->impl != NULL)) {
+        if (p->kind == COEXEC_POOL_DEQUE && dq_is_owner(dq_of(p), xs)) {
+            struct coexec_unit_rec *u = dq_owner_pop(p, xs);
+            if (LIKELY(u != DQ_SLOW))
+                return u;
+            return p->impl->pop(p, xs);
+        }
         return pool_size(p) ? p->impl->pop(p, xs) : NULL;
+    }
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
     bool tail = p->kind == COEXEC_POOL_FIFO;
@@ -390,13 +417,21 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
 }
 
 /* Removes u from p if it is still queued there and has never run (join in
- * place). RF_STARTED is read under the lock that the runner's later push
- * released, so the read is ordered after the runner set it. */
-static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
-                                              struct coexec_unit_rec *u)
+ * place), for stream xs (as in coexec__pool_push_as). RF_STARTED is read
+ * under the lock that the runner's later push released, so the read is
+ * ordered after the runner set it. */
+static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
+                                                 struct coexec_unit_rec *u,
+                                                 struct coexec_xstream_rec *xs)
 {
-    if (UNLIKELY(p->impl != NULL))
+    if (UNLIKELY(p->impl != NULL)) {
+        if (xs && p->kind == COEXEC_POOL_DEQUE) {
+            int r = dq_owner_remove(p, u, xs);
+            if (r >= 0)
+                return r;
+        }
         return p->impl->remove && p->impl->remove(p, u);
+    }
     if (!p->shared) {
         if (!u->in_pool || unit_pool(u) != p || (u->rflags & RF_STARTED))
             return false;
@@ -409,6 +444,12 @@ static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
         list_unlink(p, u);
     pool_unlock(p);
     return ok;
+}
+
+static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
+                                              struct coexec_unit_rec *u)
+{
+    return coexec__pool_remove_as(p, u, NULL);
 }
 
 #endif /* COEXEC_POOL_POOL_H */

@@ -774,7 +774,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
             may_run_here(u, xs)) {
             if (p)
                 claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
-                          coexec__pool_remove(p, u);
+                          coexec__pool_remove_as(p, u, xs);
             else if (!u->in_pool && !(u->rflags & RF_STARTED)) {
                 /* Popped out of its pool by the user: ours to run. It needs
                  * a home pool in case it yields or parks: the joiner's. */
@@ -872,8 +872,10 @@ static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind,
                                      struct coexec_unit_rec **out)
 {
     int rc = make_unit(p, kind, fn, arg, attr, detached, out);
+    /* A public call's prologue: no switch since entry, the inline
+     * thread-local read is the calling stream. */
     if (LIKELY(rc == COEXEC_OK))
-        coexec__pool_push(p, *out, PUSH_NEW);
+        coexec__pool_push_as(p, *out, PUSH_NEW, xs_self_entry());
     return rc;
 }
 
