@@ -2511,7 +2511,7 @@ static void acceptor_ult(void *arg)
         CH_CHECK_EQ(plen, sizeof peer);
         CH_CHECK_EQ(peer.sin_family, AF_INET);
         CH_CHECK_EQ(ntohl(peer.sin_addr.s_addr), INADDR_LOOPBACK);
-        char msg[16], want[16];
+        char msg[24], want[24];
         snprintf(want, sizeof want, "ping %06d", r);
         memset(msg, 0, sizeof msg);
         CH_CHECK_EQ(read_full(c, msg, 11), 11);
@@ -2535,7 +2535,7 @@ static void connector_ult(void *arg)
         CH_CHECK_EQ(coexec_connect(s, (struct sockaddr *)&t->addr,
                                    sizeof t->addr),
                     0);
-        char msg[16], want[16];
+        char msg[24], want[24];
         snprintf(msg, sizeof msg, "ping %06d", r);
         CH_CHECK_EQ(coexec_write(s, msg, 11), 11);
         memset(msg, 0, sizeof msg);
