@@ -426,12 +426,14 @@ static void steal_probe_ult(void *arg)
     atomic_fetch_add(&g_steal_n, 1);
 }
 
-static atomic_int g_busy_started;
+static atomic_int g_busy_started, g_busy_release;
 
 static void busy_ult(void *arg)
 {
-    /* keeps stream 1 busy (no yield) until the probes have run; if another
-     * stream stole it, it reports that and returns */
+    /* keeps stream 1 busy (no yield) until the probes have run, or the
+     * test gives up on them (no time limit of its own: a slow thief must
+     * not let the owner run the probes); if another stream stole it, it
+     * reports that and returns */
     int want = (int)(intptr_t)arg;
     int r = -1;
     CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
@@ -440,8 +442,7 @@ static void busy_ult(void *arg)
         return;
     }
     atomic_store(&g_busy_started, 1);
-    double t0 = ch_now();
-    while (atomic_load(&g_steal_n) < want && ch_now() - t0 < 20)
+    while (atomic_load(&g_steal_n) < want && !atomic_load(&g_busy_release))
         ;
 }
 
@@ -455,6 +456,7 @@ static void t_steal_oldest(void)
     atomic_store(&g_steal_n, 0);
     atomic_store(&g_steal_slot, 0);
     atomic_store(&g_busy_started, 0);
+    atomic_store(&g_busy_release, 0);
     enum { N = 4 };
     coexec_thread_t busy;
     double t0 = ch_now();
@@ -473,6 +475,7 @@ static void t_steal_oldest(void)
     t0 = ch_now();
     while (atomic_load(&g_steal_n) < N && ch_now() - t0 < CH_WAIT_LIMIT_S)
         sleep_s(0.001);
+    atomic_store(&g_busy_release, 1);
     CH_ASSERT_EQ_FATAL(atomic_load(&g_steal_n), N);
     CH_ASSERT_OK(coexec_thread_free(&busy));
     /* the owner was busy: rank 2 ran them all, oldest first */
