@@ -47,6 +47,15 @@ typedef enum coexec_pool_kind {
     COEXEC_POOL_USER = 4 /* reported by get_info; made by _create_user */
 } coexec_pool_kind_t;
 
+/*
+ * Who may push into and pop from a pool (S: one thread, M: any number).
+ * PRIV: one thread does both. In builds with COEXEC_CHECKS a "single" side
+ * belongs to the first thread that uses it through the API, except that a
+ * stream whose scheduler runs the pool takes its consumer side (and a PRIV
+ * pool's producer side) when that scheduler starts there, and lets them go
+ * when no scheduler runs the pool any more; a call from another thread is
+ * COEXEC_EACCESS. Without checks the modes are not enforced.
+ */
 typedef enum coexec_pool_access {
     COEXEC_ACCESS_PRIV = 0,
     COEXEC_ACCESS_SPSC = 1,
