@@ -866,6 +866,17 @@ static void self_is(void *arg)
     CH_CHECK(CH_SAME(s, *(coexec_sched_t *)arg));
 }
 
+/* A unit of a pool other streams steal from may run on any stream: its
+ * scheduler is the main scheduler of the stream that runs it. */
+static void self_is_stream_main(void *arg)
+{
+    (void)arg;
+    coexec_xstream_t xs = {0};
+    CH_CHECK_RC(coexec_xstream_self(&xs), COEXEC_OK);
+    coexec_sched_t m = main_sched_of(xs);
+    self_is(&m);
+}
+
 static void self_is_job(coexec_sched_t self, void *arg)
 {
     self_is(&self);
@@ -907,7 +918,7 @@ static void t_sched_wrong_context(void)
     /* sched_self: fine from ULTs, tasklets and loops, not from outside. */
     run_external(self_ext, NULL);
     self_is(&ms);
-    CH_ASSERT_OK(ch_run_tasklet_in(main_pool(), self_is, &ms));
+    CH_ASSERT_OK(ch_run_tasklet_in(main_pool(), self_is_stream_main, NULL));
     CH_ASSERT_OK(ch_run_ult_in(js.pool, self_is, &js.sched));
     job_stream_run(&js, self_is_job, NULL);
 
