@@ -229,11 +229,11 @@ static int write_json(FILE *f, const result_t *res, int n, int reps,
         fprintf(f,
                 "  \"config\": {\"stack_size\": %zu, \"sched\": \"%s\", "
                 "\"event_freq\": %u, \"idle_spin_us\": %u, "
-                "\"guard_pages\": %d, \"service_threads\": %d, "
+                "\"guard_size\": %zu, \"service_threads\": %d, "
                 "\"service_max_threads\": %d, \"service_spin_us\": %u},\n",
                 run_config.stack_size, bench_sched_name(run_config.sched_kind),
                 run_config.event_freq, run_config.idle_spin_us,
-                run_config.guard_pages, run_config.service_threads,
+                run_config.guard_size, run_config.service_threads,
                 run_config.service_max_threads, run_config.service_spin_us);
     fprintf(f, "  \"setup\": ");
     json_string(f, config_text);
@@ -306,12 +306,12 @@ static void probe_config(void)
         have_config = 1;
         snprintf(config_text, sizeof config_text,
                  "runtime: stack %zu B, sched %s, idle spin %u us, "
-                 "event_freq %u, guard pages %s, streams pinned (affinity on); "
+                 "event_freq %u, guard %zu B, streams pinned (affinity on); "
                  "default setup: one MPMC LIFO pool per stream, stealing on; "
                  "service stream: %d thread(s) kept, up to %d, idle spin %u us",
                  run_config.stack_size, bench_sched_name(run_config.sched_kind),
                  run_config.idle_spin_us, run_config.event_freq,
-                 run_config.guard_pages ? "on" : "off",
+                 run_config.guard_size,
                  run_config.service_threads, run_config.service_max_threads,
                  run_config.service_spin_us);
     }

@@ -14,7 +14,9 @@
  *   COEXEC_AFFINITY       1 = pin streams to cores (hwloc), 0 = do not
  *   COEXEC_IDLE_SPIN_US   basic_wait: microseconds an idle stream spins
  *                         before parking (0 parks at once)
- *   COEXEC_GUARD_PAGES    1 = an inaccessible page below every ULT stack
+ *   COEXEC_GUARD_SIZE     bytes of inaccessible guard below every stack the
+ *                         runtime maps (K/M suffixes; rounded up to pages;
+ *                         0 = no guard: unsafe, see guard_size)
  *   COEXEC_PRINT_CONFIG   1 = print the configuration on stderr at init
  *   COEXEC_QUIET          1 = no one-line warnings on stderr
  *   COEXEC_SERVICE_THREADS      service threads kept running (>= 1)
@@ -65,7 +67,20 @@ typedef struct coexec_config {
     unsigned event_freq;            /* default 64 */
     int affinity;                   /* default 1 */
     unsigned idle_spin_us;          /* default 50 */
-    int guard_pages;                /* default 0 */
+    /* Bytes of inaccessible memory below every stack the runtime maps
+     * (ULT stacks of every size, stacked schedulers' stacks, the primary's
+     * scheduler stack), rounded up to whole pages; default one page. A ULT
+     * that runs into it is stopped at once with "coexec: stack overflow in
+     * ULT N on xstream X (...)" on stderr and abort(), instead of writing
+     * over the memory below. It costs address space, not memory. 0 turns
+     * guards off: an overflow then silently corrupts a neighbouring stack
+     * (unsafe; only for measurements). A single frame larger than the guard
+     * can jump it: build deep or large-framed ULT code with
+     * -fstack-clash-protection (which touches every page it allocates), or
+     * raise the guard. On kernels before Linux 6.13 each guard is a mapping
+     * of its own: vm.max_map_count (65530 by default) then bounds the ULT
+     * stacks alive at once to about 32,000. At most 64 MiB. */
+    size_t guard_size;
     int print_config;               /* default 0 */
     int quiet;                      /* default 0 */
     /* The service stream (coexec/service.h). */

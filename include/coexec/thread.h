@@ -37,7 +37,12 @@ typedef struct coexec_thread_attr {
     size_t stack_size; /* 0 = the runtime's stack size */
     void *stack;       /* a stack the caller provides (stack_size bytes,
                           16-byte aligned, kept alive until the ULT is freed),
-                          or NULL */
+                          or NULL. The runtime puts no guard below it: its
+                          lowest 8 bytes hold a canary, checked whenever the
+                          ULT switches out or finishes; an overwritten one
+                          prints "coexec: stack overflow in ULT N ..." and
+                          aborts. Give such a stack a guard of your own
+                          (mprotect) to stop an overflow at once. */
     int priority;      /* PRIO pools: higher is more urgent (default 0) */
     int pinned;        /* 1 = never stolen nor migrated (default 0) */
 } coexec_thread_attr_t;
@@ -54,7 +59,12 @@ coexec_thread_attr_init(coexec_thread_attr_t *attr);
 
 /*
  * Creates a ULT running fn(arg) and queues it into pool. attr may be NULL.
- * out NULL makes the ULT detached.
+ * out NULL makes the ULT detached. Its stack is taken when it first runs:
+ * a runtime-owned stack has a guard region below it (cfg.guard_size), so
+ * an overflow stops the process with "coexec: stack overflow in ULT N on
+ * xstream X (...)" rather than corrupting other memory. If no stack can be
+ * mapped then, the ULT ends without running and its join or free returns
+ * COEXEC_ENOMEM (a detached one is reported by a warning).
  * Context: any thread the pool's access mode allows to push. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL, stack_size too small or a
  * user stack not 16-byte aligned); COEXEC_EHANDLE (bad pool);
@@ -76,16 +86,18 @@ coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
 /*
  * Waits until t has finished. If t has not started it runs now, in place.
  * Context: a ULT (may switch), or an external thread (sleeps on a futex).
- * Returns: COEXEC_OK; COEXEC_EHANDLE (freed or foreign t); COEXEC_EDEADLK
- * (t is the caller); COEXEC_EINVAL (t is detached); COEXEC_ECONTEXT (from a
- * tasklet or a scheduler); COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_ENOMEM (t ended without running: no stack
+ * could be mapped for it); COEXEC_EHANDLE (freed or foreign t);
+ * COEXEC_EDEADLK (t is the caller); COEXEC_EINVAL (t is detached);
+ * COEXEC_ECONTEXT (from a tasklet or a scheduler); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_thread_join(coexec_thread_t t);
 
 /*
  * Joins *t if it has not finished, releases it and clears *t.
  * Context, Switches and Returns: as coexec_thread_join, plus COEXEC_EINVAL
- * for t NULL and COEXEC_EPERM for the primary's main ULT.
+ * for t NULL and COEXEC_EPERM for the primary's main ULT. On COEXEC_ENOMEM
+ * (t never ran: no stack) *t is released and cleared all the same.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_thread_free(coexec_thread_t *t);
 
@@ -183,7 +195,9 @@ coexec_thread_create_child_first(coexec_pool_t pool, coexec_thread_fn_t fn,
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (t is the caller);
  * COEXEC_ESTATE (t is not queued and ready: running, parked, finished, or
  * held by a pool that cannot give it up); COEXEC_EPERM (t is bound to
- * another stream); COEXEC_ECONTEXT; COEXEC_ENOTINIT.
+ * another stream); COEXEC_ENOMEM (t had not started and no stack could be
+ * mapped for it: t has ended without running, as its join reports);
+ * COEXEC_ECONTEXT; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_yield_to(coexec_thread_t t);
 

@@ -41,7 +41,7 @@ COEXEC_API int coexec_config_init(coexec_config_t *cfg)
     cfg->event_freq = 64;
     cfg->affinity = 1;
     cfg->idle_spin_us = 50;
-    cfg->guard_pages = 0;
+    cfg->guard_size = COEXEC__DEFAULT_GUARD;
     cfg->print_config = 0;
     cfg->quiet = 0;
     cfg->service_threads = 1;
@@ -141,6 +141,9 @@ int coexec__config_apply_env(coexec_config_t *cfg)
     ENV_U64("COEXEC_STACK_SIZE", COEXEC_MIN_STACK, COEXEC_MAX_STACK, true,
             "a size from 16K to 1G (bytes, or with a K/M/G suffix)",
             stack_size, size_t);
+    ENV_U64("COEXEC_GUARD_SIZE", 0, COEXEC__MAX_GUARD, true,
+            "a size from 0 to 64M (bytes, or with a K/M suffix)", guard_size,
+            size_t);
     ENV_U64("COEXEC_EVENT_FREQ", 1, 1u << 30, false,
             "a whole number of at least 1", event_freq, unsigned);
     ENV_U64("COEXEC_IDLE_SPIN_US", 0, 60u * 1000 * 1000, false,
@@ -171,7 +174,6 @@ int coexec__config_apply_env(coexec_config_t *cfg)
             return env_error("COEXEC_SERVICE_IO", io, "auto, uring or threads");
     }
     ENV_BOOL("COEXEC_AFFINITY", affinity);
-    ENV_BOOL("COEXEC_GUARD_PAGES", guard_pages);
     ENV_BOOL("COEXEC_PRINT_CONFIG", print_config);
     ENV_BOOL("COEXEC_QUIET", quiet);
     const char *v = getenv("COEXEC_SCHED");
@@ -199,6 +201,8 @@ int coexec__config_validate(const coexec_config_t *cfg)
     else if (cfg->stack_size < COEXEC_MIN_STACK ||
              cfg->stack_size > COEXEC_MAX_STACK)
         bad = "stack_size must be 16 KiB..1 GiB";
+    else if (cfg->guard_size > COEXEC__MAX_GUARD)
+        bad = "guard_size must be 0..64 MiB";
     else if ((unsigned)cfg->sched_kind > COEXEC_SCHED_RANDWS)
         bad = "sched_kind is not a built-in scheduler kind";
     else if (cfg->event_freq < 1)
@@ -254,10 +258,10 @@ COEXEC_API int coexec_print_config(void *fp)
     const coexec_config_t *c = &coexec__g.cfg;
     fprintf(f,
             "coexec %s: xstreams=%d stack_size=%zu sched=%s event_freq=%u "
-            "affinity=%d idle_spin_us=%u guard_pages=%d\n",
+            "affinity=%d idle_spin_us=%u guard_size=%zu\n",
             coexec_version_string(), c->num_xstreams, c->stack_size,
             sched_kind_name(c->sched_kind),
-            c->event_freq, c->affinity, c->idle_spin_us, c->guard_pages);
+            c->event_freq, c->affinity, c->idle_spin_us, coexec__g.guard_size);
     pthread_mutex_lock(&coexec__g.lock);
     fprintf(f, "coexec placement: %s;", coexec__affinity_describe());
     for (int r = 0; r < MAX_XSTREAMS; r++) {

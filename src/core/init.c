@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/internal.h"
@@ -62,6 +63,7 @@ COEXEC_API coexec_caller_t coexec_self_caller(void)
 static void teardown(void)
 {
     coexec__primary_teardown();
+    coexec__fault_handler_remove();
     coexec__sched_free_all();
     coexec__pool_free_all();
     coexec__cache_destroy_all();
@@ -93,7 +95,11 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     coexec__g.epoch++;
     if (coexec__g.epoch == 0)
         coexec__g.epoch = 1;
-    coexec__g.stack_size = (cfg.stack_size + 4095) & ~(size_t)4095;
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t page = pg > 0 ? (size_t)pg : 4096;
+    coexec__g.page_size = page;
+    coexec__g.stack_size = (cfg.stack_size + page - 1) & ~(page - 1);
+    coexec__g.guard_size = (cfg.guard_size + page - 1) & ~(page - 1);
     coexec__g.idle_spin_ns = (uint64_t)cfg.idle_spin_us * 1000;
     memset(coexec__g.xs_by_rank, 0, sizeof coexec__g.xs_by_rank);
     coexec__g.num_xs = 0;
@@ -102,7 +108,9 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     atom_store_rlx_u64(&coexec__g.next_unit_id, 1);
     coexec__keys_reset();
 
-    if ((rc = coexec__affinity_init()) != COEXEC_OK)
+    if ((rc = coexec__affinity_init()) != COEXEC_OK ||
+        (coexec__g.guard_size &&
+         (rc = coexec__fault_handler_install()) != COEXEC_OK))
         goto fail;
     /* Records of this epoch may now be made: mark the runtime as starting so
      * internal calls work, but public calls from other threads still see

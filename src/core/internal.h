@@ -36,6 +36,8 @@ struct coexec__global {
     uint32_t epoch;
     coexec_config_t cfg;
     size_t stack_size;     /* cached-size stacks, node included */
+    size_t page_size;      /* the system's page size */
+    size_t guard_size;     /* cfg.guard_size rounded up to pages */
     uint64_t idle_spin_ns; /* cfg.idle_spin_us in ns */
     pthread_mutex_t lock;
     struct coexec_xstream_rec *xs_by_rank[MAX_XSTREAMS];

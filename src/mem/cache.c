@@ -12,6 +12,7 @@
 #endif
 
 #include "core/internal.h"
+#include "mem/guard.h"
 
 #define BATCH CACHE_BATCH
 #define DESC_SLAB 2048
@@ -194,22 +195,36 @@ static void register_stack(void *lo, size_t bytes)
 #endif
 }
 
+/* The distance between two stacks of a slab: a guard, then the stack. */
+static ALWAYS_INLINE size_t stack_stride(void)
+{
+    return coexec__g.guard_size + coexec__g.stack_size;
+}
+
+/* A slab of STACK_SLAB stacks, each with its guard below it, in one
+ * mapping (with madvise guards, one mapping also in the kernel's count). */
 static bool stack_slab_new(struct stack_cache *c)
 {
-    size_t bytes = coexec__g.stack_size * STACK_SLAB;
-    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+    size_t stride = stack_stride(), guard = coexec__g.guard_size;
+    size_t bytes = stride * STACK_SLAB;
+    char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
                    0);
     if (m == MAP_FAILED)
         return false;
+    for (unsigned i = 0; guard && i < STACK_SLAB; i++) {
+        if (!coexec__guard_install(m + i * stride, guard)) {
+            munmap(m, bytes);
+            return false;
+        }
+    }
     if (!slab_record(m, bytes, 1)) {
         munmap(m, bytes);
         return false;
     }
     for (unsigned i = 0; i < STACK_SLAB; i++)
-        register_stack((char *)m + i * coexec__g.stack_size,
-                       coexec__g.stack_size);
-    c->fresh = m;
+        register_stack(m + i * stride + guard, coexec__g.stack_size);
+    c->fresh = m + guard;
     c->fresh_left = STACK_SLAB;
     return true;
 }
@@ -228,7 +243,7 @@ void *coexec__stack_alloc_slow(struct stack_cache *c)
             return NULL;
     }
     void *s = c->fresh;
-    c->fresh += coexec__g.stack_size;
+    c->fresh += stack_stride();
     c->fresh_left--;
     return s;
 }
@@ -247,28 +262,27 @@ void coexec__stack_spill(struct stack_cache *c)
     }
 }
 
-void *coexec__stack_map(size_t size, int guard)
+void *coexec__stack_map(size_t size)
 {
-    size_t page = 4096;
-    size_t bytes = size + (guard ? page : 0);
+    size_t guard = coexec__g.guard_size;
+    size_t bytes = size + guard;
     char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
                    0);
     if (m == MAP_FAILED)
         return NULL;
-    if (guard && mprotect(m, page, PROT_NONE) != 0) {
+    if (guard && !coexec__guard_install(m, guard)) {
         munmap(m, bytes);
         return NULL;
     }
-    register_stack(m + (guard ? page : 0), size);
-    return m + (guard ? page : 0);
+    register_stack(m + guard, size);
+    return m + guard;
 }
 
-void coexec__stack_unmap(void *stack, size_t size, int guard)
+void coexec__stack_unmap(void *stack, size_t size)
 {
-    size_t page = 4096;
-    char *m = (char *)stack - (guard ? page : 0);
-    munmap(m, size + (guard ? page : 0));
+    size_t guard = coexec__g.guard_size;
+    munmap((char *)stack - guard, size + guard);
 }
 
 void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc)
@@ -301,7 +315,7 @@ void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc)
     /* Fresh stacks never touched go back as a batch too. */
     while (sc->fresh_left) {
         void *s = sc->fresh;
-        sc->fresh += coexec__g.stack_size;
+        sc->fresh += stack_stride();
         sc->fresh_left--;
         struct stack_node *n = node_of(s);
         n->next = NULL;

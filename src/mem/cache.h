@@ -8,10 +8,11 @@
  * gives a batch back. Fresh memory comes in slabs, one mapping each:
  * descriptors 2048 at a time, carved one by one as they are first needed
  * (an untouched descriptor costs no resident memory), stacks 16 at a time
- * (so 100,000 stacks do not exhaust the kernel's mapping limit), and a
- * fresh stack is not touched until a ULT runs on it. The top 64 bytes of every cached-size stack hold
- * its free-list node and are never part of a ULT's usable stack. Slabs are
- * returned to the system only at finalize.
+ * (so 100,000 stacks do not exhaust the kernel's mapping limit), each with
+ * a guard region of coexec__g.guard_size bytes below it (guard.h); a fresh
+ * stack is not touched until a ULT runs on it. The top 64 bytes of every
+ * cached-size stack hold its free-list node and are never part of a ULT's
+ * usable stack. Slabs are returned to the system only at finalize.
  */
 #ifndef COEXEC_MEM_CACHE_H
 #define COEXEC_MEM_CACHE_H
@@ -104,9 +105,11 @@ static ALWAYS_INLINE void coexec__stack_free(struct stack_cache *c,
         coexec__stack_spill(c);
 }
 
-/* Stacks of any other size (or with a guard page): mapped one by one. */
-void *coexec__stack_map(size_t size, int guard);
-void coexec__stack_unmap(void *stack, size_t size, int guard);
+/* Stacks of any other size: mapped one by one, with a guard of
+ * coexec__g.guard_size bytes below (src/mem/guard.h). NULL when the
+ * mapping or its guard cannot be made. */
+void *coexec__stack_map(size_t size);
+void coexec__stack_unmap(void *stack, size_t size);
 
 /* Gives a stream's cached entries back to the global lists. */
 void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc);

@@ -34,6 +34,7 @@
 #include "arch/futex.h"
 #include "core/config.h"
 #include "core/internal.h"
+#include "mem/guard.h"
 #include "thread/switch.h"
 #include "waker/wait.h"
 
@@ -128,8 +129,8 @@ static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
     if (u->flags & UF_USER_STACK) {
         usable = u->stack_size;
     } else if (u->flags & UF_BIG_STACK) {
-        u->stack = coexec__stack_map(u->stack_size, coexec__g.cfg.guard_pages);
-        if (!u->stack)
+        /* A stacked scheduler's unit has its stack from its creation. */
+        if (!u->stack && !(u->stack = coexec__stack_map(u->stack_size)))
             return false;
         usable = u->stack_size;
     } else {
@@ -151,7 +152,8 @@ static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
     if (u->flags & UF_USER_STACK) {
         /* the caller's memory */
     } else if (u->flags & UF_BIG_STACK) {
-        coexec__stack_unmap(u->stack, u->stack_size, coexec__g.cfg.guard_pages);
+        if (u->stack)
+            coexec__stack_unmap(u->stack, u->stack_size);
         u->stack = NULL;
     } else if (u->stack) {
         coexec__stack_free(&xs->scache, u->stack, coexec__g.stack_size);
@@ -391,6 +393,20 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
     }
 }
 
+/* u never started and no stack can be had for it: it ends without
+ * running, and its join reports COEXEC_ENOMEM (join_result). A detached
+ * unit has nobody to tell but the log. */
+static NOINLINE void unit_fail_nostack(struct coexec_xstream_rec *xs,
+                                       struct coexec_unit_rec *u)
+{
+    u->rflags |= RF_NOSTACK;
+    if (u->flags & UF_DETACHED)
+        coexec__warn("no stack could be mapped for detached ULT %llu: it "
+                     "did not run",
+                     (unsigned long long)u->id);
+    unit_finish(xs, u);
+}
+
 /* ---- running ------------------------------------------------------------- */
 
 static void run_tasklet(struct coexec_xstream_rec *xs,
@@ -441,9 +457,8 @@ void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
         return;
     }
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
-        /* No memory for a stack: try again later rather than lose it. */
         xs->cur = NULL;
-        coexec__enqueue(u, true);
+        unit_fail_nostack(xs, u);
         return;
     }
     enter_unit(&xs->sched_sp, u, 0, true);
@@ -457,6 +472,8 @@ void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
 static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
                      struct coexec_unit_rec *to, int op, int final)
 {
+    if (UNLIKELY(self->flags & UF_USER_STACK))
+        canary_check(self, self->stack);
     xs->post_op = op;
     xs->post_unit = self;
     /* Leaving for anything but a child run in place (POST_NONE), our own
@@ -510,6 +527,8 @@ static void ult_entry(void *arg)
     if (UNLIKELY(u->keys != NULL))
         coexec__keys_destroy(u);
     if (LIKELY(u->rflags & RF_RETURN)) {
+        if (UNLIKELY(u->flags & UF_USER_STACK))
+            canary_check(u, u->stack);
         /* Nothing of ours left this stack since we started, so whoever
          * started us still waits in coexec__ctx_start, and it is where we
          * go (our in-place joiner, or the scheduler): just return to it. */
@@ -709,9 +728,10 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
         return;
     }
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
-        /* No stack for it now: queue it again; we stay registered as its
-         * waiter and wait for it the ordinary way. */
-        coexec__enqueue(u, false);
+        /* It ends here, unrun; as its in-place joiner we are told so
+         * without a wake (unit_finish under RF_INPLACE). */
+        u->rflags |= RF_INPLACE;
+        unit_fail_nostack(xs, u);
         return;
     }
     u->rflags |= RF_INPLACE; /* its joiner: w->ult, through u->join */
@@ -749,6 +769,12 @@ static void join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *sel
     coexec__wake_clear(self);
 }
 
+/* What a join reports of a finished unit: it ran, or it could not. */
+static ALWAYS_INLINE int join_result(const struct coexec_unit_rec *u)
+{
+    return UNLIKELY(u->rflags & RF_NOSTACK) ? COEXEC_ENOMEM : COEXEC_OK;
+}
+
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
@@ -763,7 +789,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
         return COEXEC_EINVAL;
     /* Acquire: pairs with the finisher's release of JOIN_DONE. */
     if (atom_load_acq_uptr(&u->join) == JOIN_DONE)
-        return COEXEC_OK;
+        return join_result(u);
 
     struct join_waiter w = {self, ATOM_INIT(0)};
     if (self) {
@@ -785,18 +811,18 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
         if (claimed) {
             run_in_place(xs, self, u, &w);
             join_wait_ult(u, self);
-            return COEXEC_OK;
+            return join_result(u);
         }
     }
     uintptr_t exp = 0;
     if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w)) {
         if (exp == JOIN_DONE)
-            return COEXEC_OK;
+            return join_result(u);
         if (exp != JOIN_WAKING)
             return COEXEC_EBUSY; /* somebody else is joining it */
         while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
             cpu_relax(); /* its finisher is a few instructions from done */
-        return COEXEC_OK;
+        return join_result(u);
     }
     if (self) {
         join_wait_ult(u, self);
@@ -804,7 +830,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
         while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
             coexec__futex_wait(&w.futex, 0, NULL);
     }
-    return COEXEC_OK;
+    return join_result(u);
 }
 
 /* ---- public ULT and tasklet calls ------------------------------------- */
@@ -839,12 +865,11 @@ static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn
             u->flags |= UF_USER_STACK;
             u->stack = ustack;
             u->stack_size = (uint32_t)(ss & ~(size_t)15);
-        } else if ((ss && ss != coexec__g.cfg.stack_size) ||
-                   coexec__g.cfg.guard_pages) {
-            if (!ss)
-                ss = coexec__g.cfg.stack_size;
+            canary_set(ustack); /* no guard of ours below it */
+        } else if (ss && ss != coexec__g.cfg.stack_size) {
+            size_t pg = coexec__g.page_size;
             u->flags |= UF_BIG_STACK;
-            u->stack_size = (uint32_t)((ss + 4095) & ~(size_t)4095);
+            u->stack_size = (uint32_t)((ss + pg - 1) & ~(pg - 1));
         } else {
             u->stack_size = (uint32_t)(coexec__g.stack_size - STACK_NODE_SIZE);
         }
@@ -1045,12 +1070,13 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen, bo
 static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 {
     int rc = join_common(*pp, *gp, tasklet);
-    if (rc)
+    /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
+    if (rc && rc != COEXEC_ENOMEM)
         return rc;
     coexec__unit_release(coexec__xs_self(), *pp);
     *pp = NULL;
     *gp = 0;
-    return COEXEC_OK;
+    return rc;
 }
 
 COEXEC_API int coexec_thread_join(coexec_thread_t t)
@@ -1189,7 +1215,15 @@ int coexec__sched_unit_new(struct coexec_sched_rec *s, size_t stack_size,
     u->fn.thread = fn;
     u->arg = s;
     u->flags = UF_DETACHED | UF_SCHED | UF_BIG_STACK;
-    u->stack_size = (uint32_t)((stack_size + 4095) & ~(size_t)4095);
+    size_t pg = coexec__g.page_size;
+    u->stack_size = (uint32_t)((stack_size + pg - 1) & ~(pg - 1));
+    /* Mapped now, so that a level that cannot have one is refused here
+     * rather than failing once queued. */
+    u->stack = coexec__stack_map(u->stack_size);
+    if (UNLIKELY(!u->stack)) {
+        coexec__unit_release(xs_self_entry(), u);
+        return COEXEC_ENOMEM;
+    }
     /* A scheduler level is not work to balance: thieves leave it alone. */
     atom_store_rlx_u32(&u->attrs, UA_PINNED);
     *out = u;
@@ -1272,7 +1306,7 @@ COEXEC_API int coexec_yield_to(coexec_thread_t t)
     if (!claim_queued(xs, u, true))
         return COEXEC_ESTATE;
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
-        coexec__enqueue(u, false);
+        unit_fail_nostack(xs, u);
         return COEXEC_ENOMEM;
     }
     release_inplace_joiner(self);
@@ -1303,7 +1337,12 @@ COEXEC_API int coexec_thread_create_child_first(coexec_pool_t pool,
     if (rc)
         return rc;
     atom_store_rlx_ptr(&u->pool, pool.p);
-    if (!pool_may_take(u, xs) || !ult_prepare(xs, u)) {
+    bool here = pool_may_take(u, xs);
+    if (here && !ult_prepare(xs, u)) {
+        coexec__unit_release(xs, u);
+        return COEXEC_ENOMEM;
+    }
+    if (!here) {
         coexec__enqueue(u, false); /* it runs later instead */
     } else {
         SET_OUT(out, u);

@@ -47,8 +47,9 @@ enum unit_flag {
 enum unit_rflag {
     RF_INPLACE = 1u << 0, /* run in place by the joiner of `join` */
     RF_STARTED = 1u << 1, /* has run at least once */
-    RF_RETURN = 1u << 2   /* its starter waits in coexec__ctx_start and is
+    RF_RETURN = 1u << 2,  /* its starter waits in coexec__ctx_start and is
                              where it goes when it finishes: it may return */
+    RF_NOSTACK = 1u << 3  /* ended without running: no stack could be had */
 };
 
 /*

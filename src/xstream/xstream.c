@@ -154,6 +154,7 @@ static void *xs_main(void *arg)
 {
     struct coexec_xstream_rec *xs = arg;
     coexec__xs_set_self(xs);
+    coexec__altstack_enter(&xs->altstack); /* for the overflow report */
     coexec__affinity_bind_self(xs->cpu);
     /* The stream parks with a timeout when its units sleep: the kernel's
      * default 50 us slack on that timeout would make every sleep late. */
@@ -167,6 +168,7 @@ static void *xs_main(void *arg)
     atom_fadd_rlx_u64(&coexec__g.live_units, (uint64_t)xs->live_units);
     xs->live_units = 0;
     coexec__xs_set_self(NULL);
+    coexec__altstack_leave(&xs->altstack);
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_TERMINATED);
     atom_store_rel_u32(&xs->done, 1);
     coexec__futex_wake(&xs->done, 1 << 30);
@@ -359,15 +361,15 @@ int coexec__primary_setup(void)
 
     /* The scheduler of the primary needs a stack of its own: the OS stack
      * belongs to the main ULT. */
-    void *st = mmap(NULL, PRIMARY_SCHED_STACK, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    void *st = coexec__stack_map(PRIMARY_SCHED_STACK);
     struct coexec_unit_rec *m = coexec__unit_new(xs, UNIT_MAIN);
-    if (st == MAP_FAILED || !m) {
-        if (st != MAP_FAILED)
-            munmap(st, PRIMARY_SCHED_STACK);
+    if (!st || !m) {
+        if (st)
+            coexec__stack_unmap(st, PRIMARY_SCHED_STACK);
         coexec__primary_teardown();
         return COEXEC_ENOMEM;
     }
+    coexec__altstack_enter(&xs->altstack);
     xs->live_units = 0; /* the main ULT is not a user unit */
     /* The mapping may reuse addresses whose sanitizer shadow still holds
      * the redzones of frames that lived there before. */
@@ -412,8 +414,10 @@ void coexec__primary_teardown(void)
     coexec__xs_set_self(NULL);
     if (xs->sched_stack_own) {
         tsan_fiber_free(xs->sched_fiber);
-        munmap(xs->sched_stack_own, PRIMARY_SCHED_STACK);
+        coexec__stack_unmap(xs->sched_stack_own, PRIMARY_SCHED_STACK);
+        xs->sched_stack_own = NULL;
     }
+    coexec__altstack_leave(&xs->altstack);
     pthread_mutex_lock(&coexec__g.lock);
     coexec__g.xs_by_rank[0] = NULL;
     coexec__g.num_xs = 0;

@@ -21,6 +21,7 @@
 
 #include "arch/atomic.h"
 #include "mem/cache.h"
+#include "mem/guard.h"
 #include "sched/sched.h"
 
 enum post_op {
@@ -94,6 +95,7 @@ struct coexec_xstream_rec {
     size_t sched_stack_size;
     void *sched_fiber;
     void *sched_stack_own; /* primary: the stack we mapped for the scheduler */
+    struct coexec_altstack altstack; /* the signal stack we gave its thread */
     int rank;
     int cpu;
     int is_primary;

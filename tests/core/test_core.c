@@ -27,7 +27,7 @@ static void t_config_defaults(void)
     CH_ASSERT_EQ(cfg.event_freq, 64);
     CH_ASSERT_EQ(cfg.affinity, 1);
     CH_ASSERT_EQ(cfg.idle_spin_us, 50);
-    CH_ASSERT_EQ(cfg.guard_pages, 0);
+    CH_ASSERT_EQ(cfg.guard_size, 4096);
     CH_ASSERT_EQ(cfg.print_config, 0);
     CH_ASSERT_EQ(cfg.quiet, 0);
 }
@@ -60,7 +60,7 @@ static void t_config_get_after_init_null(void)
     CH_ASSERT_EQ(got.event_freq, def.event_freq);
     CH_ASSERT_EQ(got.affinity, def.affinity);
     CH_ASSERT_EQ(got.idle_spin_us, def.idle_spin_us);
-    CH_ASSERT_EQ(got.guard_pages, def.guard_pages);
+    CH_ASSERT_EQ(got.guard_size, def.guard_size);
     CH_ASSERT_EQ(got.print_config, def.print_config);
     CH_ASSERT_EQ(got.quiet, def.quiet);
     CH_ASSERT_RC(coexec_get_config(NULL), COEXEC_EINVAL);
@@ -77,7 +77,7 @@ static void t_config_get_after_init_cfg(void)
     cfg.event_freq = 5;
     cfg.affinity = 0;
     cfg.idle_spin_us = 7;
-    cfg.guard_pages = 1;
+    cfg.guard_size = 8192;
     cfg.quiet = 1;
     CH_ASSERT_OK_FATAL(coexec_init(&cfg));
     CH_ASSERT_OK(coexec_get_config(&got));
@@ -87,7 +87,7 @@ static void t_config_get_after_init_cfg(void)
     CH_ASSERT_EQ(got.event_freq, 5);
     CH_ASSERT_EQ(got.affinity, 0);
     CH_ASSERT_EQ(got.idle_spin_us, 7);
-    CH_ASSERT_EQ(got.guard_pages, 1);
+    CH_ASSERT_EQ(got.guard_size, 8192);
     CH_ASSERT_EQ(got.quiet, 1);
     int n = 0;
     CH_ASSERT_OK(coexec_xstream_get_num(&n));
@@ -744,6 +744,14 @@ static void t_env_event_freq(void)
     ENV_EXPECT("COEXEC_EVENT_FREQ", "1000", event_freq, 1000);
 }
 
+static void t_env_guard_size(void)
+{
+    ENV_EXPECT("COEXEC_GUARD_SIZE", "0", guard_size, 0);
+    ENV_EXPECT("COEXEC_GUARD_SIZE", "8K", guard_size, 8192);
+    ENV_EXPECT("COEXEC_GUARD_SIZE", "65536", guard_size, 65536);
+    ENV_EXPECT("COEXEC_GUARD_SIZE", "64M", guard_size, 64 << 20);
+}
+
 static void t_env_idle_spin(void)
 {
     ENV_EXPECT("COEXEC_IDLE_SPIN_US", "0", idle_spin_us, 0);
@@ -759,7 +767,6 @@ static void t_env_booleans(void)
              {"true", 1},  {"false", 0}, {"on", 1}, {"off", 0}};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
         ENV_EXPECT("COEXEC_AFFINITY", b[i].s, affinity, b[i].v);
-        ENV_EXPECT("COEXEC_GUARD_PAGES", b[i].s, guard_pages, b[i].v);
         ENV_EXPECT("COEXEC_QUIET", b[i].s, quiet, b[i].v);
     }
     ENV_EXPECT("COEXEC_PRINT_CONFIG", "1", print_config, 1);
@@ -847,7 +854,8 @@ static void t_env_malformed(void)
         {"COEXEC_AFFINITY", "2"},
         {"COEXEC_IDLE_SPIN_US", "-1"},   {"COEXEC_IDLE_SPIN_US", "abc"},
         {"COEXEC_IDLE_SPIN_US", ""},
-        {"COEXEC_GUARD_PAGES", "perhaps"}, {"COEXEC_GUARD_PAGES", ""},
+        {"COEXEC_GUARD_SIZE", "perhaps"}, {"COEXEC_GUARD_SIZE", ""},
+        {"COEXEC_GUARD_SIZE", "65M"},    {"COEXEC_GUARD_SIZE", "-4K"},
         {"COEXEC_PRINT_CONFIG", "xyz"},  {"COEXEC_QUIET", "nah"},
         {"COEXEC_QUIET", ""},
     };
@@ -1079,6 +1087,7 @@ static const ch_test_t env_tests[] = {
     {"sched", t_env_sched},
     {"event_freq", t_env_event_freq},
     {"idle_spin_us", t_env_idle_spin},
+    {"guard_size", t_env_guard_size},
     {"booleans", t_env_booleans},
     {"affinity_effect", t_env_affinity_effect},
     {"env_overrides_cfg", t_env_overrides_cfg},

@@ -4,7 +4,7 @@
  * nothing, and the runtime keeps working afterwards.
  *
  * The binary is linked with GNU ld --wrap for malloc, calloc, aligned_alloc,
- * realloc, free, mmap, munmap, mprotect, pthread_create and
+ * realloc, free, mmap, munmap, mprotect, madvise, pthread_create and
  * hwloc_bitmap_alloc (see CMakeLists.txt), so every such call the statically
  * linked library makes goes through the __wrap_* functions below. They
  * forward to the real functions, count the calls, remember every live block
@@ -59,7 +59,7 @@ enum fi_kind {
     FI_REALLOC,
     FI_MMAP,
     FI_PTHREAD,
-    FI_MPROTECT, /* the guard page below a mapped stack */
+    FI_MPROTECT, /* a guard region below a stack (mprotect or madvise) */
     FI_HWLOC,    /* hwloc_bitmap_alloc, called by the library's affinity code */
     FI_NKINDS
 };
@@ -80,6 +80,7 @@ int __real_munmap(void *a, size_t len);
 int __real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
                           void *(*fn)(void *), void *arg);
 int __real_mprotect(void *a, size_t len, int prot);
+int __real_madvise(void *a, size_t len, int advice);
 void *__real_hwloc_bitmap_alloc(void);
 
 void *__wrap_malloc(size_t n);
@@ -92,6 +93,7 @@ int __wrap_munmap(void *a, size_t len);
 int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr,
                           void *(*fn)(void *), void *arg);
 int __wrap_mprotect(void *a, size_t len, int prot);
+int __wrap_madvise(void *a, size_t len, int advice);
 void *__wrap_hwloc_bitmap_alloc(void);
 
 /* ---- the countdown ------------------------------------------------------ */
@@ -310,6 +312,17 @@ int __wrap_mprotect(void *a, size_t len, int prot)
         return -1;
     }
     return __real_mprotect(a, len, prot);
+}
+
+/* Guard regions are made by madvise where the kernel can (counted with
+ * mprotect: both make a guard). */
+int __wrap_madvise(void *a, size_t len, int advice)
+{
+    if (fi_should_fail(FI_MPROTECT, len, 0)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return __real_madvise(a, len, advice);
 }
 
 /* hwloc allocates with its own malloc (a shared library): only the
@@ -1007,14 +1020,51 @@ static void gated_ult(void *arg)
     atomic_fetch_add(&g_finished, 1);
 }
 
+/* ULTs of g_units[0, made) that ended without running (state TERMINATED
+ * before the gate opened: no stack could be had for them). */
+static int count_terminated(int made)
+{
+    int n = 0;
+    for (int i = 0; i < made; i++) {
+        coexec_unit_state_t st;
+        if (coexec_thread_get_state(g_units[i].t, &st) == COEXEC_OK &&
+            st == COEXEC_UNIT_TERMINATED)
+            n++;
+    }
+    return n;
+}
+
+/* Frees g_units[0, made): a ULT whose stack could not be had reports
+ * COEXEC_ENOMEM and never ran; every other one ran once. Returns how many
+ * reported COEXEC_ENOMEM. */
+static int free_stack_units(const char *name, long n, int made)
+{
+    int failed = 0;
+    for (int i = 0; i < made; i++) {
+        int rc = coexec_thread_free(&g_units[i].t);
+        int runs = atomic_load(&g_slots[i].runs);
+        if (rc == COEXEC_ENOMEM && runs == 0 && g_units[i].t.p == NULL) {
+            failed++;
+            continue;
+        }
+        if (rc != COEXEC_OK || runs != 1 ||
+            atomic_load(&g_slots[i].out) != unit_result(i))
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s, n=%ld: ULT %d: free gave %s, ran %d time(s)", name,
+                       n, i, coexec_err_name(rc), runs);
+    }
+    return failed;
+}
+
 /*
  * m ULTs alive at once (so they need m stacks): created without failures,
- * then run under the countdown: a ULT whose stack cannot be had must be run
- * later, not lost. this_thread: only the primary's calls count (with one
- * stream, that is every stack allocation).
+ * then run under the countdown: a ULT whose stack cannot be had ends
+ * without running, and its free says COEXEC_ENOMEM; the others run. Nothing
+ * is retried forever. this_thread: only the primary's calls count (with
+ * one stream, that is every stack allocation).
  */
 static void sweep_stacks(const char *name, int streams, int m,
-                         size_t stack_size, int guard, bool this_thread)
+                         size_t stack_size, size_t guard, bool this_thread)
 {
     fi_begin();
     long n;
@@ -1024,7 +1074,7 @@ static void sweep_stacks(const char *name, int streams, int m,
         atomic_store(&g_finished, 0);
         atomic_store(&g_gate, 0);
         coexec_config_t cfg = fi_cfg(streams);
-        cfg.guard_pages = guard;
+        cfg.guard_size = guard;
         int rc = coexec_init(&cfg);
         CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
         coexec_xstream_t xs0;
@@ -1047,17 +1097,24 @@ static void sweep_stacks(const char *name, int streams, int m,
         }
         fi_arm(n, FI_ALL, this_thread);
         fi_watch_begin("%s, n=%ld: %d ULTs starting", name, n, made);
-        CH_WAIT(atomic_load(&g_started) == made);
+        CH_WAIT(atomic_load(&g_started) + count_terminated(made) == made);
+        int started = atomic_load(&g_started);
         atomic_store(&g_gate, 1);
-        CH_WAIT(atomic_load(&g_finished) == made);
+        CH_WAIT(atomic_load(&g_finished) == started);
         bool fired = fi_disarm();
         fi_watch_end();
+        int failed = free_stack_units(name, n, made);
+        if (failed != made - started || failed > (fired ? 1 : 0))
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s, n=%ld: %d ULT(s) reported ENOMEM, %d never "
+                       "started (failure injected: %s)",
+                       name, n, failed, made - started, fired ? "yes" : "no");
         char line[256];
         snprintf(line, sizeof line, "%s%s", fired ? fi_what_str() : "",
-                 fired ? " failed -> absorbed (ULT started later)"
-                       : "no failure injected");
+                 !fired     ? "no failure injected"
+                 : failed   ? " failed -> the ULT ended unrun, free: ENOMEM"
+                            : " failed -> absorbed");
         fi_log(name, n, line);
-        finish_units(name, n, made);
         fi_finalize_checked(name, n);
         fi_leak_check(name, n);
         if (!fired)
@@ -1070,31 +1127,31 @@ static void sweep_stacks(const char *name, int streams, int m,
 /* 48 ULTs of the default size: three slabs of 16 stacks. */
 static void t_stacks_slabs(void)
 {
-    sweep_stacks("stacks(slabs)", 1, 48, 0, 0, true);
+    sweep_stacks("stacks(slabs)", 1, 48, 0, 4096, true);
 }
 
 /* A size other than the default: one mapping per ULT. */
 static void t_stacks_mapped(void)
 {
-    sweep_stacks("stacks(mapped)", 1, 12, 64 * 1024, 0, true);
+    sweep_stacks("stacks(mapped)", 1, 12, 64 * 1024, 4096, true);
 }
 
-/* Guard pages: every stack is mapped alone, its lowest page protected. */
+/* No guards: the slabs alone. */
 static void t_stacks_guard(void)
 {
-    sweep_stacks("stacks(guard)", 1, 6, 0, 1, true);
+    sweep_stacks("stacks(no guard)", 1, 20, 0, 0, true);
 }
 
 /* Three streams: any stream's stack allocation may fail. */
 static void t_stacks_streams(void)
 {
-    sweep_stacks("stacks(3 streams)", 3, 48, 0, 0, false);
+    sweep_stacks("stacks(3 streams)", 3, 48, 0, 4096, false);
 }
 
 /*
  * A join of a ULT that has not started runs it in place; when its stack
- * cannot be had then, the join must still wait for it and return once it
- * has run elsewhere.
+ * cannot be had then, the ULT ends unrun and the free says COEXEC_ENOMEM
+ * at once (no retry, no hang).
  */
 static void t_stacks_join_in_place(void)
 {
@@ -1124,25 +1181,36 @@ static void t_stacks_join_in_place(void)
         }
         fi_arm(n, FI_ALL, true);
         bool hung = false;
+        int nomem = 0;
         for (int i = 0; i < made; i++) {
             fi_watch_begin("%s, n=%ld: coexec_thread_free of not-started ULT "
                            "%d",
                            name, n, i);
             rc = coexec_thread_free(&g_units[i].t);
             hung |= fi_watch_end();
+            int runs = atomic_load(&g_slots[i].runs);
+            if (rc == COEXEC_ENOMEM && runs == 0) {
+                nomem++;
+                continue;
+            }
             if (rc != COEXEC_OK)
                 ch_fail_at(__FILE__, __LINE__, "%s, n=%ld: free of ULT %d: %s",
                            name, n, i, coexec_err_name(rc));
-            if (atomic_load(&g_slots[i].runs) != 1)
+            if (runs != 1)
                 ch_fail_at(__FILE__, __LINE__,
                            "%s, n=%ld: ULT %d ran %d time(s) when its join "
                            "returned",
-                           name, n, i, atomic_load(&g_slots[i].runs));
+                           name, n, i, runs);
         }
         bool fired = fi_disarm();
+        if (nomem > (fired ? 1 : 0))
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s, n=%ld: %d ULT(s) ended unrun", name, n, nomem);
         char line[256];
         snprintf(line, sizeof line, "%s%s%s", fired ? fi_what_str() : "",
-                 fired ? " failed -> absorbed" : "no failure injected",
+                 !fired  ? "no failure injected"
+                 : nomem ? " failed -> the ULT ended unrun, free: ENOMEM"
+                         : " failed -> absorbed",
                  hung ? ", but a join HUNG" : "");
         fi_log(name, n, line);
         fi_finalize_checked(name, n);

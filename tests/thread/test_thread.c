@@ -543,63 +543,7 @@ static void t_user_stack(void)
     ch_finalize();
 }
 
-static __attribute__((noinline)) long overflow(long depth)
-{
-    volatile char pad[1024];
-    if (depth > (1L << 40))
-        return 0; /* never: the stack ends long before */
-    pad[0] = (char)depth;
-    pad[1023] = (char)depth;
-    return overflow(depth + 1) + pad[0] + pad[1023];
-}
-
-static void overflow_ult(void *arg)
-{
-    (void)arg;
-    overflow(0);
-}
-
-static void t_guard_pages(void)
-{
-    /* With guard pages a ULT that overruns its stack dies on the guard
-     * (SIGSEGV) instead of writing over whatever lies below. Run it in a
-     * child process. */
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) {
-        alarm(30);
-        coexec_config_t cfg;
-        if (coexec_config_init(&cfg) != COEXEC_OK)
-            _exit(3);
-        cfg.guard_pages = 1;
-        cfg.quiet = 1;
-        if (coexec_init(&cfg) != COEXEC_OK)
-            _exit(4);
-        coexec_xstream_t x0;
-        coexec_thread_t t;
-        if (coexec_xstream_by_rank(0, &x0) != COEXEC_OK ||
-            coexec_thread_create_on(x0, overflow_ult, NULL, NULL, &t) != COEXEC_OK)
-            _exit(5);
-        int rc = coexec_thread_free(&t);
-        _exit(rc == COEXEC_OK ? 0 : 6);
-    }
-    int status = 0;
-    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
-    if (WIFEXITED(status))
-        printf("[child exited %d] ", WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        printf("[child killed by signal %d] ", WTERMSIG(status));
-    /* never a normal return, never a hang */
-    CU_ASSERT(!(WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    CU_ASSERT(!(WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM));
-    if (!CH_SANITIZER) {
-        /* sanitizers catch the signal themselves and exit */
-        CU_ASSERT(WIFSIGNALED(status) &&
-                  (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS));
-    }
-}
+/* Stack overflows, guards and canaries: tests/thread/test_guard.c. */
 
 /* ======================================================================= */
 /* yield                                                                    */
@@ -1495,7 +1439,6 @@ static const ch_test_t join_tests[] = {
 static const ch_test_t attr_tests[] = {
     {"stack_size_honoured", t_stack_size},
     {"user_stack", t_user_stack},
-    {"guard_page_stops_overflow", t_guard_pages},
     {NULL, NULL}};
 static const ch_test_t yield_tests[] = {
     {"round_robin_fifo_lifo", t_yield_fairness},
