@@ -903,7 +903,7 @@ COEXEC_API int coexec_sched_run_unit(coexec_sched_t sched, coexec_unit_t unit)
     struct coexec_unit_rec *u = unit.p;
     if (u->kind == UNIT_MAIN || u->in_pool ||
         atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
-        atom_load_acq_uptr(&u->join) == JOIN_DONE)
+        join_finished(atom_load_acq_uptr(&u->join)))
         return COEXEC_ESTATE;
     if (!pool_may_take(u, xs))
         return COEXEC_EPERM;

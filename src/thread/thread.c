@@ -19,9 +19,16 @@
  *
  *  Join. unit->join is 0, JOIN_DONE, or the address of the joiner's wait
  *  record (on the joiner's stack). The finisher swaps in JOIN_WAKING, wakes
- *  whoever it found, and stores JOIN_DONE (release) as its very last touch
- *  of the descriptor, the record and the joiner: a joiner leaves only on
- *  JOIN_DONE, so nothing it owns dies while the finisher still uses it. A
+ *  whoever it found, and stores JOIN_HANDED (release) as its very last
+ *  touch of the descriptor, the record and the joiner: a joiner leaves only
+ *  after that, so nothing it owns dies while the finisher still uses it;
+ *  the joiner's own last touch is JOIN_DONE, so a free elsewhere never
+ *  recycles the descriptor under it (a free finding JOIN_HANDED is EBUSY).
+ *  A free claims the release by a compare-and-swap of the generation:
+ *  of two racing frees exactly one succeeds. A joiner holding a stale
+ *  handle re-checks the generation after every change it makes to the
+ *  descriptor (registering, claiming) and undoes it if the descriptor
+ *  now serves another unit. A
  *  joiner that finds the unit still queued removes it from its pool and
  *  runs it in place (RF_INPLACE): the unit then returns straight to the
  *  joiner when it finishes, without the scheduler or any atomic on the
@@ -55,7 +62,9 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
     atom_store_rlx_ptr(&u->pool, NULL);
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
     atom_store_rlx_u32(&u->wake, wake_tag_of(atom_load_rlx_u64(&u->gen)));
-    atom_store_rlx_uptr(&u->join, 0);
+    /* Release: a stale joiner whose compare-and-swap reads this 0 also
+     * sees the new generation (join_unit re-checks it). */
+    atom_store_rel_uptr(&u->join, 0);
     u->kind = (uint8_t)kind;
     u->in_pool = 0;
     u->flags = 0;
@@ -82,20 +91,40 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
     return u;
 }
 
-void coexec__unit_release(struct coexec_xstream_rec *xs,
-                          struct coexec_unit_rec *u)
+/* The second half of a release, once u's generation is `gen`. */
+static ALWAYS_INLINE void unit_recycle(struct coexec_xstream_rec *xs,
+                                      struct coexec_unit_rec *u, uint64_t gen)
 {
     if (LIKELY(xs))
         xs->live_units--;
     else
         atom_fsub_rlx_u64(&coexec__g.live_units, 1);
+    /* Wakes aimed at this incarnation fail from now on. */
+    atom_store_rlx_u32(&u->wake, wake_tag_of(gen));
+    coexec__unit_free(xs ? &xs->ucache : NULL, u);
+}
+
+void coexec__unit_release(struct coexec_xstream_rec *xs,
+                          struct coexec_unit_rec *u)
+{
     /* Release: a handle check that sees the new generation must not see
      * this incarnation's fields any more. */
     uint64_t gen = gen_next(atom_load_rlx_u64(&u->gen));
     atom_store_rel_u64(&u->gen, gen);
-    /* Wakes aimed at this incarnation fail from now on. */
-    atom_store_rlx_u32(&u->wake, wake_tag_of(gen));
-    coexec__unit_free(xs ? &xs->ucache : NULL, u);
+    unit_recycle(xs, u, gen);
+}
+
+/* Releases u for the holder of handle generation `gen`: of racing
+ * releases through the same handle exactly one gets true. */
+static ALWAYS_INLINE bool unit_release_handle(struct coexec_xstream_rec *xs,
+                                              struct coexec_unit_rec *u,
+                                              uint64_t gen)
+{
+    uint64_t exp = gen, next = gen_next(gen);
+    if (UNLIKELY(!atom_cas_ar_u64(&u->gen, &exp, next)))
+        return false;
+    unit_recycle(xs, u, next);
+    return true;
 }
 
 /* ---- stacks ------------------------------------------------------------ */
@@ -338,9 +367,10 @@ static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
         return;
     }
     if (u->rflags & RF_INPLACE) {
-        /* Our caller is the joiner itself: nobody else waits. */
+        /* Our caller is the joiner itself: nobody else waits; it stores
+         * JOIN_DONE as it leaves. */
         u->rflags &= (uint8_t)~RF_INPLACE;
-        atom_store_rel_uptr(&u->join, JOIN_DONE);
+        atom_store_rel_uptr(&u->join, JOIN_HANDED);
         return;
     }
     uintptr_t old = atom_load_acq_uptr(&u->join);
@@ -358,8 +388,9 @@ static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
         atom_store_rel_u32(&w->futex, 1);
         coexec__futex_wake(&w->futex, 1);
     }
-    /* Release, and the last access: the joiner may now leave and free u. */
-    atom_store_rel_uptr(&u->join, JOIN_DONE);
+    /* Release, and the last access: the joiner may now leave (storing
+     * JOIN_DONE) and free u. */
+    atom_store_rel_uptr(&u->join, JOIN_HANDED);
 }
 
 void coexec__post_switch(struct coexec_xstream_rec *xs)
@@ -740,42 +771,81 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_RUNNING);
 }
 
-/* A ULT registered as u's joiner waits for JOIN_DONE. The finisher's wake
- * may find us running (a wake recorded as NOTIFIED, for instance because we
- * ran u in place and were resumed directly): consume such a leftover so a
- * later park of ours does not return early. */
-/* How long a joiner watches a unit running elsewhere before parking: short
- * units finish within it, and parking plus the wake that ends it cost far
- * more than the watch. */
-#define JOIN_SPIN 128
-
-static void join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self)
-{
-    for (int i = 0; i < JOIN_SPIN; i++) {
-        uintptr_t j = atom_load_acq_uptr(&u->join);
-        if (j == JOIN_DONE || j == JOIN_WAKING)
-            break;
-        cpu_relax();
-    }
-    for (;;) {
-        uintptr_t j = atom_load_acq_uptr(&u->join);
-        if (j == JOIN_DONE)
-            break;
-        if (j == JOIN_WAKING)
-            cpu_relax(); /* its wake reached us; JOIN_DONE is imminent */
-        else
-            park_self(coexec__xs_self(), self);
-    }
-    coexec__wake_clear(self);
-}
-
 /* What a join reports of a finished unit: it ran, or it could not. */
 static ALWAYS_INLINE int join_result(const struct coexec_unit_rec *u)
 {
     return UNLIKELY(u->rflags & RF_NOSTACK) ? COEXEC_ENOMEM : COEXEC_OK;
 }
 
-static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
+/* The registered joiner of u, which finished (join word j), leaves: the
+ * result is read first, JOIN_DONE is its last touch of u. */
+static ALWAYS_INLINE int join_leave(struct coexec_unit_rec *u, uintptr_t j)
+{
+    int rc = join_result(u);
+    if (j == JOIN_HANDED)
+        atom_store_rel_uptr(&u->join, JOIN_DONE);
+    return rc;
+}
+
+/* A ULT registered as u's joiner waits for the finish (JOIN_DONE when u
+ * was run in place, else JOIN_HANDED, which it turns into JOIN_DONE as it
+ * leaves). The finisher's wake may find us running (a wake recorded as
+ * NOTIFIED, for instance because we ran u in place and were resumed
+ * directly): consume such a leftover so a later park of ours does not
+ * return early. */
+/* How long a joiner watches a unit running elsewhere before parking: short
+ * units finish within it, and parking plus the wake that ends it cost far
+ * more than the watch. A unit that is not running (queued, parked) is not
+ * watched: nothing will finish it within a spin. */
+#define JOIN_SPIN 128
+
+static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self)
+{
+    uintptr_t j;
+    for (int i = 0; i < JOIN_SPIN; i++) {
+        j = atom_load_acq_uptr(&u->join);
+        if (j <= JOIN_HANDED ||
+            atom_load_rlx_u32(&u->state) != COEXEC_UNIT_RUNNING)
+            break;
+        cpu_relax();
+    }
+    for (;;) {
+        j = atom_load_acq_uptr(&u->join);
+        if (join_finished(j))
+            break;
+        if (j == JOIN_WAKING)
+            cpu_relax(); /* its wake reached us; the finish is imminent */
+        else
+            park_self(coexec__xs_self(), self);
+    }
+    coexec__wake_clear(self);
+    return join_leave(u, j);
+}
+
+/* Does the descriptor still serve the handle's unit? (A stale handle's
+ * unit was freed by someone else meanwhile.) */
+static ALWAYS_INLINE bool gen_is(const struct coexec_unit_rec *u, uint64_t gen)
+{
+    return atom_load_acq_u64(&((struct coexec_unit_rec *)u)->gen) == gen;
+}
+
+/* A finished unit whose join word says j: what join (for_free false) or
+ * free reports. JOIN_HANDED: its registered joiner has not left yet. */
+static int join_done_result(const struct coexec_unit_rec *u, uint64_t gen,
+                            uintptr_t j, bool for_free)
+{
+    if (!gen_is(u, gen))
+        return COEXEC_EHANDLE;
+    if (j == JOIN_HANDED && for_free)
+        return COEXEC_EBUSY;
+    return join_result(u);
+}
+
+/* Waits for u; gen is the caller's handle generation. for_free: the caller
+ * will release u if this returns COEXEC_OK or COEXEC_ENOMEM, so it must be
+ * the only one left touching u. */
+static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
+                                   bool for_free)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -788,8 +858,9 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
     if (u->flags & UF_DETACHED)
         return COEXEC_EINVAL;
     /* Acquire: pairs with the finisher's release of JOIN_DONE. */
-    if (atom_load_acq_uptr(&u->join) == JOIN_DONE)
-        return join_result(u);
+    uintptr_t j = atom_load_acq_uptr(&u->join);
+    if (LIKELY(j == JOIN_DONE) || j == JOIN_HANDED)
+        return join_done_result(u, gen, j, for_free);
 
     struct join_waiter w = {self, ATOM_INIT(0)};
     if (self) {
@@ -808,29 +879,47 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u)
                 claimed = true;
             }
         }
+        if (claimed && UNLIKELY(!gen_is(u, gen))) {
+            /* Another unit now: not ours to run; put it back. */
+            coexec__enqueue(u, false);
+            return COEXEC_EHANDLE;
+        }
         if (claimed) {
             run_in_place(xs, self, u, &w);
-            join_wait_ult(u, self);
-            return join_result(u);
+            return join_wait_ult(u, self);
         }
     }
     uintptr_t exp = 0;
     if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w)) {
-        if (exp == JOIN_DONE)
-            return join_result(u);
-        if (exp != JOIN_WAKING)
-            return COEXEC_EBUSY; /* somebody else is joining it */
-        while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
-            cpu_relax(); /* its finisher is a few instructions from done */
-        return join_result(u);
+        if (exp == JOIN_WAKING) {
+            /* Its finisher is a few instructions from done. */
+            while ((exp = atom_load_acq_uptr(&u->join)) == JOIN_WAKING)
+                cpu_relax();
+        }
+        if (join_finished(exp))
+            return join_done_result(u, gen, exp, for_free);
+        /* Somebody else is joining it (or it serves another unit now). */
+        return gen_is(u, gen) ? COEXEC_EBUSY : COEXEC_EHANDLE;
     }
+    bool stale = false;
+    if (UNLIKELY(!gen_is(u, gen))) {
+        /* We registered on the descriptor's next unit: take it back. */
+        exp = (uintptr_t)&w;
+        if (atom_cas_ar_uptr(&u->join, &exp, 0))
+            return COEXEC_EHANDLE;
+        /* It finished meanwhile and its finisher is waking us: let it. */
+        stale = true;
+    }
+    int rc;
     if (self) {
-        join_wait_ult(u, self);
+        rc = join_wait_ult(u, self);
     } else {
-        while (atom_load_acq_uptr(&u->join) != JOIN_DONE)
+        uintptr_t jj;
+        while (!join_finished(jj = atom_load_acq_uptr(&u->join)))
             coexec__futex_wait(&w.futex, 0, NULL);
+        rc = join_leave(u, jj);
     }
-    return join_result(u);
+    return stale ? COEXEC_EHANDLE : rc;
 }
 
 /* ---- public ULT and tasklet calls ------------------------------------- */
@@ -1054,7 +1143,8 @@ static int check_unit(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
     return COEXEC_OK;
 }
 
-static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
+static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
+                                     bool tasklet, bool for_free)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -1064,16 +1154,17 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen, bo
         struct coexec_xstream_rec *xs = xs_self_entry();
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return join_unit(p);
+    return join_unit(p, gen, for_free);
 }
 
 static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 {
-    int rc = join_common(*pp, *gp, tasklet);
+    int rc = join_common(*pp, *gp, tasklet, true);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
-    coexec__unit_release(coexec__xs_self(), *pp);
+    if (!unit_release_handle(coexec__xs_self(), *pp, *gp))
+        return COEXEC_EHANDLE; /* another free of the same handle won */
     *pp = NULL;
     *gp = 0;
     return rc;
@@ -1081,7 +1172,7 @@ static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 
 COEXEC_API int coexec_thread_join(coexec_thread_t t)
 {
-    return join_common(t.p, t.gen, false);
+    return join_common(t.p, t.gen, false, false);
 }
 
 COEXEC_API int coexec_thread_free(coexec_thread_t *t)
@@ -1093,7 +1184,7 @@ COEXEC_API int coexec_thread_free(coexec_thread_t *t)
 
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
 {
-    return join_common(k.p, k.gen, true);
+    return join_common(k.p, k.gen, true, false);
 }
 
 COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
@@ -1150,7 +1241,7 @@ static int get_state(struct coexec_unit_rec *p, uint64_t gen, bool tasklet,
     int rc = check_unit(p, gen, tasklet);
     if (rc)
         return rc;
-    if (atom_load_acq_uptr(&p->join) == JOIN_DONE)
+    if (join_finished(atom_load_acq_uptr(&p->join)))
         *s = COEXEC_UNIT_TERMINATED;
     else
         *s = (coexec_unit_state_t)atom_load_acq_u32(&p->state);
@@ -1194,7 +1285,7 @@ COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k)
 
 int coexec__join_unit(struct coexec_unit_rec *u)
 {
-    return join_unit(u);
+    return join_unit(u, atom_load_acq_u64(&u->gen), false);
 }
 
 /* ---- stacked schedulers' units -------------------------------------------- */
@@ -1374,7 +1465,7 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
     if (!unit_movable(u))
         return COEXEC_EPERM;
     if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_TERMINATED ||
-        atom_load_acq_uptr(&u->join) == JOIN_DONE)
+        join_finished(atom_load_acq_uptr(&u->join)))
         return COEXEC_ESTATE;
     if ((rc = pool_check(to, true)))
         return rc;

@@ -21,6 +21,7 @@
 #ifndef COEXEC_THREAD_UNIT_H
 #define COEXEC_THREAD_UNIT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "arch/atomic.h"
@@ -69,9 +70,17 @@ static inline uint32_t wake_tag_of(uint64_t gen)
 
 /* unit->join: 0 = nobody waits; JOIN_DONE = finished; JOIN_WAKING = the
  * finisher is still waking the waiter it found (whose record must stay
- * alive until JOIN_DONE); else the waiter's record. */
+ * alive until it is done); JOIN_HANDED = finished, and that waiter has not
+ * left yet (it stores JOIN_DONE as its last touch of the descriptor, so a
+ * free cannot recycle it under the waiter); else the waiter's record. */
 #define JOIN_DONE ((uintptr_t)1)
 #define JOIN_WAKING ((uintptr_t)2)
+#define JOIN_HANDED ((uintptr_t)3)
+
+static inline bool join_finished(uintptr_t j)
+{
+    return j == JOIN_DONE || j == JOIN_HANDED;
+}
 
 struct coexec_pool_rec;
 struct coexec_xstream_rec;

@@ -1432,6 +1432,13 @@ static void t_prio_aging_served(void)
     CH_ASSERT_OK(coexec_sched_config_init(&sc));
     CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &st.pool, 1,
                                            &sc, &st.sched));
+    /* The low unit joins a full pool of urgent ones before the stream
+     * starts serving it, so that urgent units are still queued when aging
+     * lets it through, however slowly the pushers run on a loaded host. */
+    coexec_thread_t low;
+    CH_ASSERT_OK(coexec_thread_attr_init(&a));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(g_aging_pool, low_ult, NULL, &a, &low));
+    long h0 = atomic_load(&g_high_ran);
     ch_pthread_t th[2];
     for (int i = 0; i < 2; i++)
         ch_pthread_start(&th[i], high_pusher, NULL);
@@ -1439,11 +1446,6 @@ static void t_prio_aging_served(void)
     CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
     xa.sched = st.sched;
     CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &st.xs));
-    /* The low unit joins a full pool of urgent ones. */
-    coexec_thread_t low;
-    CH_ASSERT_OK(coexec_thread_attr_init(&a));
-    CH_ASSERT_OK_FATAL(coexec_thread_create(g_aging_pool, low_ult, NULL, &a, &low));
-    long h0 = atomic_load(&g_high_ran);
     bool ok = CH_WAIT(atomic_load(&g_low_done));
     for (int i = 0; i < 2; i++)
         ch_pthread_join(&th[i]);
