@@ -94,6 +94,18 @@ coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
 COEXEC_API COEXEC_NODISCARD int coexec_thread_join(coexec_thread_t t);
 
 /*
+ * coexec_thread_join, waiting at most timeout_ns: the way to survive a
+ * stuck peer. If t has not started it still runs in place, to its first
+ * switch. On COEXEC_ETIMEDOUT the call has left t alone: t goes on, and
+ * may be joined or freed later.
+ * Context and Switches: as coexec_thread_join.
+ * Returns: as coexec_thread_join, plus COEXEC_ETIMEDOUT; COEXEC_ENOMEM also
+ * when a ULT caller finds no room for its timer (t is then not joined).
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_join_timed(coexec_thread_t t,
+                                                         uint64_t timeout_ns);
+
+/*
  * Joins *t if it has not finished, releases it and clears *t.
  * Context, Switches and Returns: as coexec_thread_join, plus COEXEC_EINVAL
  * for t NULL and COEXEC_EPERM for the primary's main ULT. On COEXEC_ENOMEM
@@ -299,6 +311,16 @@ coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
  * COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_tasklet_join(coexec_tasklet_t k);
+
+/*
+ * coexec_tasklet_join, waiting at most timeout_ns. On COEXEC_ETIMEDOUT the
+ * call has left k alone: k goes on, and may be joined or freed later.
+ * Context and Switches: as coexec_tasklet_join.
+ * Returns: as coexec_tasklet_join, plus COEXEC_ETIMEDOUT; COEXEC_ENOMEM
+ * (from a ULT: no room for the timer; not joined).
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_join_timed(coexec_tasklet_t k,
+                                                          uint64_t timeout_ns);
 
 /*
  * Joins *k if needed, releases it and clears *k.

@@ -42,6 +42,17 @@ void *coexec__thread_token(void)
     return &thread_token_;
 }
 
+static __thread uintptr_t thread_owner_;
+static atom_u64_t thread_owners;
+
+void *coexec__thread_owner(void)
+{
+    if (UNLIKELY(!thread_owner_))
+        thread_owner_ =
+            (uintptr_t)((atom_fadd_rlx_u64(&thread_owners, 1) + 1) << 1) | 1;
+    return (void *)thread_owner_;
+}
+
 COEXEC_API int coexec_initialized(void)
 {
     return rt_on();

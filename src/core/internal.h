@@ -99,6 +99,9 @@ void coexec__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The identity of the calling OS thread, for access-mode checks. */
 void *coexec__thread_token(void);
+/* The calling OS thread as a lock owner (src/waker/wait.h): odd, unique
+ * to the thread for the life of the process. */
+void *coexec__thread_owner(void);
 
 /* Units (src/thread/). */
 struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,

@@ -21,7 +21,8 @@
  * paths only touch the word.
  *
  * The owner is the ULT (or tasklet, for trylock) or the OS thread of an
- * external caller; it is what makes EPERM and EDEADLK detectable.
+ * external caller, by an identity no later unit shares (unit_owner in
+ * wait.h); it is what makes EPERM and EDEADLK detectable.
  *
  * A condition variable is a wait list bound to the mutex its waiters use.
  * A waiter links itself before it unlocks the mutex, so a signal sent
@@ -231,15 +232,6 @@ COEXEC_API int coexec_mutex_lock(coexec_mutex_t *m)
 COEXEC_API int coexec_mutex_lock_timed(coexec_mutex_t *m, uint64_t timeout_ns)
 {
     return mx_lock(m, clock_deadline(timeout_ns));
-}
-
-/* The owner identity of any caller, tasklets included. */
-static void *any_owner(void)
-{
-    struct coexec_xstream_rec *xs = xs_self_entry();
-    if (xs && xs->cur)
-        return xs->cur;
-    return coexec__thread_token();
 }
 
 COEXEC_API int coexec_mutex_trylock(coexec_mutex_t *mp)

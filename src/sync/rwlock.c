@@ -98,8 +98,7 @@ static int rw_take(coexec_rwlock_t *lp, bool write, bool wait,
             return rc;
         me = caller_owner(&c);
     } else {
-        struct coexec_xstream_rec *xs = xs_self_entry();
-        me = xs && xs->cur ? (void *)xs->cur : coexec__thread_token();
+        me = any_owner();
     }
     spin_lock(&l->lock);
     if (l->writer == me) {
@@ -171,8 +170,7 @@ COEXEC_API int coexec_rwlock_unlock(coexec_rwlock_t *lp)
     int rc = rw_check(l);
     if (rc)
         return rc;
-    struct coexec_xstream_rec *xs = xs_self_entry();
-    void *me = xs && xs->cur ? (void *)xs->cur : coexec__thread_token();
+    void *me = any_owner();
     spin_lock(&l->lock);
     if (l->writer) {
         if (l->writer != me) {

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arch/clock.h"
 #include "arch/futex.h"
 #include "core/config.h"
 #include "core/internal.h"
@@ -799,9 +800,73 @@ static ALWAYS_INLINE int join_leave(struct coexec_unit_rec *u, uintptr_t j)
  * watched: nothing will finish it within a spin. */
 #define JOIN_SPIN 128
 
-static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self)
+/* A timed joiner's timer: at the deadline it takes the registration back
+ * (only while the join word still names the waiter: a finisher that got
+ * there first completes the join) and wakes the joiner. */
+struct join_timer {
+    struct timer t;
+    struct coexec_unit_rec *u;
+    struct join_waiter *w;
+    atom_u32_t fired;
+};
+
+static void join_timer_fire(struct timer *t)
+{
+    struct join_timer *jt = container_of(t, struct join_timer, t);
+    uintptr_t exp = (uintptr_t)jt->w;
+    if (atom_cas_ar_uptr(&jt->u->join, &exp, 0)) {
+        struct coexec_unit_rec *joiner = jt->w->ult;
+        atom_store_rel_u32(&jt->fired, 1);
+        coexec__wake_unit(joiner);
+    }
+}
+
+static NOINLINE int join_wait_ult_timed(struct coexec_unit_rec *u,
+                                        struct coexec_unit_rec *self,
+                                        struct join_waiter *w,
+                                        uint64_t deadline)
+{
+    struct join_timer jt;
+    jt.t.deadline = deadline;
+    jt.t.fire = join_timer_fire;
+    jt.u = u;
+    jt.w = w;
+    atom_store_rlx_u32(&jt.fired, 0);
+    if (coexec__timer_add(coexec__xs_self(), &jt.t) != COEXEC_OK) {
+        uintptr_t exp = (uintptr_t)w;
+        if (atom_cas_ar_uptr(&u->join, &exp, 0))
+            return COEXEC_ENOMEM; /* no room for the timer; not joined */
+        deadline = UINT64_MAX;    /* finishing already: wait for it */
+    }
+    uintptr_t j;
+    bool timed_out = false;
+    for (;;) {
+        if (atom_load_acq_u32(&jt.fired)) {
+            timed_out = true; /* our registration is gone: u is not ours */
+            break;
+        }
+        j = atom_load_acq_uptr(&u->join);
+        if (join_finished(j))
+            break;
+        if (j == JOIN_WAKING)
+            cpu_relax();
+        else
+            park_self(coexec__xs_self(), self);
+    }
+    /* Once cancel returns the timer is done with us (it fires under the
+     * heap's lock); then drop a wake it or the finisher left. */
+    if (deadline != UINT64_MAX)
+        coexec__timer_cancel(&jt.t);
+    coexec__wake_clear(self);
+    return timed_out ? COEXEC_ETIMEDOUT : join_leave(u, j);
+}
+
+static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self,
+                         struct join_waiter *w, uint64_t deadline)
 {
     uintptr_t j;
+    if (UNLIKELY(deadline != UINT64_MAX))
+        return join_wait_ult_timed(u, self, w, deadline);
     for (int i = 0; i < JOIN_SPIN; i++) {
         j = atom_load_acq_uptr(&u->join);
         if (j <= JOIN_HANDED ||
@@ -841,11 +906,33 @@ static int join_done_result(const struct coexec_unit_rec *u, uint64_t gen,
     return join_result(u);
 }
 
-/* Waits for u; gen is the caller's handle generation. for_free: the caller
- * will release u if this returns COEXEC_OK or COEXEC_ENOMEM, so it must be
- * the only one left touching u. */
+/* An external thread registered as u's joiner waits, until deadline. */
+static int join_wait_external(struct coexec_unit_rec *u, struct join_waiter *w,
+                              uint64_t deadline)
+{
+    uintptr_t j;
+    while (!join_finished(j = atom_load_acq_uptr(&u->join))) {
+        if (deadline == UINT64_MAX) {
+            coexec__futex_wait(&w->futex, 0, NULL);
+            continue;
+        }
+        if (clock_now_ns() >= deadline) {
+            uintptr_t exp = (uintptr_t)w;
+            if (atom_cas_ar_uptr(&u->join, &exp, 0))
+                return COEXEC_ETIMEDOUT;
+            continue; /* its finisher is waking us */
+        }
+        struct timespec ts = clock_until(deadline);
+        coexec__futex_wait(&w->futex, 0, &ts);
+    }
+    return join_leave(u, j);
+}
+
+/* Waits for u until deadline (UINT64_MAX: none); gen is the caller's
+ * handle generation. for_free: the caller will release u if this returns
+ * COEXEC_OK or COEXEC_ENOMEM, so it must be the only one left touching u. */
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
-                                   bool for_free)
+                                   bool for_free, uint64_t deadline)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -886,7 +973,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         }
         if (claimed) {
             run_in_place(xs, self, u, &w);
-            return join_wait_ult(u, self);
+            return join_wait_ult(u, self, &w, deadline);
         }
     }
     uintptr_t exp = 0;
@@ -910,15 +997,10 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         /* It finished meanwhile and its finisher is waking us: let it. */
         stale = true;
     }
-    int rc;
-    if (self) {
-        rc = join_wait_ult(u, self);
-    } else {
-        uintptr_t jj;
-        while (!join_finished(jj = atom_load_acq_uptr(&u->join)))
-            coexec__futex_wait(&w.futex, 0, NULL);
-        rc = join_leave(u, jj);
-    }
+    if (stale)
+        deadline = UINT64_MAX; /* only waiting out a finisher */
+    int rc = self ? join_wait_ult(u, self, &w, deadline)
+                  : join_wait_external(u, &w, deadline);
     return stale ? COEXEC_EHANDLE : rc;
 }
 
@@ -1144,7 +1226,8 @@ static int check_unit(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
 }
 
 static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
-                                     bool tasklet, bool for_free)
+                                     bool tasklet, bool for_free,
+                                     uint64_t deadline)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -1154,12 +1237,12 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
         struct coexec_xstream_rec *xs = xs_self_entry();
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return join_unit(p, gen, for_free);
+    return join_unit(p, gen, for_free, deadline);
 }
 
 static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 {
-    int rc = join_common(*pp, *gp, tasklet, true);
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
@@ -1172,7 +1255,12 @@ static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 
 COEXEC_API int coexec_thread_join(coexec_thread_t t)
 {
-    return join_common(t.p, t.gen, false, false);
+    return join_common(t.p, t.gen, false, false, UINT64_MAX);
+}
+
+COEXEC_API int coexec_thread_join_timed(coexec_thread_t t, uint64_t timeout_ns)
+{
+    return join_common(t.p, t.gen, false, false, clock_deadline(timeout_ns));
 }
 
 COEXEC_API int coexec_thread_free(coexec_thread_t *t)
@@ -1184,7 +1272,13 @@ COEXEC_API int coexec_thread_free(coexec_thread_t *t)
 
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
 {
-    return join_common(k.p, k.gen, true, false);
+    return join_common(k.p, k.gen, true, false, UINT64_MAX);
+}
+
+COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
+                                         uint64_t timeout_ns)
+{
+    return join_common(k.p, k.gen, true, false, clock_deadline(timeout_ns));
 }
 
 COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
@@ -1285,7 +1379,7 @@ COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k)
 
 int coexec__join_unit(struct coexec_unit_rec *u)
 {
-    return join_unit(u, atom_load_acq_u64(&u->gen), false);
+    return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX);
 }
 
 /* ---- stacked schedulers' units -------------------------------------------- */

@@ -161,10 +161,25 @@ static inline struct waiter *node_waiter(struct wait_node *n)
     return container_of(n, struct waiter, node);
 }
 
+/* The owner a lock records for unit u: its id, which no later unit
+ * reusing the descriptor shares (so a ULT that exits holding a lock does
+ * not hand it to the next one), shifted to keep clear of thread owners. */
+static inline void *unit_owner(const struct coexec_unit_rec *u)
+{
+    return (void *)(uintptr_t)(u->id << 1);
+}
+
 /* Who owns a lock taken by the caller: its unit, or its OS thread. */
 static inline void *caller_owner(const struct caller *c)
 {
-    return c->u ? (void *)c->u : coexec__thread_token();
+    return c->u ? unit_owner(c->u) : coexec__thread_owner();
+}
+
+/* The same for any caller, tasklets included (trylock, unlock). */
+static inline void *any_owner(void)
+{
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    return xs && xs->cur ? unit_owner(xs->cur) : coexec__thread_owner();
 }
 
 /* How long a waiter watches before it queues or parks, when its stream has

@@ -12,6 +12,13 @@
  *   stale        a stale handle (a copy kept after the free) is refused by
  *                join and free, even once its descriptor serves a new
  *                unit, which it never joins, runs or releases
+ *   timed_join   join_timed of ULTs and tasklets from ULTs and external
+ *                threads: COEXEC_ETIMEDOUT leaves the unit alone (it runs
+ *                on, once, and is joined later), a finish before the
+ *                deadline is COEXEC_OK, racing the two never hangs
+ *   owner        a ULT that exits holding a mutex or a write lock does not
+ *                pass ownership to the next ULT that reuses its
+ *                descriptor: that one's unlock is COEXEC_EPERM
  */
 #include "harness.h"
 
@@ -82,7 +89,14 @@ static void double_free_rounds(int tasklet)
         else
             CH_ASSERT_OK(coexec_thread_create_on(x1, nop_ult, &ran, NULL,
                                                  &g_race.t));
-        CH_WAIT(atomic_load(&ran) == 1); /* finished, not yet freed */
+        /* Finished, not yet freed (a free racing with the finish would
+         * be a second joiner: COEXEC_EBUSY, tested elsewhere). */
+        coexec_unit_state_t st = COEXEC_UNIT_READY;
+        CH_WAIT((tasklet ? coexec_tasklet_get_state(g_race.k, &st)
+                         : coexec_thread_get_state(g_race.t, &st)) ==
+                    COEXEC_OK &&
+                st == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(atomic_load(&ran), 1);
         ch_pthread_t th[2];
         for (int i = 0; i < 2; i++)
             ch_pthread_start(&th[i], racer, (void *)(intptr_t)i);
@@ -229,9 +243,181 @@ static void t_stale(void)
 static const ch_test_t stale_tests[] = {{"stale_handle", t_stale},
                                         {NULL, NULL}};
 
+/* ---- timed joins ------------------------------------------------------- */
+
+static void suspend_ult(void *arg)
+{
+    int rc = coexec_self_suspend();
+    (void)rc;
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static coexec_thread_t g_tj;
+static int g_tj_rc;
+
+static void *external_timed_join(void *arg)
+{
+    g_tj_rc = coexec_thread_join_timed(g_tj, (uint64_t)(intptr_t)arg);
+    return NULL;
+}
+
+static void timed_join_of_parked(bool from_ult)
+{
+    ch_init(2);
+    coexec_xstream_t x1;
+    CH_ASSERT_OK(coexec_xstream_by_rank(1, &x1));
+    atomic_int ran = 0;
+    CH_ASSERT_OK(coexec_thread_create_on(x1, suspend_ult, &ran, NULL, &g_tj));
+    coexec_unit_state_t st = COEXEC_UNIT_READY;
+    CH_WAIT(coexec_thread_get_state(g_tj, &st) == COEXEC_OK &&
+            st == COEXEC_UNIT_BLOCKED);
+    uint64_t t0 = coexec_now_ns();
+    if (from_ult) {
+        g_tj_rc = coexec_thread_join_timed(g_tj, 20 * 1000 * 1000);
+    } else {
+        ch_pthread_t th;
+        ch_pthread_start(&th, external_timed_join,
+                         (void *)(intptr_t)(20 * 1000 * 1000));
+        ch_pthread_join(&th);
+    }
+    CH_ASSERT_EQ(g_tj_rc, COEXEC_ETIMEDOUT);
+    CU_ASSERT(coexec_now_ns() - t0 >= 20 * 1000 * 1000); /* not early */
+    CH_ASSERT_EQ(atomic_load(&ran), 0);
+    /* The unit was left alone: a second timed join times out too, then it
+     * is resumed and joined. */
+    CH_ASSERT_RC(coexec_thread_join_timed(g_tj, 1000), COEXEC_ETIMEDOUT);
+    CH_ASSERT_OK(coexec_thread_resume(g_tj));
+    CH_ASSERT_OK(coexec_thread_join_timed(g_tj, UINT64_MAX));
+    CH_ASSERT_EQ(atomic_load(&ran), 1);
+    CH_ASSERT_OK(coexec_thread_join_timed(g_tj, 0)); /* finished: at once */
+    CH_ASSERT_OK(coexec_thread_free(&g_tj));
+    ch_finalize();
+}
+
+static void t_timed_join_ult(void) { timed_join_of_parked(true); }
+static void t_timed_join_external(void) { timed_join_of_parked(false); }
+
+static void spin_ult(void *arg)
+{
+    uint64_t until = coexec_now_ns() + 20000;
+    while (coexec_now_ns() < until)
+        yield_once();
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static void t_timed_join_race(void)
+{
+    /* Deadlines about as long as the units: either result, never a hang,
+     * every unit runs exactly once and is freed once. */
+    ch_init(3);
+    long rounds = ch_iters(600, 40);
+    coexec_xstream_t x[3];
+    for (int r = 0; r < 3; r++)
+        CH_ASSERT_OK(coexec_xstream_by_rank(r, &x[r]));
+    atomic_int ran = 0;
+    long ok = 0, timedout = 0;
+    for (long i = 0; i < rounds; i++) {
+        coexec_thread_t t;
+        CH_ASSERT_OK(coexec_thread_create_on(x[1 + (i & 1)], spin_ult, &ran,
+                                             NULL, &t));
+        int rc = coexec_thread_join_timed(t, (uint64_t)(i % 7) * 5000);
+        if (rc == COEXEC_OK)
+            ok++;
+        else if (rc == COEXEC_ETIMEDOUT)
+            timedout++;
+        else
+            CH_ASSERT_RC(rc, COEXEC_OK);
+        CH_ASSERT_OK(coexec_thread_free(&t));
+    }
+    CH_ASSERT_EQ(atomic_load(&ran), rounds);
+    CH_ASSERT_EQ(ok + timedout, rounds);
+    printf("[%ld joined, %ld timed out] ", ok, timedout);
+    ch_finalize();
+}
+
+static coexec_eventual_t g_tev;
+
+static coexec_poll_status_t waiting_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)arg;
+    int rc = coexec_eventual_poll(&g_tev, cx, NULL);
+    return rc == COEXEC_PENDING ? COEXEC_PENDING : COEXEC_READY;
+}
+
+static void t_timed_join_tasklet(void)
+{
+    ch_init(2);
+    CH_ASSERT_OK(coexec_eventual_init(&g_tev, 0));
+    coexec_xstream_t x1;
+    CH_ASSERT_OK(coexec_xstream_by_rank(1, &x1));
+    coexec_tasklet_t k;
+    CH_ASSERT_OK(coexec_tasklet_create_on(x1, waiting_tasklet, NULL, &k));
+    CH_ASSERT_RC(coexec_tasklet_join_timed(k, 5 * 1000 * 1000),
+                 COEXEC_ETIMEDOUT);
+    CH_ASSERT_OK(coexec_eventual_set(&g_tev, NULL, 0));
+    CH_ASSERT_OK(coexec_tasklet_join_timed(k, 60ull * 1000 * 1000 * 1000));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_OK(coexec_eventual_destroy(&g_tev));
+    ch_finalize();
+}
+
+static const ch_test_t timed_join_tests[] = {
+    {"ult_joiner", t_timed_join_ult},
+    {"external_joiner", t_timed_join_external},
+    {"deadline_race", t_timed_join_race},
+    {"tasklet", t_timed_join_tasklet},
+    {NULL, NULL}};
+
+/* ---- lock owners ------------------------------------------------------- */
+
+static coexec_mutex_t g_mx;
+static coexec_rwlock_t g_rw;
+static int g_unlock_rc[2];
+
+static void lock_and_exit(void *arg)
+{
+    (void)arg;
+    CH_CHECK_RC(coexec_mutex_lock(&g_mx), COEXEC_OK);
+    CH_CHECK_RC(coexec_rwlock_wrlock(&g_rw), COEXEC_OK);
+}
+
+static void unlock_other(void *arg)
+{
+    (void)arg;
+    g_unlock_rc[0] = coexec_mutex_unlock(&g_mx);
+    g_unlock_rc[1] = coexec_rwlock_unlock(&g_rw);
+}
+
+static void t_owner_reuse(void)
+{
+    ch_init(1);
+    CH_ASSERT_OK(coexec_mutex_init(&g_mx, COEXEC_MUTEX_PLAIN));
+    CH_ASSERT_OK(coexec_rwlock_init(&g_rw));
+    coexec_xstream_t x0;
+    CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
+    coexec_thread_t a, b;
+    CH_ASSERT_OK(coexec_thread_create_on(x0, lock_and_exit, NULL, NULL, &a));
+    void *desc = a.p;
+    CH_ASSERT_OK(coexec_thread_free(&a));
+    CH_ASSERT_OK(coexec_thread_create_on(x0, unlock_other, NULL, NULL, &b));
+    CU_ASSERT_PTR_EQUAL(b.p, desc); /* the case under test: same descriptor */
+    CH_ASSERT_OK(coexec_thread_free(&b));
+    CH_ASSERT_EQ(g_unlock_rc[0], COEXEC_EPERM);
+    CH_ASSERT_EQ(g_unlock_rc[1], COEXEC_EPERM);
+    /* The main ULT is no owner either. */
+    CH_ASSERT_RC(coexec_mutex_unlock(&g_mx), COEXEC_EPERM);
+    CH_ASSERT_RC(coexec_rwlock_unlock(&g_rw), COEXEC_EPERM);
+    ch_finalize();
+}
+
+static const ch_test_t owner_tests[] = {{"exited_owner", t_owner_reuse},
+                                        {NULL, NULL}};
+
 static const ch_suite_t suites[] = {{"double_free", double_free_tests},
                                     {"join_free", join_free_tests},
                                     {"stale", stale_tests},
+                                    {"timed_join", timed_join_tests},
+                                    {"owner", owner_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv)
