@@ -118,6 +118,18 @@ COEXEC_API COEXEC_NODISCARD int coexec_request_wait(coexec_request_t *req,
                                                     intptr_t *ret);
 
 /*
+ * coexec_request_wait, waiting at most timeout_ns: the way to survive a
+ * call that hangs. On COEXEC_ETIMEDOUT req is still queued or running: wait
+ * for it again (or cancel it, if it has not started) before its memory
+ * goes.
+ * Context and Switches: as coexec_request_wait.
+ * Returns: as coexec_request_wait, plus COEXEC_ETIMEDOUT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_request_wait_timed(coexec_request_t *req, intptr_t *ret,
+                          uint64_t timeout_ns);
+
+/*
  * Cancels req if no service thread has started it: it completes with
  * COEXEC_ECANCELED and its waiters are released. Requests of
  * coexec_request_submit run on the service threads, so this never races

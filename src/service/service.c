@@ -627,8 +627,10 @@ static bool rq_register(struct request *r)
     return true;
 }
 
-/* Waits for r as c (a ULT or an external thread). */
-static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
+/* Waits for r as c (a ULT or an external thread), until deadline
+ * (UINT64_MAX: none); COEXEC_ETIMEDOUT leaves r running. */
+static int rq_wait(struct request *r, struct caller *c, intptr_t *ret,
+                   uint64_t deadline)
 {
     bool spun = false;
     uint64_t watch = STUCK_NS; /* doubles while the call runs on */
@@ -640,6 +642,8 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
             cpu_relax(); /* its completer is a few instructions from done */
             continue;
         }
+        if (deadline != UINT64_MAX && clock_now_ns() >= deadline)
+            return COEXEC_ETIMEDOUT;
         if (!spun) {
             spun = true;
             /* A short call finishes within the watch: no node, no park. */
@@ -658,7 +662,10 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
         waiter_init(&w, c, &r->waiters, &r->lock, 0);
         wlist_push(&r->waiters, &w.node);
         spin_unlock(&r->lock);
-        uint32_t res = wait_block(&w, clock_deadline(watch));
+        uint64_t until = clock_deadline(watch);
+        uint32_t res = wait_block(&w, until < deadline ? until : deadline);
+        if (res == WN_TIMEDOUT && until >= deadline)
+            continue; /* the caller's deadline: checked above */
         if (res == WN_TIMEDOUT) {
             grow(); /* still not done: add a worker if none is idle */
             if (watch < MAX_WATCH_NS)
@@ -680,7 +687,7 @@ COEXEC_API int coexec_offload(coexec_offload_fn_t fn, void *arg, intptr_t *ret)
     rc = submit(&r, fn, arg);
     if (rc)
         return rc;
-    return rq_wait(&r, &c, ret);
+    return rq_wait(&r, &c, ret, UINT64_MAX);
 }
 
 int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret)
@@ -697,7 +704,7 @@ int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret)
     if (rc)
         return rc;
     coexec__ring_push(&r);
-    return rq_wait(&r, &c, ret);
+    return rq_wait(&r, &c, ret, UINT64_MAX);
 }
 
 /* A tasklet cannot watch its request: one timer at a time, on the
@@ -774,7 +781,19 @@ COEXEC_API int coexec_request_wait(coexec_request_t *req, intptr_t *ret)
     int rc = wait_caller(&c);
     if (rc)
         return rc;
-    return rq_wait(r, &c, ret);
+    return rq_wait(r, &c, ret, UINT64_MAX);
+}
+
+COEXEC_API int coexec_request_wait_timed(coexec_request_t *req, intptr_t *ret,
+                                         uint64_t timeout_ns)
+{
+    struct request *r = rq_of(req);
+    OBJ_CHECK(r, OBJ_MAGIC_REQUEST);
+    struct caller c;
+    int rc = wait_caller(&c);
+    if (rc)
+        return rc;
+    return rq_wait(r, &c, ret, clock_deadline(timeout_ns));
 }
 
 COEXEC_API int coexec_request_cancel(coexec_request_t *req)

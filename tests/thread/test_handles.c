@@ -15,7 +15,8 @@
  *   timed_join   join_timed of ULTs and tasklets from ULTs and external
  *                threads: COEXEC_ETIMEDOUT leaves the unit alone (it runs
  *                on, once, and is joined later), a finish before the
- *                deadline is COEXEC_OK, racing the two never hangs
+ *                deadline is COEXEC_OK, racing the two never hangs; the
+ *                same for request_wait_timed of a service call
  *   owner        a ULT that exits holding a mutex or a write lock does not
  *                pass ownership to the next ULT that reuses its
  *                descriptor: that one's unlock is COEXEC_EPERM
@@ -23,6 +24,7 @@
 #include "harness.h"
 
 #include <sched.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -361,7 +363,56 @@ static void t_timed_join_tasklet(void)
     ch_finalize();
 }
 
+/* A service call that holds its thread until released. */
+static atomic_int g_call_release;
+
+static intptr_t held_call(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_call_release))
+        usleep(1000);
+    return 42;
+}
+
+static coexec_request_t g_rq;
+static int g_rq_rc;
+
+static void *external_request_wait(void *arg)
+{
+    intptr_t ret = 0;
+    g_rq_rc = coexec_request_wait_timed(&g_rq, &ret, (uint64_t)(intptr_t)arg);
+    return NULL;
+}
+
+static void t_request_wait_timed(void)
+{
+    ch_init(2);
+    atomic_store(&g_call_release, 0);
+    memset(&g_rq, 0, sizeof g_rq);
+    CH_ASSERT_OK(coexec_request_submit(&g_rq, held_call, NULL));
+    intptr_t ret = 0;
+    uint64_t t0 = coexec_now_ns();
+    /* From the main ULT, then from an external thread: the call runs on. */
+    CH_ASSERT_RC(coexec_request_wait_timed(&g_rq, &ret, 10 * 1000 * 1000),
+                 COEXEC_ETIMEDOUT);
+    CU_ASSERT(coexec_now_ns() - t0 >= 10 * 1000 * 1000);
+    ch_pthread_t th;
+    ch_pthread_start(&th, external_request_wait,
+                     (void *)(intptr_t)(5 * 1000 * 1000));
+    ch_pthread_join(&th);
+    CH_ASSERT_EQ(g_rq_rc, COEXEC_ETIMEDOUT);
+    CH_ASSERT_RC(coexec_request_wait_timed(&g_rq, &ret, 0), COEXEC_ETIMEDOUT);
+    atomic_store(&g_call_release, 1);
+    CH_ASSERT_OK(coexec_request_wait_timed(&g_rq, &ret, UINT64_MAX));
+    CH_ASSERT_EQ(ret, 42);
+    ret = 0;
+    CH_ASSERT_OK(coexec_request_wait_timed(&g_rq, &ret, 0)); /* done: at once */
+    CH_ASSERT_EQ(ret, 42);
+    ch_finalize();
+}
+
 static const ch_test_t timed_join_tests[] = {
+    {"request_wait", t_request_wait_timed},
     {"ult_joiner", t_timed_join_ult},
     {"external_joiner", t_timed_join_external},
     {"deadline_race", t_timed_join_race},
