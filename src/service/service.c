@@ -654,8 +654,9 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
         }
         if (!rq_register(r))
             continue;
+        /* Finalize settles every request itself: not cancellable. */
         struct waiter w;
-        waiter_init(&w, c, &r->waiters, &r->lock, 0);
+        waiter_init(&w, c, &r->waiters, &r->lock, WN_NOCANCEL);
         wlist_push(&r->waiters, &w.node);
         spin_unlock(&r->lock);
         uint32_t res = wait_block(&w, clock_deadline(watch));
@@ -706,9 +707,10 @@ int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret)
 static struct timer watchdog;
 static atom_u32_t watchdog_armed;
 
-static void watchdog_fire(struct timer *t)
+static void watchdog_fire(struct timer *t, bool cancel)
 {
     (void)t;
+    (void)cancel;
     atom_store_rel_u32(&watchdog_armed, 0);
     grow();
 }
