@@ -16,6 +16,10 @@
  * was released for waits in the channel for the next taker meanwhile.
  *
  * A channel lives in caller storage; init allocates its ring buffer.
+ *
+ * At finalize, units waiting are released with COEXEC_ECANCELED (nothing
+ * sent or received for them), which the calls that may wait or register
+ * may also return (see coexec_finalize); the channel keeps working.
  */
 #ifndef COEXEC_CHANNEL_H
 #define COEXEC_CHANNEL_H

@@ -16,6 +16,10 @@
  *
  * Use after destroy, or of memory never initialised, is reported as
  * COEXEC_EHANDLE where the object's header no longer matches.
+ *
+ * At finalize, units waiting (or tasklets registered) are released with
+ * COEXEC_ECANCELED, which every wait and poll call below may also return
+ * (see coexec_finalize); the objects keep working afterwards.
  */
 #ifndef COEXEC_EVENTUAL_H
 #define COEXEC_EVENTUAL_H

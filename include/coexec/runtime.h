@@ -120,6 +120,26 @@ COEXEC_API COEXEC_NODISCARD int coexec_init(const coexec_config_t *cfg);
  * pools, joins and frees them, frees the default pools and schedulers, and
  * releases every cache. Objects the user created and did not free are
  * reported in one warning line (unless quiet) and reclaimed.
+ *
+ * Units still blocked do not hold finalize:
+ *  - a stream with nothing left to run but sleeping or timed-waiting units
+ *    wakes them at once: coexec_sleep_ns/_until and every _timed wait
+ *    return COEXEC_ECANCELED, whatever their timeout;
+ *  - once the secondary streams have stopped, every unit still blocked in
+ *    a wait (eventual, future, mutex, cond, rwlock, barrier, channel send
+ *    or recv) or in coexec_self_suspend is woken, on the primary, with
+ *    COEXEC_ECANCELED; a tasklet's _poll call returns COEXEC_ECANCELED when
+ *    it is polled again. From then on any such wait of a unit that would
+ *    block returns COEXEC_ECANCELED at once (a cond wait still locks its
+ *    mutex again; a join still waits for its unit, which is woken too);
+ *  - queued service requests get COEXEC_ECANCELED, running ones are given
+ *    2 s (finalize parks meanwhile) before their waiters get it too.
+ * Woken units run on until they finish; a unit that blocks outside these
+ * calls again (a suspend loop) is woken a few times, then left and
+ * reclaimed. No unit is left on an object's wait list: the objects keep
+ * working after finalize, with the calls an external thread may make (a
+ * mutex or rwlock the main ULT still held is busy, and COEXEC_EPERM for
+ * this thread). External threads blocked on an object are not woken.
  * Context: the primary's main ULT, on the primary xstream (the code that
  * called coexec_init). Switches: may run other units while streams drain;
  * blocks until secondary streams have stopped.

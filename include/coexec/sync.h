@@ -21,6 +21,12 @@
  * the _init call or the static initialiser. A call on a destroyed or never
  * initialised object returns COEXEC_EHANDLE where its header no longer
  * matches. Timeouts are relative, in nanoseconds (see coexec/time.h).
+ *
+ * At finalize, units waiting are released with COEXEC_ECANCELED, which
+ * every call below that may wait (but coexec_xstream_barrier_wait, whose
+ * waiters are OS threads) may also return; a barrier no longer counts
+ * their arrivals. The objects keep working afterwards (see
+ * coexec_finalize).
  */
 #ifndef COEXEC_SYNC_H
 #define COEXEC_SYNC_H
@@ -145,7 +151,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_cond_wait(coexec_cond_t *c,
                                                  coexec_mutex_t *m);
 
 /* coexec_cond_wait with a timeout; also returns COEXEC_ETIMEDOUT (with m
- * locked again). */
+ * locked again). Both return COEXEC_ECANCELED at finalize, m locked again
+ * too. */
 COEXEC_API COEXEC_NODISCARD int coexec_cond_wait_timed(coexec_cond_t *c,
                                                        coexec_mutex_t *m,
                                                        uint64_t timeout_ns);
@@ -229,7 +236,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_barrier_destroy(coexec_barrier_t *b);
  * the next generation. *serial (if not NULL) is 1 for exactly one caller
  * of each generation (the last to arrive), 0 for the others.
  * Context: a ULT or an external thread. Switches: yes (a ULT).
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ECONTEXT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ECONTEXT;
+ * COEXEC_ECANCELED (finalize: the caller's arrival is taken back).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_barrier_wait(coexec_barrier_t *b,
                                                     int *serial);

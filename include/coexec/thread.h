@@ -167,7 +167,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_exit(void);
  * ready again. A resume that arrived before the suspend is not lost: the
  * suspend then returns at once.
  * Context: a ULT. Switches: yes.
- * Returns: COEXEC_OK; COEXEC_ECONTEXT; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_ECANCELED (woken by finalize, or resumed
+ * while finalize cancels waits: see coexec_finalize); COEXEC_ECONTEXT;
+ * COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_self_suspend(void);
 

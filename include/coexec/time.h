@@ -26,11 +26,13 @@ COEXEC_API uint64_t coexec_now_ns(void);
 /*
  * Suspends the caller for at least ns nanoseconds. A ULT is parked on its
  * stream's timers and never returns early, even if its waker is woken or
- * coexec_thread_resume is called on it meanwhile; an external thread
- * sleeps in the kernel. ns == 0 yields once
- * (a ULT) or returns at once.
+ * coexec_thread_resume is called on it meanwhile, except at finalize
+ * (COEXEC_ECANCELED, see coexec_finalize); an external thread sleeps in
+ * the kernel. ns == 0 yields once (a ULT) or returns at once.
  * Context: a ULT or an external thread. Switches: yes (a ULT).
- * Returns: COEXEC_OK; COEXEC_ECONTEXT (a tasklet or a scheduler loop);
+ * Returns: COEXEC_OK; COEXEC_ECANCELED (a ULT, at finalize);
+ * COEXEC_ENOMEM (no room for its timer);
+ * COEXEC_ECONTEXT (a tasklet or a scheduler loop);
  * COEXEC_ENOTINIT (a ULT call before init is impossible; an external
  * thread may sleep without the runtime).
  */

@@ -5,7 +5,19 @@
  * stream adopting the calling thread, then the secondary streams of the
  * default setup. finalize runs from the primary's main ULT: it lets the
  * primary's queued units run, stops and joins every secondary stream,
- * reclaims every record and slab, and reports what the user left behind.
+ * ends the waits of the units still blocked, reclaims every record and
+ * slab, and reports what the user left behind.
+ *
+ * Blocked units at finalize. A stopping stream with nothing left to run
+ * fires its timers early (FIN_TIMERS): sleeps and timed waits end with
+ * COEXEC_ECANCELED instead of holding the stop. Once only the primary runs
+ * (FIN_CANCEL), every wait of a unit that would block ends with
+ * COEXEC_ECANCELED, and a sweep of every descriptor wakes the parked
+ * units on the primary, where they take their wait nodes off the objects
+ * themselves and go on; a tasklet is unlinked and polled again. The sweep
+ * repeats while it finds parked units, a few rounds at most; units still
+ * parked then (a join of a unit that never ends, a suspend loop) are
+ * reclaimed as before, but none is left on an object's wait list.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -71,6 +83,48 @@ COEXEC_API coexec_caller_t coexec_self_caller(void)
     return u->kind == UNIT_TASKLET ? COEXEC_CALLER_TASKLET : COEXEC_CALLER_ULT;
 }
 
+/* Sweeps of the descriptors at finalize before what stays parked is
+ * abandoned. */
+#define FIN_ROUNDS 8
+
+struct fin_sweep {
+    struct coexec_pool_rec *to;
+    bool wake;
+    unsigned woken;
+};
+
+static void fin_sweep_one(struct coexec_unit_rec *u, void *arg)
+{
+    struct fin_sweep *f = arg;
+    if (coexec__unit_finalize_wake(u, f->to, f->wake))
+        f->woken++;
+}
+
+/* Finalize, on the main ULT, once every secondary stream has stopped:
+ * ends the waits of the units still blocked (see the plaque). */
+static void cancel_blocked(struct coexec_xstream_rec *xs)
+{
+    struct coexec_pool_rec *p = xs->default_pool;
+    /* Release: a unit that sees it (acquire) sees the streams joined. */
+    atom_store_rel_u32(&coexec__g.fin, FIN_CANCEL);
+    struct fin_sweep f = {p, true, 0};
+    for (int round = 0; round < FIN_ROUNDS; round++) {
+        f.woken = 0;
+        coexec__cache_each_unit(fin_sweep_one, &f);
+        coexec__timers_cancel_all(xs);
+        coexec__xs_drain_events(xs);
+        bool ran = pool_size(p) > 0;
+        while (pool_size(p) > 0)
+            IGNORE_RESULT(coexec_yield());
+        if (!f.woken && !ran && xs_next_timer(xs) == UINT64_MAX)
+            break;
+    }
+    /* Tasklets still parked (polled again into a wait) leave their lists;
+     * parked ULTs can be on none: their waits do not block any more. */
+    f.wake = false;
+    coexec__cache_each_unit(fin_sweep_one, &f);
+}
+
 static void teardown(void)
 {
     coexec__primary_teardown();
@@ -103,6 +157,7 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
         return rc;
     }
     coexec__g.cfg = cfg;
+    atom_store_rlx_u32(&coexec__g.fin, FIN_NONE);
     coexec__g.epoch++;
     if (coexec__g.epoch == 0)
         coexec__g.epoch = 1;
@@ -179,25 +234,19 @@ COEXEC_API int coexec_finalize(void)
     /* No new service requests; queued ones are cancelled, running ones
      * finish (or are abandoned after a grace period): their waiters wake. */
     coexec__service_close();
-    /* Stop the secondary streams: each finishes its pools first. */
+    /* Stop the secondary streams: each finishes its pools first, then
+     * ends its sleeps and timed waits rather than wait for them. */
+    atom_store_rel_u32(&coexec__g.fin, FIN_TIMERS);
     for (int r = MAX_XSTREAMS - 1; r >= 1; r--) {
         struct coexec_xstream_rec *s = coexec__g.xs_by_rank[r];
         if (s)
             coexec__xstream_stop_and_join(s);
     }
     /* Units that stealers moved back here, or that were woken meanwhile,
-     * and units sleeping on the primary's timers. */
-    for (;;) {
-        while (pool_size(p) > 0)
-            IGNORE_RESULT(coexec_yield());
-        uint64_t next = xs_next_timer(xs), now = coexec_now_ns();
-        if (next == UINT64_MAX)
-            break;
-        if (next <= now)
-            coexec__timers_run(xs, now); /* due: fire them here */
-        else
-            IGNORE_RESULT(coexec_sleep_until(next));
-    }
+     * then every unit still blocked, here or on a stream now gone. */
+    while (pool_size(p) > 0)
+        IGNORE_RESULT(coexec_yield());
+    cancel_blocked(xs);
     if (xs->cur->keys)
         coexec__keys_destroy(xs->cur);
     coexec__service_stop();
@@ -212,6 +261,7 @@ COEXEC_API int coexec_finalize(void)
                      "finished); their memory is reclaimed",
                      (unsigned long long)live, pools, scheds);
     teardown();
+    atom_store_rlx_u32(&coexec__g.fin, FIN_NONE);
     atom_store_rel_u32(&coexec__g.state, RT_OFF);
     pthread_mutex_unlock(&init_lock);
     return COEXEC_OK;

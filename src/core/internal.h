@@ -31,8 +31,20 @@
 
 enum rt_state { RT_OFF = 0, RT_ON = 1, RT_STOPPING = 2 };
 
+/* How far finalize is (coexec__g.fin). */
+enum fin_phase {
+    FIN_NONE = 0,
+    /* A stopping stream with nothing else to run ends its sleeps and
+     * timed waits (COEXEC_ECANCELED) instead of waiting for them. */
+    FIN_TIMERS = 1,
+    /* Every other stream has stopped: a unit's wait that would block is
+     * cancelled (COEXEC_ECANCELED), and finalize wakes the parked units. */
+    FIN_CANCEL = 2
+};
+
 struct coexec__global {
     atom_u32_t state; /* enum rt_state */
+    atom_u32_t fin;   /* enum fin_phase */
     uint32_t epoch;
     coexec_config_t cfg;
     size_t stack_size;     /* cached-size stacks, node included */
@@ -72,6 +84,13 @@ static inline bool rt_on(void)
 {
     /* Acquire: pairs with the release store that finished init. */
     return atom_load_acq_u32(&coexec__g.state) == RT_ON;
+}
+
+/* Finalize cancels the waits of units (FIN_CANCEL). Acquire: pairs with
+ * finalize's store, so a unit that sees it also sees what came before. */
+static inline bool fin_cancelling(void)
+{
+    return UNLIKELY(atom_load_acq_u32(&coexec__g.fin) == FIN_CANCEL);
 }
 
 static inline bool handle_epoch_ok(uint64_t gen)
@@ -134,6 +153,12 @@ void coexec__keys_destroy(struct coexec_unit_rec *u);
 /* Forgets every key (init). */
 void coexec__keys_reset(void);
 int coexec__join_unit(struct coexec_unit_rec *u);
+/* Finalize (FIN_CANCEL, only the primary running), for a descriptor u
+ * that may be free: if u is a parked ULT or tasklet, unlinks a tasklet
+ * from the list it waits on and, if `wake`, makes `to` its home and wakes
+ * it. True if it woke u. */
+bool coexec__unit_finalize_wake(struct coexec_unit_rec *u,
+                                struct coexec_pool_rec *to, bool wake);
 void coexec__unit_switch_to_sched(struct coexec_xstream_rec *xs,
                                   struct coexec_unit_rec *self);
 

@@ -349,3 +349,17 @@ void coexec__cache_destroy_all(void)
     atom_store_rlx_ptr(&stack_batches.h.ptr, NULL);
     atom_store_rlx_u64(&stack_batches.h.tag, 0);
 }
+
+void coexec__cache_each_unit(void (*fn)(struct coexec_unit_rec *u, void *arg),
+                             void *arg)
+{
+    pthread_mutex_lock(&slab_lock);
+    for (struct slab *s = slabs; s; s = s->next) {
+        if (s->is_stack)
+            continue;
+        struct coexec_unit_rec *u = s->mem;
+        for (size_t i = 0; i < s->bytes / sizeof *u; i++)
+            fn(&u[i], arg);
+    }
+    pthread_mutex_unlock(&slab_lock);
+}

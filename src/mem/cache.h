@@ -17,6 +17,7 @@
 #ifndef COEXEC_MEM_CACHE_H
 #define COEXEC_MEM_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "thread/unit.h"
@@ -116,5 +117,11 @@ void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc);
 
 /* Releases every slab (finalize). */
 void coexec__cache_destroy_all(void);
+
+/* Calls fn(u, arg) for every descriptor of every slab, free or in use
+ * (finalize, when no other stream runs: fn must read a descriptor's
+ * state through its atomic words; a never-carved one reads as zeros). */
+void coexec__cache_each_unit(void (*fn)(struct coexec_unit_rec *u, void *arg),
+                             void *arg);
 
 #endif /* COEXEC_MEM_CACHE_H */

@@ -536,6 +536,18 @@ static bool stacked_must_stop(struct coexec_xstream_rec *xs,
 
 /* ---- the built-in loop ------------------------------------------------------ */
 
+/* A stopping stream with nothing else to run: true while its timers hold
+ * the stop. At finalize they do not: they fire now, as cancelled, and the
+ * units they release run before the stream stops. */
+static bool timers_hold_stop(struct coexec_xstream_rec *xs)
+{
+    if (xs_next_timer(xs) == UINT64_MAX)
+        return false;
+    if (atom_load_acq_u32(&coexec__g.fin) != FIN_NONE)
+        coexec__timers_cancel_all(xs);
+    return true;
+}
+
 enum loop_end { LOOP_STOP, LOOP_SWITCH };
 
 /* Runs s at the current level of xs (main when `stacked` is false). A
@@ -587,7 +599,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             return LOOP_SWITCH;
         if (atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
             !xs_events_pending(xs) && !xs->run_next &&
-            xs_next_timer(xs) == UINT64_MAX) {
+            !timers_hold_stop(xs)) {
             if (finish_children(s))
                 continue;
             return LOOP_STOP;
@@ -613,7 +625,7 @@ static bool main_must_stop(struct coexec_xstream_rec *xs,
 {
     return atom_load_acq_u32(&xs->stop) && pools_empty(s) &&
            !xs_events_pending(xs) && !xs->run_next &&
-           xs_next_timer(xs) == UINT64_MAX && !finish_children(s);
+           !timers_hold_stop(xs) && !finish_children(s);
 }
 
 /* Honours a replacement request: runs on xs's own thread, between units. */

@@ -70,6 +70,9 @@ static inline struct request *rq_reverse(struct request *r)
 /* Completes r with v and final state fin (service.c); see its plaque. The
  * record may be gone when it returns. */
 void coexec__rq_complete(struct request *r, intptr_t v, uint32_t fin);
+/* A call is completed and no longer counted busy (worker or ring): wakes
+ * finalize if it waits for the running calls (service.c). */
+void coexec__service_progress(void);
 
 /* ---- the backend ---------------------------------------------------------- */
 

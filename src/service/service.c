@@ -42,6 +42,9 @@
  *    cancels the ring's calls still in the kernel and abandons the rest:
  *    their waiters get COEXEC_ECANCELED and their workers, detached, exit
  *    when the call returns without touching anything of the runtime.
+ *    Meanwhile the closer parks on `grace` (a wait list and a count of
+ *    completions), which every completion after close releases: it
+ *    burns no CPU while calls run.
  */
 #include <errno.h>
 #include <limits.h>
@@ -108,6 +111,14 @@ static struct {
     atom_u64_t completed;
     unsigned ring_kinds; /* file calls the ring carries (1u << FOP_*) */
 } svc = {.qlock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Finalize's wait for the running calls: completions after close bump
+ * seq and release the waiters, under lock. */
+static struct {
+    atom_u32_t lock;
+    uint32_t seq;
+    struct wlist waiters;
+} grace;
 
 /* Tests set it to make the ring's start fail as a kernel that refuses
  * io_uring would. */
@@ -322,6 +333,7 @@ static void *worker_main(void *arg)
             w->cur = NULL;
             coexec__rq_complete(r, v, RQ_DONE);
             spin_unlock(&w->lock);
+            coexec__service_progress();
             continue;
         }
         if (atom_load_acq_u32(&svc.stop)) {
@@ -415,6 +427,7 @@ int coexec__service_start(void)
     }
     atom_store_rlx_ptr(&svc.inbox, NULL);
     atom_store_rlx_u32(&svc.closed, 0);
+    wlist_init(&grace.waiters, &grace.lock);
     atom_store_rlx_u32(&svc.stop, 0);
     atom_store_rlx_u32(&svc.nidle, 0);
     atom_store_rlx_u32(&svc.sleepers, 0);
@@ -459,14 +472,55 @@ static void ring_start(coexec_service_io_t mode)
                      "service threads", why);
 }
 
-/* Waits a little, keeping the caller's stream busy when it is a ULT. */
-static void pause_a_little(void)
+void coexec__service_progress(void)
 {
-    struct coexec_xstream_rec *xs = coexec__xs_self();
-    if (xs && xs->cur && xs->cur->kind != UNIT_TASKLET)
-        IGNORE_RESULT(coexec_sleep_ns(100000));
-    else
-        sched_yield();
+    /* seq_cst, against close's store of `closed` and its later reading of
+     * the busy state (a worker's cur under its lock, the ring's busy count,
+     * both changed before this call): a completion that misses the flag
+     * is seen there. */
+    if (LIKELY(!atom_load_sc_u32(&svc.closed)))
+        return;
+    spin_lock(&grace.lock);
+    grace.seq++;
+    wait_release_all(&grace.waiters, WN_DONE);
+    spin_unlock(&grace.lock);
+}
+
+static uint32_t grace_seq(void)
+{
+    spin_lock(&grace.lock);
+    uint32_t s = grace.seq;
+    spin_unlock(&grace.lock);
+    return s;
+}
+
+/* Parks the caller (a ULT: its stream runs other units meanwhile, or
+ * parks) until a call completes after grace_seq() returned seen, or until
+ * `until`. */
+static void grace_wait(uint32_t seen, uint64_t until)
+{
+    struct caller c;
+    if (wait_caller(&c) != COEXEC_OK) {
+        sched_yield(); /* a scheduler loop cannot wait: look again */
+        return;
+    }
+    spin_lock(&grace.lock);
+    if (grace.seq != seen) {
+        spin_unlock(&grace.lock);
+        return;
+    }
+    struct waiter w;
+    waiter_init(&w, &c, &grace.waiters, &grace.lock, WN_NOCANCEL);
+    wlist_push(&grace.waiters, &w.node);
+    spin_unlock(&grace.lock);
+    IGNORE_RESULT(wait_block(&w, until));
+}
+
+/* The ring's wait for its cancelled calls: until the next completion, at
+ * most 10 ms (it checks its own deadline between the waits). */
+static void grace_pause(void)
+{
+    grace_wait(grace_seq(), clock_now_ns() + 10000000ull);
 }
 
 void coexec__service_close(void)
@@ -491,6 +545,8 @@ void coexec__service_close(void)
     /* Let running calls finish, then abandon the stuck ones. */
     uint64_t until = clock_now_ns() + GRACE_NS;
     for (;;) {
+        /* Read before the busy state: a completion after it is seen. */
+        uint32_t seen = grace_seq();
         int busy = (int)coexec__ring_busy();
         pthread_mutex_lock(&svc.qlock);
         for (struct worker *w = svc.workers; w; w = w->next) {
@@ -501,10 +557,10 @@ void coexec__service_close(void)
         pthread_mutex_unlock(&svc.qlock);
         if (!busy || clock_now_ns() >= until)
             break;
-        pause_a_little();
+        grace_wait(seen, until);
     }
     /* The ring's calls still in the kernel: cancelled, else abandoned. */
-    int lost = coexec__ring_cancel_all(pause_a_little);
+    int lost = coexec__ring_cancel_all(grace_pause);
     if (lost)
         coexec__warn("coexec_finalize: %d file call(s) in io_uring could not "
                      "be cancelled; their waiters got ECANCELED", lost);
@@ -658,8 +714,9 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret,
         }
         if (!rq_register(r))
             continue;
+        /* Finalize settles every request itself: not cancellable. */
         struct waiter w;
-        waiter_init(&w, c, &r->waiters, &r->lock, 0);
+        waiter_init(&w, c, &r->waiters, &r->lock, WN_NOCANCEL);
         wlist_push(&r->waiters, &w.node);
         spin_unlock(&r->lock);
         uint64_t until = clock_deadline(watch);
@@ -713,9 +770,10 @@ int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret)
 static struct timer watchdog;
 static atom_u32_t watchdog_armed;
 
-static void watchdog_fire(struct timer *t)
+static void watchdog_fire(struct timer *t, bool cancel)
 {
     (void)t;
+    (void)cancel;
     atom_store_rel_u32(&watchdog_armed, 0);
     grow();
 }

@@ -44,7 +44,7 @@
 
 /* wait_node results of a mutex waiter. */
 #define MX_OWNER WN_DONE /* handed over: the mutex is ours */
-#define MX_RETRY 5u      /* released to compete for it */
+#define MX_RETRY 8u      /* released to compete for it (above WN_*) */
 
 struct mutex {
     uint64_t magic_;
@@ -124,9 +124,10 @@ static ALWAYS_INLINE bool mx_barge(struct mutex *m, uint32_t clear)
 /* How many times a locker retries before queueing. */
 #define MX_SPIN 64
 
-/* Locks m for owner me, waiting until deadline. */
+/* Locks m for owner me, waiting until deadline; wflags: WN_NOCANCEL for
+ * a wait finalize must not end. */
 static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
-                      uint64_t deadline)
+                      uint64_t deadline, uint32_t wflags)
 {
     uint32_t exp = 0;
     if (LIKELY(atom_cas_acq_u32(&m->word, &exp, M_LOCKED))) {
@@ -181,7 +182,7 @@ static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
             mx_own(m, me);
             return COEXEC_OK;
         }
-        waiter_init(&q.w, c, &m->waiters, &m->lock, 0);
+        waiter_init(&q.w, c, &m->waiters, &m->lock, wflags);
         q.w.data = me;
         if (woken) { /* lost to a newcomer: keep our place at the front */
             q.w.node.prev = NULL;
@@ -202,7 +203,8 @@ static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
             woken = M_WOKEN;
             continue;
         }
-        /* Timed out: we left the queue; tidy the bits if it is empty. */
+        /* Timed out (or cancelled by finalize): we left the queue; tidy
+         * the bits if it is empty. */
         spin_lock(&m->lock);
         if (wlist_empty(&m->waiters))
             atom_fand_rlx_u32(&m->word, ~(M_WAITERS | M_HANDOFF));
@@ -221,7 +223,7 @@ static int mx_lock(coexec_mutex_t *mp, uint64_t deadline)
     rc = wait_caller(&c);
     if (rc)
         return rc;
-    return mx_lock_as(m, &c, caller_owner(&c), deadline);
+    return mx_lock_as(m, &c, caller_owner(&c), deadline, 0);
 }
 
 COEXEC_API int coexec_mutex_lock(coexec_mutex_t *m)
@@ -393,8 +395,9 @@ static int cv_wait(coexec_cond_t *cp, coexec_mutex_t *mp, uint64_t deadline)
     if (wlist_empty(&c->waiters))
         c->bound = NULL;
     spin_unlock(&c->lock);
-    /* Lock again, however long it takes: the caller expects it held. */
-    rc = mx_lock_as(m, &cl, me, UINT64_MAX);
+    /* Lock again, however long it takes (finalize too): the caller
+     * expects it held. */
+    rc = mx_lock_as(m, &cl, me, UINT64_MAX, WN_NOCANCEL);
     if (rc == COEXEC_OK)
         m->depth = depth;
     return rc ? rc : wait_result_code(r);

@@ -224,6 +224,14 @@ COEXEC_API int coexec_barrier_destroy(coexec_barrier_t *bp)
     return COEXEC_OK;
 }
 
+/* A waiter leaves unreleased (finalize): it no longer counts as arrived
+ * (b's lock held). */
+static void bar_gone(struct waiter *w)
+{
+    struct barrier *b = w->data;
+    b->count--;
+}
+
 COEXEC_API int coexec_barrier_wait(coexec_barrier_t *bp, int *serial)
 {
     struct barrier *b = bar_of(bp);
@@ -244,9 +252,13 @@ COEXEC_API int coexec_barrier_wait(coexec_barrier_t *bp, int *serial)
     }
     struct waiter w;
     waiter_init(&w, &c, &b->waiters, &b->lock, 0);
+    w.data = b;
+    w.gone = bar_gone;
     wlist_push(&b->waiters, &w.node);
     spin_unlock(&b->lock);
-    wait_block(&w, UINT64_MAX);
+    uint32_t r = wait_block(&w, UINT64_MAX);
+    if (r != WN_DONE)
+        return wait_result_code(r); /* finalize: our arrival is undone */
     if (serial)
         *serial = 0;
     return COEXEC_OK;

@@ -684,7 +684,8 @@ COEXEC_API int coexec_self_suspend(void)
     if (!u)
         return err;
     park_self(xs, u);
-    return COEXEC_OK;
+    /* Woken by finalize (or resumed while it cancels waits). */
+    return fin_cancelling() ? COEXEC_ECANCELED : COEXEC_OK;
 }
 
 COEXEC_API int coexec_park(void)
@@ -735,6 +736,27 @@ struct coexec_unit_rec *coexec__poll_unit(coexec_poll_t *cx)
 void coexec__park_current(struct coexec_unit_rec *self)
 {
     park_self(coexec__xs_self(), self);
+}
+
+bool coexec__unit_finalize_wake(struct coexec_unit_rec *u,
+                                struct coexec_pool_rec *to, bool wake)
+{
+    /* Free and never-carved descriptors have no PARKED bit. */
+    uint32_t w = atom_load_acq_u32(&u->wake);
+    if (!(w & WAKE_PARKED) || u->kind == UNIT_MAIN || (u->flags & UF_SCHED))
+        return false; /* a stacked scheduler holds no object's list */
+    if (u->kind == UNIT_TASKLET)
+        wait_tasklet_leave(u);
+    if (!wake)
+        return false;
+    /* Its stream may be gone: it runs on the primary now. Only finalize
+     * runs, so these fields are ours (a late external waker of u may
+     * still read the old home: then u stays queued there, unlinked). */
+    atom_store_rlx_uptr(&u->dest, 0);
+    if (u->flags & UF_NOSTEAL)
+        u->bound_rank = coexec__g.primary->rank;
+    atom_store_rlx_ptr(&u->pool, to);
+    return coexec__wake_tagged(u, w & ~WAKE_FLAGS);
 }
 
 /* ---- join ---------------------------------------------------------------- */

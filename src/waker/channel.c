@@ -214,8 +214,9 @@ static int ch_poll(coexec_channel_t *ch, coexec_poll_t *cx, void *msg,
     spin_lock(&c->lock);
     int rc = is_send ? put_locked(c, msg) : take_locked(c, msg);
     if (rc == COEXEC_EAGAIN) {
-        wait_link_tasklet(q, u, 0);
-        rc = COEXEC_PENDING;
+        rc = wait_link_tasklet(q, u, 0);
+        if (rc == COEXEC_OK)
+            rc = COEXEC_PENDING;
     } else if (atom_load_rlx_ptr(&u->tnode.who) == q) {
         /* Done (or closed) while still linked from an earlier poll. */
         wlist_remove(q, &u->tnode);

@@ -167,9 +167,9 @@ COEXEC_API int coexec_eventual_poll(coexec_eventual_t *ev, coexec_poll_t *cx,
         tasklet_prepare(u, &e->waiters);
         spin_lock(&e->lock);
         if (!atom_load_rlx_u32(&e->ready)) {
-            wait_link_tasklet(&e->waiters, u, 0);
+            int rc = wait_link_tasklet(&e->waiters, u, 0);
             spin_unlock(&e->lock);
-            return COEXEC_PENDING;
+            return rc ? rc : COEXEC_PENDING;
         }
         spin_unlock(&e->lock);
     }
@@ -316,9 +316,9 @@ COEXEC_API int coexec_future_poll(coexec_future_t *f, coexec_poll_t *cx)
         spin_unlock(&x->lock);
         return COEXEC_READY;
     }
-    wait_link_tasklet(&x->waiters, u, 0);
+    int rc = wait_link_tasklet(&x->waiters, u, 0);
     spin_unlock(&x->lock);
-    return COEXEC_PENDING;
+    return rc ? rc : COEXEC_PENDING;
 }
 
 COEXEC_API int coexec_future_get(coexec_future_t *f, size_t i, void **value)

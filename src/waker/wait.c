@@ -54,6 +54,8 @@ int wait_result_code(uint32_t r)
         return COEXEC_ETIMEDOUT;
     case WN_CLOSED:
         return COEXEC_ECLOSED;
+    case WN_CANCELED:
+        return COEXEC_ECANCELED;
     default:
         return COEXEC_ENOMEM;
     }
@@ -70,6 +72,8 @@ static bool waiter_withdraw(struct waiter *w, uint32_t r)
         !(w->node.flags & WN_DETACHED)) {
         if (w->list)
             wlist_remove(w->list, &w->node);
+        if (w->gone)
+            w->gone(w);
         atom_store_rel_u32(&w->node.state, r);
         done = true;
     }
@@ -78,8 +82,9 @@ static bool waiter_withdraw(struct waiter *w, uint32_t r)
     return done;
 }
 
-/* A deadline passed: runs on the timer's stream, under the heap's lock. */
-static void waiter_fire(struct timer *t)
+/* A deadline passed (or finalize ends the wait: cancel): runs on the
+ * timer's stream, under the heap's lock. */
+static void waiter_fire(struct timer *t, bool cancel)
 {
     struct waiter *w = container_of(t, struct waiter, timer);
     if (w->lock)
@@ -88,10 +93,31 @@ static void waiter_fire(struct timer *t)
         !(w->node.flags & WN_DETACHED)) {
         if (w->list)
             wlist_remove(w->list, &w->node);
-        wait_release(&w->node, WN_TIMEDOUT);
+        if (w->gone)
+            w->gone(w);
+        /* A wait finalize may not end just times out early. */
+        bool c = cancel && !(w->node.flags & WN_NOCANCEL);
+        wait_release(&w->node, c ? WN_CANCELED : WN_TIMEDOUT);
     }
     if (w->lock)
         spin_unlock(w->lock);
+}
+
+/* Finalize cancels w's wait (FIN_CANCEL): takes the node off its list, or
+ * a sleep's timer out of the heap. True if it did (the result is then
+ * WN_CANCELED); false if w was released meanwhile. */
+static NOINLINE bool waiter_cancel(struct waiter *w, bool timed)
+{
+    if (w->node.flags & WN_NOCANCEL)
+        return false;
+    if (w->list)
+        return waiter_withdraw(w, WN_CANCELED);
+    /* A sleep: its timer is the only other party; if it has fired, the
+     * node holds (or is about to hold) its result. */
+    if (timed && !coexec__timer_cancel(&w->timer))
+        return false;
+    atom_store_rel_u32(&w->node.state, WN_CANCELED);
+    return true;
 }
 
 static uint32_t block_ult(struct waiter *w, uint64_t deadline)
@@ -109,6 +135,11 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
         else if (waiter_withdraw(w, WN_NOMEM))
             return WN_NOMEM;
     }
+    uint32_t s;
+    if (fin_cancelling() && waiter_cancel(w, timed)) {
+        s = WN_CANCELED;
+        goto out;
+    }
     /* A sleep is released by this stream's own timer only, which cannot
      * fire while we watch: park at once. */
     struct coexec_pool_rec *home = xs->cur_sched->pools[0];
@@ -125,16 +156,22 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
         exp = WN_SPIN;
         atom_cas_ar_u32(&w->node.state, &exp, WN_WAITING);
     }
-    uint32_t s;
     for (;;) {
         s = atom_load_acq_u32(&w->node.state);
-        if (s == WN_WAITING)
+        if (s == WN_WAITING) {
+            /* Woken by finalize's sweep, or about to park after it. */
+            if (fin_cancelling() && waiter_cancel(w, timed)) {
+                s = WN_CANCELED;
+                break;
+            }
             coexec__park_current(self);
-        else if (s & WN_BUSY)
+        } else if (s & WN_BUSY) {
             cpu_relax(); /* its releaser is a few instructions from done */
-        else
+        } else {
             break;
+        }
     }
+out:
     if (timed)
         coexec__timer_cancel(&w->timer);
     /* The release may have found us running: drop the recorded wake so a
@@ -172,16 +209,25 @@ uint32_t wait_block(struct waiter *w, uint64_t deadline)
     return block_external(w, deadline);
 }
 
-void wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
-                       uint32_t user_flags)
+int wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
+                      uint32_t user_flags)
 {
     struct wait_node *n = &u->tnode;
+    if (fin_cancelling()) {
+        /* Finalize reclaims the descriptor: leave nothing linked. */
+        if (atom_load_rlx_ptr(&n->who) == l) {
+            wlist_remove(l, n);
+            atom_store_rlx_ptr(&n->who, NULL);
+        }
+        return COEXEC_ECANCELED;
+    }
     if (atom_load_rlx_ptr(&n->who) == l)
-        return; /* still linked from an earlier poll */
+        return COEXEC_OK; /* still linked from an earlier poll */
     n->flags = WN_TASKLET | user_flags;
     atom_store_rlx_u32(&n->state, WN_WAITING);
     atom_store_rlx_ptr(&n->who, l);
     wlist_push(l, n);
+    return COEXEC_OK;
 }
 
 void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u)

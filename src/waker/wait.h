@@ -24,6 +24,12 @@
  * ULT that watches its node before parking marks it WN_SPIN, and takes
  * the mark back (CAS) before it parks: a releaser whose exchange finds the
  * mark skips the wake, and the watcher leaves no recorded wake behind.
+ *
+ * Finalize: a stopping stream fires its timers early with WN_CANCELED;
+ * once only the primary runs (FIN_CANCEL), a ULT about to park, or woken
+ * by finalize's sweep, takes its node off the list itself (WN_CANCELED,
+ * unless WN_NOCANCEL), and a tasklet's poll links nothing. So no node of a
+ * unit is left on an object when finalize reclaims stacks and descriptors.
  */
 #ifndef COEXEC_WAKER_WAIT_H
 #define COEXEC_WAKER_WAIT_H
@@ -43,6 +49,9 @@
 /* Unlinked by a releaser that will release it after dropping the lock:
  * a timeout must leave it alone. */
 #define WN_DETACHED 0x80000000u
+/* Finalize does not cancel this wait (a cond waiter locking its mutex
+ * again, a service waiter: their objects release them). */
+#define WN_NOCANCEL 0x40000000u
 
 /* wait_node.state */
 #define WN_WAITING 0u
@@ -50,6 +59,7 @@
 #define WN_TIMEDOUT 2u /* its deadline passed first */
 #define WN_CLOSED 3u   /* the object was closed */
 #define WN_NOMEM 4u    /* no room for its timer */
+#define WN_CANCELED 5u /* finalize ended the wait */
 #define WN_SPIN 0x80u  /* waiting, and its ULT watches instead of parking */
 #define WN_BUSY 0x100u /* the releaser still uses the node */
 
@@ -139,6 +149,9 @@ struct waiter {
     struct wlist *list; /* NULL: a sleep, released by the timer only */
     atom_u32_t *lock;
     void *data; /* the owner's (a mutex: who will own it) */
+    /* The owner's, or NULL: called under the lock when the node leaves
+     * the list unreleased (a timeout or finalize), to undo its arrival. */
+    void (*gone)(struct waiter *w);
 };
 
 static inline void waiter_init(struct waiter *w, const struct caller *c,
@@ -152,6 +165,7 @@ static inline void waiter_init(struct waiter *w, const struct caller *c,
     w->list = l;
     w->lock = lock;
     w->data = NULL;
+    w->gone = NULL;
     w->timer.idx = TIMER_OFF;
 }
 
@@ -219,16 +233,19 @@ void wait_release_all(struct wlist *l, uint32_t result);
 /*
  * Waits until w's node (linked on w->list, whose lock is not held) is
  * released, or until deadline (UINT64_MAX: none), when the node is
- * unlinked and WN_TIMEDOUT returned. Returns the node's result.
+ * unlinked and WN_TIMEDOUT returned. A ULT's wait ends with WN_CANCELED
+ * when finalize cancels it (see the plaque). Returns the node's result.
  */
 uint32_t wait_block(struct waiter *w, uint64_t deadline);
 
 /* The result as an error code: WN_DONE -> ok, and so on. */
 int wait_result_code(uint32_t r);
 
-/* Links the tasklet being polled on l (l's lock held), once. */
-void wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
-                       uint32_t user_flags);
+/* Links the tasklet being polled on l (l's lock held), once. Returns
+ * COEXEC_OK, or COEXEC_ECANCELED (nothing linked) while finalize cancels
+ * waits: the poll then reports that instead of COEXEC_PENDING. */
+int wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
+                      uint32_t user_flags);
 
 /* Unlinks a tasklet's node from whatever list it is on (no lock held). */
 void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u);

@@ -8,7 +8,9 @@
  * earliest deadline. The heap has a lock because a waiter released by
  * someone else cancels its timer from wherever it runs next; fire runs
  * under the same lock, so once cancel returns nothing touches the timer.
- * Lock order: timer heap, then a wait list, then a pool.
+ * Lock order: timer heap, then a wait list, then a pool. At finalize a
+ * stopping stream fires its timers early, as cancelled: a sleep or timed
+ * wait then ends with COEXEC_ECANCELED instead of holding the stop.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -93,15 +95,17 @@ int coexec__timer_add(struct coexec_xstream_rec *xs, struct timer *t)
     return COEXEC_OK;
 }
 
-void coexec__timer_cancel(struct timer *t)
+bool coexec__timer_cancel(struct timer *t)
 {
     struct timer_heap *h = &t->xs->timers;
     spin_lock(&h->lock);
-    if (t->idx != TIMER_OFF) {
+    bool in = t->idx != TIMER_OFF;
+    if (in) {
         heap_remove(h, t);
         heap_publish(h);
     }
     spin_unlock(&h->lock);
+    return in;
 }
 
 uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now)
@@ -111,12 +115,25 @@ uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now)
     while (h->n && h->a[0]->deadline <= now) {
         struct timer *t = h->a[0];
         heap_remove(h, t);
-        t->fire(t);
+        t->fire(t, false);
     }
     heap_publish(h);
     uint64_t next = h->n ? h->a[0]->deadline : UINT64_MAX;
     spin_unlock(&h->lock);
     return next;
+}
+
+void coexec__timers_cancel_all(struct coexec_xstream_rec *xs)
+{
+    struct timer_heap *h = &xs->timers;
+    spin_lock(&h->lock);
+    while (h->n) {
+        struct timer *t = h->a[0];
+        heap_remove(h, t);
+        t->fire(t, true);
+    }
+    heap_publish(h);
+    spin_unlock(&h->lock);
 }
 
 /* ---- sleeping --------------------------------------------------------- */
@@ -147,9 +164,9 @@ COEXEC_API int coexec_sleep_until(uint64_t deadline)
     struct waiter w;
     waiter_init(&w, &c, NULL, NULL, 0);
     /* Only the timer releases the node, so this returns at the deadline,
-     * whatever wakes the ULT meanwhile. */
+     * whatever wakes the ULT meanwhile (finalize excepted). */
     uint32_t r = wait_block(&w, deadline);
-    return r == WN_NOMEM ? COEXEC_ENOMEM : COEXEC_OK;
+    return r == WN_TIMEDOUT ? COEXEC_OK : wait_result_code(r);
 }
 
 COEXEC_API int coexec_sleep_ns(uint64_t ns)

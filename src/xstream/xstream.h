@@ -57,11 +57,12 @@ struct wdir {
     unsigned hint;                              /* a page with free slots */
 };
 
-/* A timer (src/xstream/timer.c): fire(t) runs on the heap's stream, under
- * the heap's lock, once deadline has passed, unless cancelled first. */
+/* A timer (src/xstream/timer.c): fire(t, false) runs on the heap's
+ * stream, under the heap's lock, once deadline has passed, unless
+ * cancelled first; fire(t, true) when finalize ends it early. */
 struct timer {
     uint64_t deadline;
-    void (*fire)(struct timer *t);
+    void (*fire)(struct timer *t, bool cancel);
     struct coexec_xstream_rec *xs; /* the heap it is in */
     uint32_t idx;                  /* position in the heap; TIMER_OFF: none */
 };
@@ -161,9 +162,12 @@ static inline bool xs_events_pending(struct coexec_xstream_rec *xs)
 
 /* Timers (src/xstream/timer.c). */
 int coexec__timer_add(struct coexec_xstream_rec *xs, struct timer *t);
-void coexec__timer_cancel(struct timer *t);
+/* Takes t out of its heap; false if it was not there (it has fired). */
+bool coexec__timer_cancel(struct timer *t);
 /* Fires the expired timers of xs; returns the next deadline or UINT64_MAX. */
 uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now);
+/* Finalize: fires every timer of xs now, as cancelled (on xs's thread). */
+void coexec__timers_cancel_all(struct coexec_xstream_rec *xs);
 static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
 {
     return atom_load_acq_u64(&xs->timers.next);

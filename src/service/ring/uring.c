@@ -122,6 +122,7 @@ static void done(struct request *r, intptr_t v, uint32_t fin)
 {
     coexec__rq_complete(r, v, fin); /* r may be gone now */
     atom_fsub_sc_u32(&rg.busy, 1);
+    coexec__service_progress();
 }
 
 static void cancel_list(struct request **head, struct request **tail)
