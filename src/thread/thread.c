@@ -832,8 +832,12 @@ struct join_timer {
     atom_u32_t fired;
 };
 
-static void join_timer_fire(struct timer *t)
+static void join_timer_fire(struct timer *t, bool cancel)
 {
+    /* Finalize ends the timer early: the join goes on like an untimed one
+     * (finalize wakes the unit it waits for). */
+    if (cancel)
+        return;
     struct join_timer *jt = container_of(t, struct join_timer, t);
     uintptr_t exp = (uintptr_t)jt->w;
     if (atom_cas_ar_uptr(&jt->u->join, &exp, 0)) {
