@@ -141,7 +141,7 @@ void coexec__rq_complete(struct request *r, intptr_t v, uint32_t fin)
         struct wait_node *n = list;
         list = n->next;
         n->next = n->prev = NULL;
-        wait_release(n, WN_DONE);
+        coexec__wait_release(n, WN_DONE);
     }
     if (poller)
         coexec__wake_tagged(poller, tag);
@@ -658,7 +658,7 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret)
         waiter_init(&w, c, &r->waiters, &r->lock, 0);
         wlist_push(&r->waiters, &w.node);
         spin_unlock(&r->lock);
-        uint32_t res = wait_block(&w, clock_deadline(watch));
+        uint32_t res = coexec__wait_block(&w, clock_deadline(watch));
         if (res == WN_TIMEDOUT) {
             grow(); /* still not done: add a worker if none is idle */
             if (watch < MAX_WATCH_NS)

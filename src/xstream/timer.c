@@ -148,7 +148,7 @@ COEXEC_API int coexec_sleep_until(uint64_t deadline)
     waiter_init(&w, &c, NULL, NULL, 0);
     /* Only the timer releases the node, so this returns at the deadline,
      * whatever wakes the ULT meanwhile. */
-    uint32_t r = wait_block(&w, deadline);
+    uint32_t r = coexec__wait_block(&w, deadline);
     return r == WN_NOMEM ? COEXEC_ENOMEM : COEXEC_OK;
 }
 
