@@ -52,6 +52,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "core/config.h"
 #include "service/ring.h"
 #include "service/service.h"
 #include "waker/wait.h"
@@ -82,7 +83,7 @@ struct worker {
     struct worker *next; /* under qlock */
 };
 
-#define MAX_SVC_CPUS 64
+#define MAX_SVC_CPUS COEXEC__MAX_CPULIST
 
 static struct {
     /* Submitters and the draining worker. */
@@ -96,7 +97,7 @@ static struct {
     atom_u32_t stop;
     int base, max;
     uint64_t spin_ns;
-    int cpus[MAX_SVC_CPUS], ncpus;
+    int ncpus; /* entries of cpus */
     int shares_cpu;
     int started;
     /* The workers' side. */
@@ -107,6 +108,8 @@ static struct {
     atom_u32_t queued;             /* requests on the FIFO */
     atom_u64_t completed;
     unsigned ring_kinds; /* file calls the ring carries (1u << FOP_*) */
+    /* The service threads' CPUs: cfg.service_cpus, ranges expanded. */
+    int cpus[MAX_SVC_CPUS];
 } svc = {.qlock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Tests set it to make the ring's start fail as a kernel that refuses
@@ -360,24 +363,6 @@ static void *worker_main(void *arg)
 
 /* ---- start and stop ------------------------------------------------------ */
 
-static int parse_cpus(const char *s)
-{
-    svc.ncpus = 0;
-    while (*s) {
-        char *end;
-        long c = strtol(s, &end, 10);
-        if (end == s || c < 0 || c > INT_MAX || svc.ncpus == MAX_SVC_CPUS)
-            return -1;
-        svc.cpus[svc.ncpus++] = (int)c;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return 0;
-}
-
 static void ring_start(coexec_service_io_t mode);
 
 int coexec__service_start(void)
@@ -388,10 +373,10 @@ int coexec__service_start(void)
     svc.shares_cpu = 0;
     if (c->affinity) {
         if (c->service_cpus[0]) {
-            parse_cpus(c->service_cpus); /* validated at init */
-            for (int i = 0; i < svc.ncpus; i++)
-                if (!coexec__affinity_valid_cpu(svc.cpus[i]))
-                    svc.ncpus = 0;
+            /* Checked at init: a list of CPUs the process may run on. */
+            if (coexec__cpulist_parse(c->service_cpus, svc.cpus, MAX_SVC_CPUS,
+                                      &svc.ncpus))
+                svc.ncpus = 0;
         } else {
             int last = coexec__affinity_last_cpu();
             if (last >= 0) {
@@ -820,12 +805,3 @@ bool coexec__service_offloads(void)
            !atom_load_rlx_u32(&svc.closed);
 }
 
-int coexec__service_check_cpus(const char *s)
-{
-    int saved = svc.ncpus, cpus[MAX_SVC_CPUS];
-    memcpy(cpus, svc.cpus, sizeof cpus);
-    int rc = parse_cpus(s);
-    svc.ncpus = saved;
-    memcpy(svc.cpus, cpus, sizeof cpus);
-    return rc;
-}
