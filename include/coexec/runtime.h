@@ -19,16 +19,27 @@
  *                         0 = no guard: unsafe, see guard_size)
  *   COEXEC_PRINT_CONFIG   1 = print the configuration on stderr at init
  *   COEXEC_QUIET          1 = no one-line warnings on stderr
- *   COEXEC_SERVICE_THREADS      service threads kept running (>= 1)
+ *   COEXEC_SERVICE_THREADS      service threads kept running (1 to
+ *                               service_max_threads)
  *   COEXEC_SERVICE_MAX_THREADS  service threads at most, while calls are stuck
  *   COEXEC_SERVICE_SPIN_US      microseconds an idle service thread spins
- *   COEXEC_SERVICE_CPUS         CPUs of the service threads: "3" or "2,3"
+ *   COEXEC_SERVICE_CPUS         CPUs of the service threads: "3", "2,3"
+ *                               or "0-3,8"
  *   COEXEC_SERVICE_IO           how the POSIX wrappers' file calls run:
  *                               auto | uring | threads (see service_io)
  *
  * A malformed value makes coexec_init() fail with COEXEC_EENV; the message
  * naming the variable is printed on stderr and returned by
  * coexec_init_error(). Boolean variables take 0/1, yes/no, true/false, on/off.
+ * Each variable has exactly the bounds of its field (given below); a field
+ * of cfg outside them makes init fail with COEXEC_EINVAL and a message
+ * naming the field. The maximum is never raised to fit: with the default
+ * service_max_threads of 16, COEXEC_SERVICE_THREADS=20 alone fails naming
+ * COEXEC_SERVICE_THREADS (set COEXEC_SERVICE_MAX_THREADS too). A CPU list
+ * (COEXEC_SERVICE_CPUS, service_cpus) is CPU numbers and ranges lo-hi
+ * separated by commas, with no spaces; every CPU must be one the process
+ * may run on (its binding), whether or not affinity is on, so that no
+ * thread meant to be pinned runs unpinned.
  */
 #ifndef COEXEC_RUNTIME_H
 #define COEXEC_RUNTIME_H
@@ -61,12 +72,13 @@ typedef enum coexec_service_io {
 
 typedef struct coexec_config {
     size_t size;                    /* sizeof(coexec_config_t); set by _init */
-    int num_xstreams;               /* default 1 */
-    size_t stack_size;              /* default 16 KiB */
-    coexec_sched_kind_t sched_kind; /* default COEXEC_SCHED_BASIC_WAIT */
-    unsigned event_freq;            /* default 64 */
-    int affinity;                   /* default 1 */
-    unsigned idle_spin_us;          /* default 50 */
+    int num_xstreams;               /* default 1; 1..1024 */
+    size_t stack_size;              /* default 16 KiB; 16 KiB..1 GiB */
+    coexec_sched_kind_t sched_kind; /* default COEXEC_SCHED_BASIC_WAIT;
+                                       not COEXEC_SCHED_USER */
+    unsigned event_freq;            /* default 64; 1..2^30 */
+    int affinity;                   /* default 1; 0 or 1 */
+    unsigned idle_spin_us;          /* default 50; 0..60,000,000 */
     /* Bytes of inaccessible memory below every stack the runtime maps
      * (ULT stacks of every size, stacked schedulers' stacks, the primary's
      * scheduler stack), rounded up to whole pages; default one page. A ULT
@@ -81,14 +93,18 @@ typedef struct coexec_config {
      * of its own: vm.max_map_count (65530 by default) then bounds the ULT
      * stacks alive at once to about 32,000. At most 64 MiB. */
     size_t guard_size;
-    int print_config;               /* default 0 */
-    int quiet;                      /* default 0 */
+    int print_config;               /* default 0; 0 or 1 */
+    int quiet;                      /* default 0; 0 or 1 */
     /* The service stream (coexec/service.h). */
-    int service_threads;            /* threads kept running, default 1 */
-    int service_max_threads;        /* while calls are stuck, default 16 */
-    unsigned service_spin_us;       /* idle spin before parking, default 50 */
-    char service_cpus[64];          /* CPU list "3" or "2,3"; "" = the last
-                                       CPU of the process's binding */
+    int service_threads;            /* threads kept running, default 1;
+                                       1..service_max_threads */
+    int service_max_threads;        /* while calls are stuck, default 16;
+                                       service_threads..1024 */
+    unsigned service_spin_us;       /* idle spin before parking, default
+                                       50; 0..60,000,000 */
+    char service_cpus[64];          /* CPU list "3", "2,3" or "0-3,8" of
+                                       CPUs the process may run on; "" =
+                                       the last CPU of its binding */
     coexec_service_io_t service_io; /* file I/O path, default AUTO */
 } coexec_config_t;
 
@@ -109,7 +125,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_config_init(coexec_config_t *cfg);
  * Context: an external thread (any thread when the runtime is not running).
  * Switches: never; creating streams starts OS threads.
  * Returns: COEXEC_OK; COEXEC_EINIT if already initialized; COEXEC_EENV for a
- * malformed environment variable; COEXEC_EINVAL for a bad cfg field;
+ * malformed or out-of-range environment variable (coexec_init_error() names
+ * it); COEXEC_EINVAL for a cfg field out of its bounds (named likewise);
  * COEXEC_ENOMEM / COEXEC_EAGAIN when memory or threads cannot be had. On
  * failure nothing is left running and init may be called again.
  */
@@ -163,7 +180,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_get_config(coexec_config_t *out);
 
 /*
  * The message of the last failed coexec_init (for COEXEC_EENV it names the
- * variable and the value), or "" if the last init succeeded.
+ * variable and the value, for COEXEC_EINVAL the cfg field and the value,
+ * with what is valid), or "" if the last init succeeded.
  * Context: any thread. Switches: never.
  */
 COEXEC_API const char *coexec_init_error(void);

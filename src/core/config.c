@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,6 @@
 
 #include "core/config.h"
 #include "core/internal.h"
-#include "service/service.h"
 
 static char init_error[256];
 
@@ -103,125 +103,407 @@ static bool parse_bool(const char *s, int *out)
     return false;
 }
 
-static int env_error(const char *var, const char *val, const char *want)
+/* ---- CPU lists ----------------------------------------------------------- */
+
+/* Reads a decimal CPU number at *s (digits only: no sign, no space).
+ * Returns NULL, or what is wrong. */
+static const char *cpu_number(const char **s, int *out)
 {
-    coexec__set_init_error("coexec_init: %s=\"%s\" is malformed: expected %s",
-                           var, val, want);
-    fprintf(stderr, "%s\n", init_error);
-    return COEXEC_EENV;
+    const char *p = *s;
+    if (!isdigit((unsigned char)*p))
+        return "not a CPU number";
+    long v = 0;
+    for (; isdigit((unsigned char)*p); p++) {
+        v = v * 10 + (*p - '0');
+        if (v > INT_MAX)
+            return "a CPU number too large";
+    }
+    *out = (int)v;
+    *s = p;
+    return NULL;
 }
 
-#define ENV_U64(var, min, max, suffixes, want, field, T)                       \
-    do {                                                                       \
-        const char *v_ = getenv(var);                                          \
-        uint64_t x_;                                                           \
-        if (v_) {                                                              \
-            if (!parse_u64(v_, suffixes, &x_) || x_ + 1 < (uint64_t)(min) + 1 ||     \
-                x_ > (max))     \
-                return env_error(var, v_, want);                               \
-            cfg->field = (T)x_;                                                \
-        }                                                                      \
-    } while (0)
-
-#define ENV_BOOL(var, field)                                                   \
-    do {                                                                       \
-        const char *v_ = getenv(var);                                          \
-        int b_;                                                                \
-        if (v_) {                                                              \
-            if (!parse_bool(v_, &b_))                                          \
-                return env_error(var, v_, "0/1, yes/no, true/false or on/off"); \
-            cfg->field = b_;                                                   \
-        }                                                                      \
-    } while (0)
-
-int coexec__config_apply_env(coexec_config_t *cfg)
+const char *coexec__cpulist_parse(const char *s, int *cpus, int max, int *n)
 {
-    ENV_U64("COEXEC_NUM_XSTREAMS", 1, MAX_XSTREAMS, false,
-            "a whole number from 1 to 1024", num_xstreams, int);
-    ENV_U64("COEXEC_STACK_SIZE", COEXEC_MIN_STACK, COEXEC_MAX_STACK, true,
-            "a size from 16K to 1G (bytes, or with a K/M/G suffix)",
-            stack_size, size_t);
-    ENV_U64("COEXEC_GUARD_SIZE", 0, COEXEC__MAX_GUARD, true,
-            "a size from 0 to 64M (bytes, or with a K/M suffix)", guard_size,
-            size_t);
-    ENV_U64("COEXEC_EVENT_FREQ", 1, 1u << 30, false,
-            "a whole number of at least 1", event_freq, unsigned);
-    ENV_U64("COEXEC_IDLE_SPIN_US", 0, 60u * 1000 * 1000, false,
-            "microseconds, 0 to 60000000", idle_spin_us, unsigned);
-    ENV_U64("COEXEC_SERVICE_THREADS", 1, 1024, false,
-            "a whole number from 1 to 1024", service_threads, int);
-    ENV_U64("COEXEC_SERVICE_MAX_THREADS", 1, 1024, false,
-            "a whole number from 1 to 1024", service_max_threads, int);
-    ENV_U64("COEXEC_SERVICE_SPIN_US", 0, 60u * 1000 * 1000, false,
-            "microseconds, 0 to 60000000", service_spin_us, unsigned);
-    const char *cpus = getenv("COEXEC_SERVICE_CPUS");
-    if (cpus) {
-        if (strlen(cpus) >= sizeof cfg->service_cpus ||
-            coexec__service_check_cpus(cpus) != 0)
-            return env_error("COEXEC_SERVICE_CPUS", cpus,
-                             "a CPU number or a comma-separated list of them");
-        strcpy(cfg->service_cpus, cpus);
+    const char *why;
+    *n = 0;
+    if (!*s)
+        return "an empty list";
+    for (;;) {
+        int lo, hi;
+        if (!*s || *s == ',')
+            return "an empty entry (a stray comma)";
+        if ((why = cpu_number(&s, &lo)) != NULL)
+            return why;
+        hi = lo;
+        if (*s == '-') {
+            s++;
+            if (!isdigit((unsigned char)*s))
+                return "a range needs a last CPU";
+            if ((why = cpu_number(&s, &hi)) != NULL)
+                return why;
+            if (hi < lo)
+                return "a range ends below its start";
+        }
+        if ((long)hi - lo >= (long)max - *n)
+            return "too many CPUs";
+        for (long c = lo; c <= hi; c++)
+            cpus[(*n)++] = (int)c;
+        if (!*s)
+            return NULL;
+        if (*s != ',')
+            return "CPUs are separated by commas";
+        s++;
     }
-    const char *io = getenv("COEXEC_SERVICE_IO");
-    if (io) {
-        if (!strcasecmp(io, "auto"))
-            cfg->service_io = COEXEC_SERVICE_IO_AUTO;
-        else if (!strcasecmp(io, "uring") || !strcasecmp(io, "io_uring"))
-            cfg->service_io = COEXEC_SERVICE_IO_URING;
-        else if (!strcasecmp(io, "threads"))
-            cfg->service_io = COEXEC_SERVICE_IO_THREADS;
-        else
-            return env_error("COEXEC_SERVICE_IO", io, "auto, uring or threads");
+}
+
+/* ---- the fields ---------------------------------------------------------- */
+
+/*
+ * One row per coexec_config_t field that init reads: its environment
+ * variable, its type and bounds. The environment (apply_env) and the
+ * struct (validate) are checked against the same row, and the messages
+ * for both say what is valid with the same words, built from the bounds.
+ */
+enum fkind {
+    F_INT,      /* int, min..max */
+    F_UNSIGNED, /* unsigned, min..max */
+    F_SIZE,     /* size_t, min..max bytes; the variable takes K/M/G */
+    F_BOOL,     /* int, 0 or 1; the variable also takes yes/no, ... */
+    F_ENUM,     /* an enum, one of `names` */
+    F_CPUS      /* char[], a CPU list ("" in the struct: the default) */
+};
+
+struct name_val {
+    const char *name;
+    int val;
+};
+
+struct field {
+    const char *var;
+    const char *name;
+    size_t off;
+    enum fkind kind;
+    uint64_t min, max;
+    const char *unit;             /* F_INT / F_UNSIGNED: what is counted */
+    const struct name_val *names; /* F_ENUM: ends with a NULL name */
+    const char *ewant, *cwant;    /* F_ENUM: what the variable, the field
+                                     takes (aliases are not listed) */
+};
+
+static const struct name_val sched_names[] = {
+    {"basic", COEXEC_SCHED_BASIC},
+    {"basic_wait", COEXEC_SCHED_BASIC_WAIT},
+    {"basic-wait", COEXEC_SCHED_BASIC_WAIT},
+    {"prio", COEXEC_SCHED_PRIO},
+    {"randws", COEXEC_SCHED_RANDWS},
+    {NULL, 0}};
+
+static const struct name_val io_names[] = {
+    {"auto", COEXEC_SERVICE_IO_AUTO},
+    {"uring", COEXEC_SERVICE_IO_URING},
+    {"io_uring", COEXEC_SERVICE_IO_URING},
+    {"threads", COEXEC_SERVICE_IO_THREADS},
+    {NULL, 0}};
+
+/* F_ENUM fields are read and written as int. */
+_Static_assert(sizeof(coexec_sched_kind_t) == sizeof(int) &&
+                   sizeof(coexec_service_io_t) == sizeof(int),
+               "enum fields are ints");
+
+#define SPIN_MAX_US (60ull * 1000 * 1000)
+#define SVC_MAX_THREADS 1024
+
+#define ROW(i, var, f, kind, min, max, unit)                                \
+    [i] = {var, #f, offsetof(coexec_config_t, f), kind, min, max, unit,        \
+           NULL, NULL, NULL}
+#define ENUM_ROW(i, var, f, names, ewant, cwant)                               \
+    [i] = {var, #f, offsetof(coexec_config_t, f), F_ENUM, 0, 0, NULL,          \
+           names, ewant, cwant}
+
+enum field_index {
+    I_NUM_XSTREAMS, I_STACK_SIZE, I_GUARD_SIZE, I_SCHED, I_EVENT_FREQ,
+    I_AFFINITY, I_IDLE_SPIN_US, I_PRINT_CONFIG, I_QUIET, I_SERVICE_THREADS,
+    I_SERVICE_MAX_THREADS, I_SERVICE_SPIN_US, I_SERVICE_CPUS, I_SERVICE_IO,
+    NFIELDS
+};
+_Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
+
+static const struct field fields[NFIELDS] = {
+    ROW(I_NUM_XSTREAMS, "COEXEC_NUM_XSTREAMS", num_xstreams, F_INT, 1,
+        MAX_XSTREAMS, NULL),
+    ROW(I_STACK_SIZE, "COEXEC_STACK_SIZE", stack_size, F_SIZE,
+        COEXEC_MIN_STACK, COEXEC_MAX_STACK, NULL),
+    ROW(I_GUARD_SIZE, "COEXEC_GUARD_SIZE", guard_size, F_SIZE, 0,
+        COEXEC__MAX_GUARD, NULL),
+    ENUM_ROW(I_SCHED, "COEXEC_SCHED", sched_kind, sched_names,
+             "basic, basic_wait, prio or randws",
+             "COEXEC_SCHED_BASIC, _BASIC_WAIT, _PRIO or _RANDWS"),
+    ROW(I_EVENT_FREQ, "COEXEC_EVENT_FREQ", event_freq, F_UNSIGNED, 1,
+        1u << 30, NULL),
+    ROW(I_AFFINITY, "COEXEC_AFFINITY", affinity, F_BOOL, 0, 1, NULL),
+    ROW(I_IDLE_SPIN_US, "COEXEC_IDLE_SPIN_US", idle_spin_us, F_UNSIGNED, 0,
+        SPIN_MAX_US, "microseconds"),
+    ROW(I_PRINT_CONFIG, "COEXEC_PRINT_CONFIG", print_config, F_BOOL, 0, 1,
+        NULL),
+    ROW(I_QUIET, "COEXEC_QUIET", quiet, F_BOOL, 0, 1, NULL),
+    ROW(I_SERVICE_THREADS, "COEXEC_SERVICE_THREADS", service_threads, F_INT,
+        1, SVC_MAX_THREADS, NULL),
+    ROW(I_SERVICE_MAX_THREADS, "COEXEC_SERVICE_MAX_THREADS",
+        service_max_threads, F_INT, 1, SVC_MAX_THREADS, NULL),
+    ROW(I_SERVICE_SPIN_US, "COEXEC_SERVICE_SPIN_US", service_spin_us,
+        F_UNSIGNED, 0, SPIN_MAX_US, "microseconds"),
+    ROW(I_SERVICE_CPUS, "COEXEC_SERVICE_CPUS", service_cpus, F_CPUS, 0, 0,
+        NULL),
+    ENUM_ROW(I_SERVICE_IO, "COEXEC_SERVICE_IO", service_io, io_names,
+             "auto, uring or threads",
+             "COEXEC_SERVICE_IO_AUTO, _URING or _THREADS"),
+};
+
+/* "16K", "1G", "4096": a size as a person writes it. */
+static void size_text(char *buf, size_t len, uint64_t v)
+{
+    if (v && v % (1u << 30) == 0)
+        snprintf(buf, len, "%lluG", (unsigned long long)(v >> 30));
+    else if (v && v % (1u << 20) == 0)
+        snprintf(buf, len, "%lluM", (unsigned long long)(v >> 20));
+    else if (v && v % (1u << 10) == 0)
+        snprintf(buf, len, "%lluK", (unsigned long long)(v >> 10));
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* What a valid value of f is, as the variable (env) or the field takes it. */
+static void want_text(const struct field *f, bool env, char *buf, size_t len)
+{
+    char lo[32], hi[32];
+    switch (f->kind) {
+    case F_INT:
+    case F_UNSIGNED:
+        snprintf(buf, len, "a whole number%s%s from %llu to %llu",
+                 f->unit ? " of " : "", f->unit ? f->unit : "",
+                 (unsigned long long)f->min, (unsigned long long)f->max);
+        break;
+    case F_SIZE:
+        size_text(lo, sizeof lo, f->min);
+        size_text(hi, sizeof hi, f->max);
+        snprintf(buf, len, "a size %sfrom %s to %s%s", env ? "" : "in bytes ",
+                 lo, hi, env ? " (bytes, or with a K/M/G suffix)" : "");
+        break;
+    case F_BOOL:
+        snprintf(buf, len, "%s",
+                 env ? "0/1, yes/no, true/false or on/off" : "0 or 1");
+        break;
+    case F_ENUM:
+        snprintf(buf, len, "%s", env ? f->ewant : f->cwant);
+        break;
+    case F_CPUS:
+        snprintf(buf, len, "%s",
+                 "CPU numbers and ranges such as \"3\", \"2,3\" or "
+                 "\"0-3,8\", of CPUs this process may run on");
+        break;
     }
-    ENV_BOOL("COEXEC_AFFINITY", affinity);
-    ENV_BOOL("COEXEC_PRINT_CONFIG", print_config);
-    ENV_BOOL("COEXEC_QUIET", quiet);
-    const char *v = getenv("COEXEC_SCHED");
-    if (v) {
-        if (!strcasecmp(v, "basic"))
-            cfg->sched_kind = COEXEC_SCHED_BASIC;
-        else if (!strcasecmp(v, "basic_wait") || !strcasecmp(v, "basic-wait"))
-            cfg->sched_kind = COEXEC_SCHED_BASIC_WAIT;
-        else if (!strcasecmp(v, "prio"))
-            cfg->sched_kind = COEXEC_SCHED_PRIO;
-        else if (!strcasecmp(v, "randws"))
-            cfg->sched_kind = COEXEC_SCHED_RANDWS;
-        else
-            return env_error("COEXEC_SCHED", v,
-                             "basic, basic_wait, prio or randws");
+}
+
+/* Fails init for a bad value of f: COEXEC_EENV naming the variable when it
+ * came from the environment (the message also goes to stderr: whoever set
+ * the variable may not see the return code), COEXEC_EINVAL naming the field
+ * otherwise. `why` says what is wrong when "not valid" is not enough;
+ * `want`, when not NULL, replaces what the row says is valid. */
+static int field_error(const struct field *f, bool env, const char *val,
+                       const char *why, const char *want)
+{
+    char buf[256];
+    if (!want) {
+        want_text(f, env, buf, sizeof buf);
+        want = buf;
+    }
+    if (env) {
+        coexec__set_init_error("coexec_init: %s=\"%s\" is not valid%s%s: "
+                               "expected %s",
+                               f->var, val, why ? ": " : "", why ? why : "",
+                               want);
+        fprintf(stderr, "%s\n", init_error);
+        return COEXEC_EENV;
+    }
+    coexec__set_init_error("coexec_init: cfg.%s = %s is not valid%s%s: "
+                           "expected %s",
+                           f->name, val, why ? ": " : "", why ? why : "", want);
+    return COEXEC_EINVAL;
+}
+
+/* Checks a CPU list: its syntax, and that the process may run on every CPU
+ * it names, so that no thread meant to be pinned runs unpinned. */
+static int check_cpus(const struct field *f, bool env, const char *s,
+                      const char *shown)
+{
+    int cpus[COEXEC__MAX_CPULIST], n, bad = -1;
+    const char *why = coexec__cpulist_parse(s, cpus, COEXEC__MAX_CPULIST, &n);
+    if (why)
+        return field_error(f, env, shown, why, NULL);
+    char avail[96] = "", msg[160];
+    int ok = coexec__affinity_cpus_allowed(cpus, n, &bad, avail, sizeof avail);
+    if (ok < 0)
+        return ok;
+    if (!ok) {
+        snprintf(msg, sizeof msg, "this process may not run on CPU %d "
+                 "(it may run on %s)", bad, avail);
+        return field_error(f, env, shown, msg, NULL);
     }
     return COEXEC_OK;
 }
 
-int coexec__config_validate(const coexec_config_t *cfg)
+/* Parses the variable's text v into f's field of cfg. */
+static int apply_one(const struct field *f, const char *v, coexec_config_t *cfg)
 {
-    const char *bad = NULL;
-    if (cfg->num_xstreams < 1 || cfg->num_xstreams > MAX_XSTREAMS)
-        bad = "num_xstreams must be 1..1024";
-    else if (cfg->stack_size < COEXEC_MIN_STACK ||
-             cfg->stack_size > COEXEC_MAX_STACK)
-        bad = "stack_size must be 16 KiB..1 GiB";
-    else if (cfg->guard_size > COEXEC__MAX_GUARD)
-        bad = "guard_size must be 0..64 MiB";
-    else if ((unsigned)cfg->sched_kind > COEXEC_SCHED_RANDWS)
-        bad = "sched_kind is not a built-in scheduler kind";
-    else if (cfg->event_freq < 1)
-        bad = "event_freq must be at least 1";
-    else if (cfg->service_threads < 1 || cfg->service_threads > 1024)
-        bad = "service_threads must be 1..1024";
-    else if (cfg->service_max_threads < cfg->service_threads ||
-             cfg->service_max_threads > 1024)
-        bad = "service_max_threads must be service_threads..1024";
-    else if (memchr(cfg->service_cpus, '\0', sizeof cfg->service_cpus) == NULL ||
-             coexec__service_check_cpus(cfg->service_cpus) != 0)
-        bad = "service_cpus must be a CPU number or a comma-separated list";
-    else if (cfg->service_io != COEXEC_SERVICE_IO_AUTO &&
-             cfg->service_io != COEXEC_SERVICE_IO_URING &&
-             cfg->service_io != COEXEC_SERVICE_IO_THREADS)
-        bad = "service_io must be COEXEC_SERVICE_IO_AUTO, _URING or _THREADS";
-    if (bad) {
-        coexec__set_init_error("coexec_init: %s", bad);
-        return COEXEC_EINVAL;
+    void *p = (char *)cfg + f->off;
+    uint64_t x;
+    int b;
+    switch (f->kind) {
+    case F_INT:
+    case F_UNSIGNED:
+    case F_SIZE:
+        if (!parse_u64(v, f->kind == F_SIZE, &x) || x < f->min || x > f->max)
+            return field_error(f, true, v, NULL, NULL);
+        if (f->kind == F_INT)
+            *(int *)p = (int)x;
+        else if (f->kind == F_UNSIGNED)
+            *(unsigned *)p = (unsigned)x;
+        else
+            *(size_t *)p = (size_t)x;
+        return COEXEC_OK;
+    case F_BOOL:
+        if (!parse_bool(v, &b))
+            return field_error(f, true, v, NULL, NULL);
+        *(int *)p = b;
+        return COEXEC_OK;
+    case F_ENUM:
+        for (const struct name_val *nv = f->names; nv->name; nv++)
+            if (!strcasecmp(v, nv->name)) {
+                *(int *)p = nv->val;
+                return COEXEC_OK;
+            }
+        return field_error(f, true, v, NULL, NULL);
+    case F_CPUS: {
+        char why[48];
+        size_t cap = sizeof cfg->service_cpus;
+        snprintf(why, sizeof why, "longer than %zu characters", cap - 1);
+        if (strlen(v) >= cap)
+            return field_error(f, true, v, why, NULL);
+        int rc = check_cpus(f, true, v, v);
+        if (rc)
+            return rc;
+        memcpy(p, v, strlen(v) + 1);
+        return COEXEC_OK;
+    }
+    }
+    return COEXEC_OK;
+}
+
+/* Checks f's field of cfg as the struct gives it. */
+static int check_one(const struct field *f, const coexec_config_t *cfg)
+{
+    const void *p = (const char *)cfg + f->off;
+    char val[96];
+    switch (f->kind) {
+    case F_INT: {
+        int v = *(const int *)p;
+        snprintf(val, sizeof val, "%d", v);
+        if (v < 0 || (uint64_t)v < f->min || (uint64_t)v > f->max)
+            return field_error(f, false, val, NULL, NULL);
+        return COEXEC_OK;
+    }
+    case F_UNSIGNED: {
+        unsigned v = *(const unsigned *)p;
+        snprintf(val, sizeof val, "%u", v);
+        if (v < f->min || v > f->max)
+            return field_error(f, false, val, NULL, NULL);
+        return COEXEC_OK;
+    }
+    case F_SIZE: {
+        size_t v = *(const size_t *)p;
+        snprintf(val, sizeof val, "%zu", v);
+        if (v < f->min || v > f->max)
+            return field_error(f, false, val, NULL, NULL);
+        return COEXEC_OK;
+    }
+    case F_BOOL: {
+        int v = *(const int *)p;
+        snprintf(val, sizeof val, "%d", v);
+        if (v != 0 && v != 1)
+            return field_error(f, false, val, NULL, NULL);
+        return COEXEC_OK;
+    }
+    case F_ENUM: {
+        int v = *(const int *)p;
+        snprintf(val, sizeof val, "%d", v);
+        for (const struct name_val *nv = f->names; nv->name; nv++)
+            if (nv->val == v)
+                return COEXEC_OK;
+        return field_error(f, false, val, NULL, NULL);
+    }
+    case F_CPUS: {
+        const char *s = p;
+        if (!memchr(s, '\0', sizeof cfg->service_cpus))
+            return field_error(f, false, "(no terminating NUL)", NULL, NULL);
+        if (!*s)
+            return COEXEC_OK; /* the default: the binding's last CPU */
+        snprintf(val, sizeof val, "\"%s\"", s);
+        return check_cpus(f, false, s, val);
+    }
+    }
+    return COEXEC_OK;
+}
+
+int coexec__config_apply_env(coexec_config_t *cfg, uint32_t *from_env)
+{
+    *from_env = 0;
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const char *v = getenv(fields[i].var);
+        if (!v)
+            continue;
+        int rc = apply_one(&fields[i], v, cfg);
+        if (rc != COEXEC_OK)
+            return rc;
+        *from_env |= 1u << i;
+    }
+    return COEXEC_OK;
+}
+
+int coexec__config_validate(const coexec_config_t *cfg, uint32_t from_env)
+{
+    /* Values from the environment were checked as they were read. */
+    for (size_t i = 0; i < NFIELDS; i++) {
+        if (from_env & (1u << i))
+            continue;
+        int rc = check_one(&fields[i], cfg);
+        if (rc != COEXEC_OK)
+            return rc;
+    }
+    /* The service keeps service_threads threads and grows to at most
+     * service_max_threads. The maximum is not raised to fit: the kept
+     * count is named (as a variable if the environment set it), unless
+     * only the maximum came from the environment. */
+    if (cfg->service_max_threads < cfg->service_threads) {
+        bool t_env = from_env & (1u << I_SERVICE_THREADS);
+        bool m_env = from_env & (1u << I_SERVICE_MAX_THREADS);
+        char val[32], want[200];
+        if (m_env && !t_env) {
+            snprintf(val, sizeof val, "%d", cfg->service_max_threads);
+            snprintf(want, sizeof want,
+                     "a whole number from the threads the service keeps, %d "
+                     "(service_threads, COEXEC_SERVICE_THREADS), to %d",
+                     cfg->service_threads, SVC_MAX_THREADS);
+            return field_error(&fields[I_SERVICE_MAX_THREADS], true, val,
+                               NULL, want);
+        }
+        snprintf(val, sizeof val, "%d", cfg->service_threads);
+        snprintf(want, sizeof want,
+                 "a whole number from 1 to the service's maximum, %d "
+                 "(service_max_threads, COEXEC_SERVICE_MAX_THREADS)",
+                 cfg->service_max_threads);
+        return field_error(&fields[I_SERVICE_THREADS], t_env, val, NULL,
+                           want);
     }
     return COEXEC_OK;
 }

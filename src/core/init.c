@@ -151,8 +151,9 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
         memcpy(&cfg, cfg_in, n);
         cfg.size = sizeof cfg;
     }
-    if ((rc = coexec__config_apply_env(&cfg)) != COEXEC_OK ||
-        (rc = coexec__config_validate(&cfg)) != COEXEC_OK) {
+    uint32_t from_env = 0;
+    if ((rc = coexec__config_apply_env(&cfg, &from_env)) != COEXEC_OK ||
+        (rc = coexec__config_validate(&cfg, from_env)) != COEXEC_OK) {
         pthread_mutex_unlock(&init_lock);
         return rc;
     }

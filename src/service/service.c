@@ -55,6 +55,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "core/config.h"
 #include "service/ring.h"
 #include "service/service.h"
 #include "waker/wait.h"
@@ -85,7 +86,7 @@ struct worker {
     struct worker *next; /* under qlock */
 };
 
-#define MAX_SVC_CPUS 64
+#define MAX_SVC_CPUS COEXEC__MAX_CPULIST
 
 static struct {
     /* Submitters and the draining worker. */
@@ -99,7 +100,7 @@ static struct {
     atom_u32_t stop;
     int base, max;
     uint64_t spin_ns;
-    int cpus[MAX_SVC_CPUS], ncpus;
+    int ncpus; /* entries of cpus */
     int shares_cpu;
     int started;
     /* The workers' side. */
@@ -110,6 +111,8 @@ static struct {
     atom_u32_t queued;             /* requests on the FIFO */
     atom_u64_t completed;
     unsigned ring_kinds; /* file calls the ring carries (1u << FOP_*) */
+    /* The service threads' CPUs: cfg.service_cpus, ranges expanded. */
+    int cpus[MAX_SVC_CPUS];
 } svc = {.qlock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Finalize's wait for the running calls: completions after close bump
@@ -152,7 +155,7 @@ void coexec__rq_complete(struct request *r, intptr_t v, uint32_t fin)
         struct wait_node *n = list;
         list = n->next;
         n->next = n->prev = NULL;
-        wait_release(n, WN_DONE);
+        coexec__wait_release(n, WN_DONE);
     }
     if (poller)
         coexec__wake_tagged(poller, tag);
@@ -372,24 +375,6 @@ static void *worker_main(void *arg)
 
 /* ---- start and stop ------------------------------------------------------ */
 
-static int parse_cpus(const char *s)
-{
-    svc.ncpus = 0;
-    while (*s) {
-        char *end;
-        long c = strtol(s, &end, 10);
-        if (end == s || c < 0 || c > INT_MAX || svc.ncpus == MAX_SVC_CPUS)
-            return -1;
-        svc.cpus[svc.ncpus++] = (int)c;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return 0;
-}
-
 static void ring_start(coexec_service_io_t mode);
 
 int coexec__service_start(void)
@@ -400,10 +385,10 @@ int coexec__service_start(void)
     svc.shares_cpu = 0;
     if (c->affinity) {
         if (c->service_cpus[0]) {
-            parse_cpus(c->service_cpus); /* validated at init */
-            for (int i = 0; i < svc.ncpus; i++)
-                if (!coexec__affinity_valid_cpu(svc.cpus[i]))
-                    svc.ncpus = 0;
+            /* Checked at init: a list of CPUs the process may run on. */
+            if (coexec__cpulist_parse(c->service_cpus, svc.cpus, MAX_SVC_CPUS,
+                                      &svc.ncpus))
+                svc.ncpus = 0;
         } else {
             int last = coexec__affinity_last_cpu();
             if (last >= 0) {
@@ -482,7 +467,7 @@ void coexec__service_progress(void)
         return;
     spin_lock(&grace.lock);
     grace.seq++;
-    wait_release_all(&grace.waiters, WN_DONE);
+    coexec__wait_release_all(&grace.waiters, WN_DONE);
     spin_unlock(&grace.lock);
 }
 
@@ -513,7 +498,7 @@ static void grace_wait(uint32_t seen, uint64_t until)
     waiter_init(&w, &c, &grace.waiters, &grace.lock, WN_NOCANCEL);
     wlist_push(&grace.waiters, &w.node);
     spin_unlock(&grace.lock);
-    IGNORE_RESULT(wait_block(&w, until));
+    IGNORE_RESULT(coexec__wait_block(&w, until));
 }
 
 /* The ring's wait for its cancelled calls: until the next completion, at
@@ -720,7 +705,7 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret,
         wlist_push(&r->waiters, &w.node);
         spin_unlock(&r->lock);
         uint64_t until = clock_deadline(watch);
-        uint32_t res = wait_block(&w, until < deadline ? until : deadline);
+        uint32_t res = coexec__wait_block(&w, until < deadline ? until : deadline);
         if (res == WN_TIMEDOUT && until >= deadline)
             continue; /* the caller's deadline: checked above */
         if (res == WN_TIMEDOUT) {
@@ -897,12 +882,3 @@ bool coexec__service_offloads(void)
            !atom_load_rlx_u32(&svc.closed);
 }
 
-int coexec__service_check_cpus(const char *s)
-{
-    int saved = svc.ncpus, cpus[MAX_SVC_CPUS];
-    memcpy(cpus, svc.cpus, sizeof cpus);
-    int rc = parse_cpus(s);
-    svc.ncpus = saved;
-    memcpy(svc.cpus, cpus, sizeof cpus);
-    return rc;
-}

@@ -44,7 +44,4 @@ enum fop_kind {
  * (the caller takes the thread path). */
 int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret);
 
-/* 0 if s is a valid CPU list ("3" or "2,3"), -1 otherwise. */
-int coexec__service_check_cpus(const char *s);
-
 #endif /* COEXEC_SERVICE_SERVICE_H */

@@ -196,7 +196,7 @@ static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
             wlist_push(&m->waiters, &q.w.node);
         }
         spin_unlock(&m->lock);
-        uint32_t r = wait_block(&q.w, deadline);
+        uint32_t r = coexec__wait_block(&q.w, deadline);
         if (r == MX_OWNER)
             return COEXEC_OK; /* handed over: owner and depth are ours */
         if (r == MX_RETRY) {
@@ -209,7 +209,7 @@ static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
         if (wlist_empty(&m->waiters))
             atom_fand_rlx_u32(&m->word, ~(M_WAITERS | M_HANDOFF));
         spin_unlock(&m->lock);
-        return wait_result_code(r);
+        return coexec__wait_result_code(r);
     }
 }
 
@@ -283,7 +283,7 @@ static void mx_release(struct mutex *m)
         atom_store_rlx_u32(&m->word, nw);
         mx_own(m, q->w.data);
         /* The release below publishes the critical section and owner. */
-        wait_release(n, MX_OWNER);
+        coexec__wait_release(n, MX_OWNER);
         spin_unlock(&m->lock);
         return;
     }
@@ -298,7 +298,7 @@ static void mx_release(struct mutex *m)
     atom_store_rel_u32(&m->word, nw);
     if (send) {
         wlist_remove(&m->waiters, n);
-        wait_release(n, MX_RETRY);
+        coexec__wait_release(n, MX_RETRY);
     }
     spin_unlock(&m->lock);
 }
@@ -390,7 +390,7 @@ static int cv_wait(coexec_cond_t *cp, coexec_mutex_t *mp, uint64_t deadline)
 
     uint32_t depth = m->depth;
     mx_release(m);
-    uint32_t r = wait_block(&w, deadline);
+    uint32_t r = coexec__wait_block(&w, deadline);
     spin_lock(&c->lock);
     if (wlist_empty(&c->waiters))
         c->bound = NULL;
@@ -400,7 +400,7 @@ static int cv_wait(coexec_cond_t *cp, coexec_mutex_t *mp, uint64_t deadline)
     rc = mx_lock_as(m, &cl, me, UINT64_MAX, WN_NOCANCEL);
     if (rc == COEXEC_OK)
         m->depth = depth;
-    return rc ? rc : wait_result_code(r);
+    return rc ? rc : coexec__wait_result_code(r);
 }
 
 COEXEC_API int coexec_cond_wait(coexec_cond_t *c, coexec_mutex_t *m)
@@ -422,11 +422,11 @@ static int cv_wake(coexec_cond_t *cp, bool all)
         return rc;
     spin_lock(&c->lock);
     if (all) {
-        wait_release_all(&c->waiters, WN_DONE);
+        coexec__wait_release_all(&c->waiters, WN_DONE);
     } else {
         struct wait_node *n = wlist_pop(&c->waiters);
         if (n)
-            wait_release(n, WN_DONE);
+            coexec__wait_release(n, WN_DONE);
     }
     if (wlist_empty(&c->waiters))
         c->bound = NULL;

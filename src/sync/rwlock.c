@@ -73,12 +73,12 @@ static void grant(struct rwlock *l)
                 return;
             wlist_remove(&l->waiters, n);
             l->writer = node_waiter(n)->data;
-            wait_release(n, WN_DONE);
+            coexec__wait_release(n, WN_DONE);
             return;
         }
         wlist_remove(&l->waiters, n);
         l->readers++;
-        wait_release(n, WN_DONE);
+        coexec__wait_release(n, WN_DONE);
     }
 }
 
@@ -122,14 +122,14 @@ static int rw_take(coexec_rwlock_t *lp, bool write, bool wait,
     w.data = me;
     wlist_push(&l->waiters, &w.node);
     spin_unlock(&l->lock);
-    uint32_t r = wait_block(&w, deadline);
+    uint32_t r = coexec__wait_block(&w, deadline);
     if (r == WN_DONE)
         return COEXEC_OK;
     /* We left the queue: whoever queued behind us may go now. */
     spin_lock(&l->lock);
     grant(l);
     spin_unlock(&l->lock);
-    return wait_result_code(r);
+    return coexec__wait_result_code(r);
 }
 
 COEXEC_API int coexec_rwlock_rdlock(coexec_rwlock_t *l)
@@ -244,7 +244,7 @@ COEXEC_API int coexec_barrier_wait(coexec_barrier_t *bp, int *serial)
     if (++b->count == b->n) {
         b->count = 0;
         b->generation++;
-        wait_release_all(&b->waiters, WN_DONE);
+        coexec__wait_release_all(&b->waiters, WN_DONE);
         spin_unlock(&b->lock);
         if (serial)
             *serial = 1;
@@ -256,9 +256,9 @@ COEXEC_API int coexec_barrier_wait(coexec_barrier_t *bp, int *serial)
     w.gone = bar_gone;
     wlist_push(&b->waiters, &w.node);
     spin_unlock(&b->lock);
-    uint32_t r = wait_block(&w, UINT64_MAX);
+    uint32_t r = coexec__wait_block(&w, UINT64_MAX);
     if (r != WN_DONE)
-        return wait_result_code(r); /* finalize: our arrival is undone */
+        return coexec__wait_result_code(r); /* finalize: our arrival is undone */
     if (serial)
         *serial = 0;
     return COEXEC_OK;

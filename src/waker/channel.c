@@ -88,7 +88,7 @@ static int put_locked(struct channel *c, const void *msg)
         /* Receivers wait only while the ring is empty: FIFO holds. */
         wlist_remove(&c->recvq, n);
         memcpy(node_waiter(n)->data, msg, c->msg_size);
-        wait_release(n, WN_DONE);
+        coexec__wait_release(n, WN_DONE);
         return COEXEC_OK;
     }
     if (c->count == c->cap)
@@ -96,7 +96,7 @@ static int put_locked(struct channel *c, const void *msg)
     ring_put(c, msg);
     if (n) {
         wlist_remove(&c->recvq, n);
-        wait_release(n, WN_DONE);
+        coexec__wait_release(n, WN_DONE);
     }
     return COEXEC_OK;
 }
@@ -116,7 +116,7 @@ static int take_locked(struct channel *c, void *msg)
     if (n) {
         if (!node_is_tasklet(n))
             ring_put(c, node_waiter(n)->data);
-        wait_release(n, WN_DONE);
+        coexec__wait_release(n, WN_DONE);
     }
     return COEXEC_OK;
 }
@@ -148,9 +148,9 @@ static int ch_xfer(coexec_channel_t *ch, void *msg, bool is_send,
         w.data = msg;
         wlist_push(q, &w.node);
         spin_unlock(&c->lock);
-        uint32_t r = wait_block(&w, deadline);
+        uint32_t r = coexec__wait_block(&w, deadline);
         if (r != WN_CLOSED)
-            return wait_result_code(r);
+            return coexec__wait_result_code(r);
         /* Closed: a receiver still drains what is queued. */
     }
 }
@@ -214,7 +214,7 @@ static int ch_poll(coexec_channel_t *ch, coexec_poll_t *cx, void *msg,
     spin_lock(&c->lock);
     int rc = is_send ? put_locked(c, msg) : take_locked(c, msg);
     if (rc == COEXEC_EAGAIN) {
-        rc = wait_link_tasklet(q, u, 0);
+        rc = coexec__wait_link_tasklet(q, u, 0);
         if (rc == COEXEC_OK)
             rc = COEXEC_PENDING;
     } else if (atom_load_rlx_ptr(&u->tnode.who) == q) {
@@ -244,8 +244,8 @@ COEXEC_API int coexec_channel_close(coexec_channel_t *ch)
     OBJ_CHECK(c, OBJ_MAGIC_CHANNEL);
     spin_lock(&c->lock);
     c->closed = 1;
-    wait_release_all(&c->recvq, WN_CLOSED);
-    wait_release_all(&c->sendq, WN_CLOSED);
+    coexec__wait_release_all(&c->recvq, WN_CLOSED);
+    coexec__wait_release_all(&c->sendq, WN_CLOSED);
     spin_unlock(&c->lock);
     return COEXEC_OK;
 }

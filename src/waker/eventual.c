@@ -42,7 +42,7 @@ static int wait_on(struct wlist *l, atom_u32_t *lock, struct caller *c,
     waiter_init(&w, c, l, lock, 0);
     wlist_push(l, &w.node);
     spin_unlock(lock);
-    return wait_result_code(wait_block(&w, deadline));
+    return coexec__wait_result_code(coexec__wait_block(&w, deadline));
 }
 
 /* Moves the polled tasklet u off any other list before linking it on l. */
@@ -100,7 +100,7 @@ COEXEC_API int coexec_eventual_set(coexec_eventual_t *ev, const void *value,
         memcpy(ev_buf(e), value, size);
     /* Release: the value before the flag, for lock-free readers. */
     atom_store_rel_u32(&e->ready, 1);
-    wait_release_all(&e->waiters, WN_DONE);
+    coexec__wait_release_all(&e->waiters, WN_DONE);
     spin_unlock(&e->lock);
     return COEXEC_OK;
 }
@@ -167,7 +167,7 @@ COEXEC_API int coexec_eventual_poll(coexec_eventual_t *ev, coexec_poll_t *cx,
         tasklet_prepare(u, &e->waiters);
         spin_lock(&e->lock);
         if (!atom_load_rlx_u32(&e->ready)) {
-            int rc = wait_link_tasklet(&e->waiters, u, 0);
+            int rc = coexec__wait_link_tasklet(&e->waiters, u, 0);
             spin_unlock(&e->lock);
             return rc ? rc : COEXEC_PENDING;
         }
@@ -255,7 +255,7 @@ COEXEC_API int coexec_future_set(coexec_future_t *f, void *value)
         x->cb(x->values, x->n, x->arg);
     spin_lock(&x->lock);
     atom_store_rel_u32(&x->ready, 1);
-    wait_release_all(&x->waiters, WN_DONE);
+    coexec__wait_release_all(&x->waiters, WN_DONE);
     spin_unlock(&x->lock);
     return COEXEC_OK;
 }
@@ -316,7 +316,7 @@ COEXEC_API int coexec_future_poll(coexec_future_t *f, coexec_poll_t *cx)
         spin_unlock(&x->lock);
         return COEXEC_READY;
     }
-    int rc = wait_link_tasklet(&x->waiters, u, 0);
+    int rc = coexec__wait_link_tasklet(&x->waiters, u, 0);
     spin_unlock(&x->lock);
     return rc ? rc : COEXEC_PENDING;
 }

@@ -6,7 +6,7 @@
 #include "arch/clock.h"
 #include "arch/futex.h"
 
-void wait_release(struct wait_node *n, uint32_t result)
+void coexec__wait_release(struct wait_node *n, uint32_t result)
 {
     switch (n->flags & WN_KIND) {
     case WN_ULT: {
@@ -38,14 +38,14 @@ void wait_release(struct wait_node *n, uint32_t result)
     }
 }
 
-void wait_release_all(struct wlist *l, uint32_t result)
+void coexec__wait_release_all(struct wlist *l, uint32_t result)
 {
     struct wait_node *n;
     while ((n = wlist_pop(l)) != NULL)
-        wait_release(n, result);
+        coexec__wait_release(n, result);
 }
 
-int wait_result_code(uint32_t r)
+int coexec__wait_result_code(uint32_t r)
 {
     switch (r) {
     case WN_DONE:
@@ -97,7 +97,7 @@ static void waiter_fire(struct timer *t, bool cancel)
             w->gone(w);
         /* A wait finalize may not end just times out early. */
         bool c = cancel && !(w->node.flags & WN_NOCANCEL);
-        wait_release(&w->node, c ? WN_CANCELED : WN_TIMEDOUT);
+        coexec__wait_release(&w->node, c ? WN_CANCELED : WN_TIMEDOUT);
     }
     if (w->lock)
         spin_unlock(w->lock);
@@ -200,7 +200,7 @@ static uint32_t block_external(struct waiter *w, uint64_t deadline)
     }
 }
 
-uint32_t wait_block(struct waiter *w, uint64_t deadline)
+uint32_t coexec__wait_block(struct waiter *w, uint64_t deadline)
 {
     /* The unit, not flags: a releaser may set WN_DETACHED in flags under
      * the lock we do not hold. */
@@ -209,7 +209,7 @@ uint32_t wait_block(struct waiter *w, uint64_t deadline)
     return block_external(w, deadline);
 }
 
-int wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
+int coexec__wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
                       uint32_t user_flags)
 {
     struct wait_node *n = &u->tnode;

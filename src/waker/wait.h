@@ -13,7 +13,7 @@
  *  - a tasklet's node is in its descriptor: the poll call links it and the
  *    tasklet returns PENDING; it is polled again once released.
  * Whoever changes the object so that a waiter may go (set, unlock, send,
- * signal...) takes the lock, unlinks the node, and calls wait_release()
+ * signal...) takes the lock, unlinks the node, and calls coexec__wait_release()
  * with the result, still under the lock. Timeouts unlink under the lock
  * too, so a node is released exactly once: by the object or by its timer.
  *
@@ -225,10 +225,10 @@ static inline bool wait_spin_flag(const struct caller *c, atom_u32_t *flag)
 }
 
 /* Releases n (already unlinked) with result; the list's lock is held. */
-void wait_release(struct wait_node *n, uint32_t result);
+void coexec__wait_release(struct wait_node *n, uint32_t result);
 
 /* Releases every node of l with result; l's lock is held. */
-void wait_release_all(struct wlist *l, uint32_t result);
+void coexec__wait_release_all(struct wlist *l, uint32_t result);
 
 /*
  * Waits until w's node (linked on w->list, whose lock is not held) is
@@ -236,15 +236,15 @@ void wait_release_all(struct wlist *l, uint32_t result);
  * unlinked and WN_TIMEDOUT returned. A ULT's wait ends with WN_CANCELED
  * when finalize cancels it (see the plaque). Returns the node's result.
  */
-uint32_t wait_block(struct waiter *w, uint64_t deadline);
+uint32_t coexec__wait_block(struct waiter *w, uint64_t deadline);
 
 /* The result as an error code: WN_DONE -> ok, and so on. */
-int wait_result_code(uint32_t r);
+int coexec__wait_result_code(uint32_t r);
 
 /* Links the tasklet being polled on l (l's lock held), once. Returns
  * COEXEC_OK, or COEXEC_ECANCELED (nothing linked) while finalize cancels
  * waits: the poll then reports that instead of COEXEC_PENDING. */
-int wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
+int coexec__wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
                       uint32_t user_flags);
 
 /* Unlinks a tasklet's node from whatever list it is on (no lock held). */

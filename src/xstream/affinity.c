@@ -34,6 +34,18 @@ static int load_topology(void)
     return 0;
 }
 
+/* The CPUs the process may run on: its binding, within what the topology
+ * allows (all of those when the binding cannot be read). The topology is
+ * loaded and topo_lock held. */
+static void process_cpuset(hwloc_bitmap_t set)
+{
+    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0)
+        hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
+    hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
+    if (hwloc_bitmap_iszero(set))
+        hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
+}
+
 int coexec__affinity_init(void)
 {
     pthread_mutex_lock(&topo_lock);
@@ -51,11 +63,7 @@ int coexec__affinity_init(void)
         pthread_mutex_unlock(&topo_lock);
         return COEXEC_ENOMEM;
     }
-    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0)
-        hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
-    hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
-    if (hwloc_bitmap_iszero(set))
-        hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
+    process_cpuset(set);
     int n = hwloc_bitmap_weight(set);
     cpus = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     if (!cpus) {
@@ -159,6 +167,39 @@ int coexec__affinity_valid_cpu(int cpu)
         if (cpus[i] == cpu)
             return 1;
     return 0;
+}
+
+/* 1 when the process may run on each of the n cpus (the set placement
+ * picks from, as coexec__affinity_valid_cpu), else 0 with the first other
+ * in *bad and the CPUs it may run on in avail (a list such as "0-3,8").
+ * Without a topology nothing is pinned and every CPU is accepted. Callable
+ * before coexec__affinity_init (it loads the topology). COEXEC_ENOMEM. */
+int coexec__affinity_cpus_allowed(const int *cpus, int n, int *bad,
+                                  char *avail, size_t len)
+{
+    pthread_mutex_lock(&topo_lock);
+    if (load_topology() != 0) {
+        pthread_mutex_unlock(&topo_lock);
+        return 1;
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set) {
+        pthread_mutex_unlock(&topo_lock);
+        return COEXEC_ENOMEM;
+    }
+    process_cpuset(set);
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        if (cpus[i] < 0 || !hwloc_bitmap_isset(set, (unsigned)cpus[i])) {
+            *bad = cpus[i];
+            ok = 0;
+        }
+    }
+    if (!ok && avail && len)
+        hwloc_bitmap_list_snprintf(avail, len, set);
+    hwloc_bitmap_free(set);
+    pthread_mutex_unlock(&topo_lock);
+    return ok;
 }
 
 int coexec__affinity_bind_self(int cpu)

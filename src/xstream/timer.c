@@ -165,8 +165,8 @@ COEXEC_API int coexec_sleep_until(uint64_t deadline)
     waiter_init(&w, &c, NULL, NULL, 0);
     /* Only the timer releases the node, so this returns at the deadline,
      * whatever wakes the ULT meanwhile (finalize excepted). */
-    uint32_t r = wait_block(&w, deadline);
-    return r == WN_TIMEDOUT ? COEXEC_OK : wait_result_code(r);
+    uint32_t r = coexec__wait_block(&w, deadline);
+    return r == WN_TIMEDOUT ? COEXEC_OK : coexec__wait_result_code(r);
 }
 
 COEXEC_API int coexec_sleep_ns(uint64_t ns)

@@ -178,6 +178,8 @@ void coexec__xs_events_free(struct coexec_xstream_rec *xs);
 int coexec__affinity_init(void);
 int coexec__affinity_cpu_for_rank(int rank);
 int coexec__affinity_valid_cpu(int cpu);
+int coexec__affinity_cpus_allowed(const int *cpus, int n, int *bad,
+                                  char *avail, size_t len);
 int coexec__affinity_bind_self(int cpu);
 int coexec__affinity_ncpus(void);
 int coexec__affinity_last_cpu(void); /* of the process's binding, or -1 */

@@ -9,7 +9,145 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+
+/* ======================================================================= */
+/* bounds shared by the config and env suites                               */
+/* ======================================================================= */
+
+/* The bounds runtime.h gives each numeric field and its variable: both
+ * must be held to exactly these. */
+enum bkind { B_INT, B_UNSIGNED, B_SIZE };
+static const struct bound {
+    const char *var, *field;
+    size_t off;
+    enum bkind kind;
+    unsigned long long min, max;
+    bool max_cheap; /* init at max costs little (no 1024 threads) */
+} bounds[] = {
+#define B(var, f, k, lo, hi, cheap)                                            \
+    {var, #f, offsetof(coexec_config_t, f), k, lo, hi, cheap}
+    B("COEXEC_NUM_XSTREAMS", num_xstreams, B_INT, 1, 1024, false),
+    B("COEXEC_STACK_SIZE", stack_size, B_SIZE, 16384, 1ull << 30, true),
+    B("COEXEC_GUARD_SIZE", guard_size, B_SIZE, 0, 64ull << 20, true),
+    B("COEXEC_EVENT_FREQ", event_freq, B_UNSIGNED, 1, 1ull << 30, true),
+    B("COEXEC_IDLE_SPIN_US", idle_spin_us, B_UNSIGNED, 0, 60000000, true),
+    B("COEXEC_SERVICE_THREADS", service_threads, B_INT, 1, 1024, false),
+    B("COEXEC_SERVICE_MAX_THREADS", service_max_threads, B_INT, 1, 1024,
+      true),
+    B("COEXEC_SERVICE_SPIN_US", service_spin_us, B_UNSIGNED, 0, 60000000,
+      true),
+#undef B
+};
+
+static void bound_set(coexec_config_t *cfg, const struct bound *b,
+                      long long v)
+{
+    void *p = (char *)cfg + b->off;
+    if (b->kind == B_INT)
+        *(int *)p = (int)v;
+    else if (b->kind == B_UNSIGNED)
+        *(unsigned *)p = (unsigned)v;
+    else
+        *(size_t *)p = (size_t)v;
+}
+
+static long long bound_get(const coexec_config_t *cfg, const struct bound *b)
+{
+    const void *p = (const char *)cfg + b->off;
+    if (b->kind == B_INT)
+        return *(const int *)p;
+    if (b->kind == B_UNSIGNED)
+        return *(const unsigned *)p;
+    return (long long)*(const size_t *)p;
+}
+
+static void fail_msg(int line, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail_msg(int line, const char *fmt, ...)
+{
+    char b[800];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    CU_assertImplementation(CU_FALSE, line, b, __FILE__, "", CU_FALSE);
+}
+
+/*
+ * Inits with var=val set (var may be NULL) and cfg (may be NULL), stderr
+ * captured. Expects want: on COEXEC_OK *got (if not NULL) receives the
+ * config in force and the runtime is finalized; on an error the runtime
+ * is not left running, and for COEXEC_EENV the message on stderr and in
+ * coexec_init_error() names var and shows val, for COEXEC_EINVAL
+ * coexec_init_error() names "cfg.<field>" and no variable. Returns true
+ * when all of that held.
+ */
+static bool init_expect(int line, const char *var, const char *val,
+                        const coexec_config_t *cfg, const char *field,
+                        int want, coexec_config_t *got)
+{
+    char err[4096], ctx[300];
+    snprintf(ctx, sizeof ctx, "%s%s%s%s%s%s", var ? var : "",
+             var ? "=\"" : "", var ? val : "", var ? "\"" : "",
+             field ? " cfg." : "", field ? field : "");
+    if (var)
+        setenv(var, val, 1);
+    ch_stderr_begin();
+    int rc = coexec_init(cfg);
+    ch_stderr_end(err, sizeof err);
+    if (var)
+        unsetenv(var);
+    if (rc != want) {
+        fail_msg(line, "%s: init returned %s, expected %s (%s)", ctx,
+                 coexec_err_name(rc), coexec_err_name(want),
+                 coexec_init_error());
+        if (rc == COEXEC_OK)
+            CH_ASSERT_OK_FATAL(coexec_finalize());
+        return false;
+    }
+    bool ok = true;
+    const char *msg = coexec_init_error();
+    if (rc == COEXEC_OK) {
+        if (got)
+            CH_ASSERT_OK(coexec_get_config(got));
+        CH_ASSERT_OK_FATAL(coexec_finalize());
+        return true;
+    }
+    if (coexec_initialized() != 0) {
+        fail_msg(line, "%s: the runtime runs after a failed init", ctx);
+        return false;
+    }
+    if (want == COEXEC_EENV) {
+        char named[128];
+        snprintf(named, sizeof named, "%s=\"%s\"", var ? var : "",
+                 val ? val : "");
+        if (!strstr(msg, named)) {
+            fail_msg(line, "%s: init_error \"%s\" does not name %s", ctx, msg,
+                     named);
+            ok = false;
+        }
+        if (ch_count_lines(err, named) != 1) {
+            fail_msg(line, "%s: stderr \"%s\" does not name %s once", ctx,
+                     err, named);
+            ok = false;
+        }
+    } else if (want == COEXEC_EINVAL && field) {
+        char named[128];
+        snprintf(named, sizeof named, "cfg.%s ", field);
+        if (!strstr(msg, named) || strstr(msg, "\"=") ||
+            strstr(msg, "=\"")) {
+            fail_msg(line, "%s: init_error \"%s\" does not name the field "
+                     "(only)", ctx, msg);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+#define INIT_EXPECT(var, val, cfg, field, want, got)                           \
+    init_expect(__LINE__, var, val, cfg, field, want, got)
 
 /* ======================================================================= */
 /* config                                                                   */
@@ -122,6 +260,215 @@ static void t_config_bad_fields(void)
     /* After failures, init works. */
     CH_ASSERT_OK_FATAL(coexec_init(NULL));
     ch_finalize();
+}
+
+/* Every numeric field is bounded exactly as its variable: just outside
+ * fails with COEXEC_EINVAL naming the field, the bounds themselves work. */
+static void t_config_bounds(void)
+{
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        const struct bound *b = &bounds[i];
+        coexec_config_t cfg, got;
+        long long bad[3];
+        int nbad = 0;
+        if (b->min > 0)
+            bad[nbad++] = (long long)b->min - 1;
+        if (b->kind == B_INT)
+            bad[nbad++] = -1;
+        bad[nbad++] = (long long)b->max + 1;
+        for (int k = 0; k < nbad; k++) {
+            CH_ASSERT_OK(coexec_config_init(&cfg));
+            bound_set(&cfg, b, bad[k]);
+            INIT_EXPECT(NULL, NULL, &cfg, b->field, COEXEC_EINVAL, NULL);
+        }
+        unsigned long long good[2] = {b->min, b->max};
+        for (int k = 0; k < (b->max_cheap ? 2 : 1); k++) {
+            CH_ASSERT_OK(coexec_config_init(&cfg));
+            if (b->off == offsetof(coexec_config_t, service_threads) ||
+                b->off == offsetof(coexec_config_t, service_max_threads)) {
+                /* Keep the pair consistent; the relation is tested apart. */
+                cfg.service_threads = 1;
+                cfg.service_max_threads = 1024;
+            }
+            bound_set(&cfg, b, (long long)good[k]);
+            memset(&got, 0, sizeof got);
+            if (INIT_EXPECT(NULL, NULL, &cfg, b->field, COEXEC_OK, &got) &&
+                bound_get(&got, b) != (long long)good[k])
+                fail_msg(__LINE__, "cfg.%s = %llu: the runtime has %lld",
+                         b->field, good[k], bound_get(&got, b));
+        }
+    }
+    /* An unsigned field far above its bound (a negative number cast). */
+    coexec_config_t cfg;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.idle_spin_us = (unsigned)-1;
+    INIT_EXPECT(NULL, NULL, &cfg, "idle_spin_us", COEXEC_EINVAL, NULL);
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.service_spin_us = (unsigned)-1;
+    INIT_EXPECT(NULL, NULL, &cfg, "service_spin_us", COEXEC_EINVAL, NULL);
+    /* Failures left nothing behind. */
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    CU_ASSERT_STRING_EQUAL(coexec_init_error(), "");
+    ch_finalize();
+}
+
+/* Booleans take 0 or 1, as their variables; enums one of the kinds their
+ * variables name. */
+static void t_config_bools_enums(void)
+{
+    static const struct {
+        const char *field;
+        size_t off;
+        int val;
+    } bad[] = {
+        {"affinity", offsetof(coexec_config_t, affinity), 2},
+        {"affinity", offsetof(coexec_config_t, affinity), -1},
+        {"print_config", offsetof(coexec_config_t, print_config), 2},
+        {"quiet", offsetof(coexec_config_t, quiet), -1},
+        {"quiet", offsetof(coexec_config_t, quiet), 7},
+        {"sched_kind", offsetof(coexec_config_t, sched_kind), 42},
+        {"sched_kind", offsetof(coexec_config_t, sched_kind),
+         COEXEC_SCHED_USER},
+        {"sched_kind", offsetof(coexec_config_t, sched_kind), -1},
+        {"service_io", offsetof(coexec_config_t, service_io), 3},
+        {"service_io", offsetof(coexec_config_t, service_io), -1},
+    };
+    coexec_config_t cfg, got;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CH_ASSERT_OK(coexec_config_init(&cfg));
+        *(int *)((char *)&cfg + bad[i].off) = bad[i].val;
+        INIT_EXPECT(NULL, NULL, &cfg, bad[i].field, COEXEC_EINVAL, NULL);
+    }
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.quiet = 1;
+    cfg.affinity = 0;
+    cfg.sched_kind = COEXEC_SCHED_PRIO;
+    cfg.service_io = COEXEC_SERVICE_IO_THREADS;
+    if (INIT_EXPECT(NULL, NULL, &cfg, NULL, COEXEC_OK, &got)) {
+        CH_ASSERT_EQ(got.quiet, 1);
+        CH_ASSERT_EQ(got.affinity, 0);
+        CH_ASSERT_EQ(got.sched_kind, COEXEC_SCHED_PRIO);
+        CH_ASSERT_EQ(got.service_io, COEXEC_SERVICE_IO_THREADS);
+    }
+}
+
+/* service_threads above service_max_threads names service_threads: the
+ * maximum is not raised to fit. */
+static void t_config_service_threads_max(void)
+{
+    coexec_config_t cfg, got;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.service_threads = 8;
+    cfg.service_max_threads = 4;
+    INIT_EXPECT(NULL, NULL, &cfg, "service_threads", COEXEC_EINVAL, NULL);
+    /* service_threads above the default maximum (16) */
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.service_threads = 20;
+    if (INIT_EXPECT(NULL, NULL, &cfg, "service_threads", COEXEC_EINVAL, NULL))
+        CU_ASSERT_PTR_NOT_NULL(strstr(coexec_init_error(), "16"));
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.service_threads = 4;
+    cfg.service_max_threads = 4;
+    if (INIT_EXPECT(NULL, NULL, &cfg, NULL, COEXEC_OK, &got)) {
+        CH_ASSERT_EQ(got.service_threads, 4);
+        CH_ASSERT_EQ(got.service_max_threads, 4);
+    }
+}
+
+/* The CPUs this process may run on: the first, the last, and the first
+ * CPU number it may not run on. */
+static void allowed_cpus(int *first, int *last, int *outside)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    *first = *last = *outside = -1;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &set)) {
+            if (*first < 0)
+                *first = c;
+            *last = c;
+        } else if (*outside < 0) {
+            *outside = c;
+        }
+    }
+}
+
+/* CPU lists that are not lists, or name CPUs the process may not run on. */
+static const char *const bad_cpu_lists[] = {
+    "1,", ",1", "3-1", "abc", "1 2", " 1", "1 ", "1-", "-1", "1,,2", "+1",
+    "0x1", "1;2", "1-2-3", "0-1,", "1.5", "100000", "0-100000",
+    "99999999999999999999",
+};
+
+static void t_config_cpus(void)
+{
+    int first, last, outside;
+    allowed_cpus(&first, &last, &outside);
+    CU_ASSERT_FATAL(first >= 0 && outside >= 0);
+    coexec_config_t cfg, got;
+    for (size_t i = 0; i < sizeof bad_cpu_lists / sizeof bad_cpu_lists[0];
+         i++) {
+        CH_ASSERT_OK(coexec_config_init(&cfg));
+        snprintf(cfg.service_cpus, sizeof cfg.service_cpus, "%s",
+                 bad_cpu_lists[i]);
+        INIT_EXPECT(NULL, NULL, &cfg, "service_cpus", COEXEC_EINVAL, NULL);
+    }
+    /* A CPU the process may not run on, alone or in a list or range: the
+     * message names it. */
+    char lists[3][64];
+    snprintf(lists[0], sizeof lists[0], "%d", outside);
+    snprintf(lists[1], sizeof lists[1], "%d,%d", first, outside);
+    snprintf(lists[2], sizeof lists[2], "%d-%d", first, outside);
+    for (int i = 0; i < 3; i++) {
+        CH_ASSERT_OK(coexec_config_init(&cfg));
+        _Static_assert(sizeof lists[i] == sizeof cfg.service_cpus, "sizes");
+        memcpy(cfg.service_cpus, lists[i], sizeof cfg.service_cpus);
+        char cpu[32];
+        snprintf(cpu, sizeof cpu, "CPU %d", outside);
+        if (INIT_EXPECT(NULL, NULL, &cfg, "service_cpus", COEXEC_EINVAL,
+                        NULL) &&
+            !strstr(coexec_init_error(), cpu))
+            fail_msg(__LINE__, "\"%s\": \"%s\" does not name %s", lists[i],
+                     coexec_init_error(), cpu);
+    }
+    /* Not NUL-terminated */
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    memset(cfg.service_cpus, '1', sizeof cfg.service_cpus);
+    INIT_EXPECT(NULL, NULL, &cfg, "service_cpus", COEXEC_EINVAL, NULL);
+    /* Ranges are lists: "last-last" is the last CPU, "first-last" starts at
+     * the first. */
+    struct {
+        char list[64];
+        int cpu;
+    } good[3];
+    snprintf(good[0].list, 64, "%d-%d", last, last);
+    good[0].cpu = last;
+    snprintf(good[1].list, 64, "%d-%d", first, last);
+    good[1].cpu = first;
+    snprintf(good[2].list, 64, "%d,%d-%d", last, first, last);
+    good[2].cpu = last;
+    for (int i = 0; i < 3; i++) {
+        CH_ASSERT_OK(coexec_config_init(&cfg));
+        cfg.service_threads = 2;
+        cfg.quiet = 1; /* the service may share a CPU with a stream */
+        _Static_assert(sizeof good[i].list == sizeof cfg.service_cpus,
+                       "sizes");
+        memcpy(cfg.service_cpus, good[i].list, sizeof cfg.service_cpus);
+        int rc = coexec_init(&cfg);
+        if (rc != COEXEC_OK) {
+            fail_msg(__LINE__, "service_cpus \"%s\": %s (%s)", good[i].list,
+                     coexec_err_name(rc), coexec_init_error());
+            continue;
+        }
+        CH_ASSERT_OK(coexec_get_config(&got));
+        CU_ASSERT_STRING_EQUAL(got.service_cpus, good[i].list);
+        coexec_service_info_t info = {.size = sizeof info};
+        CH_ASSERT_OK(coexec_service_get_info(&info));
+        CH_ASSERT_EQ(info.cpu, good[i].cpu);
+        ch_finalize();
+    }
 }
 
 /* ======================================================================= */
@@ -918,6 +1265,175 @@ static void t_env_malformed_with_good_cfg(void)
     ch_finalize();
 }
 
+/* Every numeric variable has exactly its field's bounds: just outside
+ * fails with COEXEC_EENV naming the variable, the bounds themselves are
+ * applied. */
+static void t_env_bounds(void)
+{
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        const struct bound *b = &bounds[i];
+        char v[64];
+        if (b->min > 0) {
+            snprintf(v, sizeof v, "%llu", b->min - 1);
+            INIT_EXPECT(b->var, v, NULL, NULL, COEXEC_EENV, NULL);
+        }
+        snprintf(v, sizeof v, "%llu", b->max + 1);
+        INIT_EXPECT(b->var, v, NULL, NULL, COEXEC_EENV, NULL);
+        unsigned long long good[2] = {b->min, b->max};
+        for (int k = 0; k < (b->max_cheap ? 2 : 1); k++) {
+            coexec_config_t cfg, got;
+            CH_ASSERT_OK(coexec_config_init(&cfg));
+            cfg.service_max_threads = 1024; /* the relation is tested apart */
+            snprintf(v, sizeof v, "%llu", good[k]);
+            memset(&got, 0, sizeof got);
+            if (INIT_EXPECT(b->var, v, &cfg, NULL, COEXEC_OK, &got) &&
+                bound_get(&got, b) != (long long)good[k])
+                fail_msg(__LINE__, "%s=%s: the runtime has %lld", b->var, v,
+                         bound_get(&got, b));
+        }
+    }
+    /* Sizes out of bounds with a suffix. */
+    INIT_EXPECT("COEXEC_STACK_SIZE", "15K", NULL, NULL, COEXEC_EENV, NULL);
+    INIT_EXPECT("COEXEC_STACK_SIZE", "2G", NULL, NULL, COEXEC_EENV, NULL);
+    INIT_EXPECT("COEXEC_GUARD_SIZE", "1G", NULL, NULL, COEXEC_EENV, NULL);
+    /* A variable out of bounds fails even when the field is fine. */
+    coexec_config_t cfg;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.idle_spin_us = 10;
+    INIT_EXPECT("COEXEC_IDLE_SPIN_US", "60000001", &cfg, NULL, COEXEC_EENV,
+                NULL);
+    /* A good variable overrides a field out of bounds: the field is not
+     * what the runtime would use. */
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.idle_spin_us = 60000001;
+    coexec_config_t got;
+    if (INIT_EXPECT("COEXEC_IDLE_SPIN_US", "5", &cfg, NULL, COEXEC_OK, &got))
+        CH_ASSERT_EQ(got.idle_spin_us, 5);
+}
+
+/* COEXEC_SERVICE_THREADS above the maximum fails naming it (the maximum
+ * is not raised to fit); so does COEXEC_SERVICE_MAX_THREADS below the
+ * threads kept. */
+static void t_env_service_threads_max(void)
+{
+    /* 20 with the default maximum of 16 */
+    if (INIT_EXPECT("COEXEC_SERVICE_THREADS", "20", NULL, NULL, COEXEC_EENV,
+                    NULL)) {
+        const char *msg = coexec_init_error();
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "COEXEC_SERVICE_MAX_THREADS"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "16"));
+        CU_ASSERT_PTR_NULL(strstr(msg, "cfg."));
+    }
+    /* with a maximum from the struct */
+    coexec_config_t cfg, got;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.service_max_threads = 1;
+    INIT_EXPECT("COEXEC_SERVICE_THREADS", "2", &cfg, NULL, COEXEC_EENV, NULL);
+    /* a maximum below the struct's kept threads names the maximum */
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.service_threads = 8;
+    cfg.service_max_threads = 8;
+    INIT_EXPECT("COEXEC_SERVICE_MAX_THREADS", "4", &cfg, NULL, COEXEC_EENV,
+                NULL);
+    /* both set, inconsistent: the kept threads are named */
+    setenv("COEXEC_SERVICE_MAX_THREADS", "2", 1);
+    INIT_EXPECT("COEXEC_SERVICE_THREADS", "3", NULL, NULL, COEXEC_EENV, NULL);
+    /* both set, consistent: 20 threads run */
+    setenv("COEXEC_SERVICE_MAX_THREADS", "24", 1);
+    setenv("COEXEC_SERVICE_THREADS", "20", 1);
+    int rc = coexec_init(NULL);
+    unsetenv("COEXEC_SERVICE_MAX_THREADS");
+    unsetenv("COEXEC_SERVICE_THREADS");
+    CH_ASSERT_RC_FATAL(rc, COEXEC_OK);
+    CH_ASSERT_OK(coexec_get_config(&got));
+    CH_ASSERT_EQ(got.service_threads, 20);
+    CH_ASSERT_EQ(got.service_max_threads, 24);
+    coexec_service_info_t info = {.size = sizeof info};
+    CU_ASSERT(CH_WAIT(coexec_service_get_info(&info) == COEXEC_OK &&
+                      info.threads == 20));
+    ch_finalize();
+}
+
+static intptr_t where_fn(void *arg)
+{
+    (void)arg;
+    return sched_getcpu();
+}
+
+/* COEXEC_SERVICE_CPUS: lists and ranges of CPUs the process may run on;
+ * anything else fails naming the variable (never a thread left unpinned). */
+static void t_env_cpus(void)
+{
+    int first, last, outside;
+    allowed_cpus(&first, &last, &outside);
+    CU_ASSERT_FATAL(first >= 0 && outside >= 0);
+    for (size_t i = 0; i < sizeof bad_cpu_lists / sizeof bad_cpu_lists[0];
+         i++)
+        INIT_EXPECT("COEXEC_SERVICE_CPUS", bad_cpu_lists[i], NULL, NULL,
+                    COEXEC_EENV, NULL);
+    INIT_EXPECT("COEXEC_SERVICE_CPUS", "", NULL, NULL, COEXEC_EENV, NULL);
+    char v[96];
+    memset(v, 0, sizeof v);
+    memset(v, '1', 64); /* longer than the field */
+    INIT_EXPECT("COEXEC_SERVICE_CPUS", v, NULL, NULL, COEXEC_EENV, NULL);
+    char cpu[32];
+    snprintf(cpu, sizeof cpu, "CPU %d", outside);
+    snprintf(v, sizeof v, "%d", outside);
+    if (INIT_EXPECT("COEXEC_SERVICE_CPUS", v, NULL, NULL, COEXEC_EENV, NULL))
+        CU_ASSERT_PTR_NOT_NULL(strstr(coexec_init_error(), cpu));
+    snprintf(v, sizeof v, "%d-%d", first, outside);
+    if (INIT_EXPECT("COEXEC_SERVICE_CPUS", v, NULL, NULL, COEXEC_EENV, NULL))
+        CU_ASSERT_PTR_NOT_NULL(strstr(coexec_init_error(), cpu));
+    /* Also with affinity off: the list is wrong either way. */
+    coexec_config_t cfg, got;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.affinity = 0;
+    INIT_EXPECT("COEXEC_SERVICE_CPUS", v, &cfg, NULL, COEXEC_EENV, NULL);
+    /* A bad field is not checked when the variable replaces it. */
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    snprintf(cfg.service_cpus, sizeof cfg.service_cpus, "1,");
+    snprintf(v, sizeof v, "%d", last);
+    cfg.quiet = 1;
+    if (INIT_EXPECT("COEXEC_SERVICE_CPUS", v, &cfg, NULL, COEXEC_OK, &got))
+        CU_ASSERT_STRING_EQUAL(got.service_cpus, v);
+
+    /* Ranges: the service's first CPU is the list's first; its calls run
+     * on the CPUs listed. */
+    struct {
+        char list[64];
+        int cpu;
+    } good[3];
+    snprintf(good[0].list, 64, "%d-%d", last, last);
+    good[0].cpu = last;
+    snprintf(good[1].list, 64, "%d-%d", first, last);
+    good[1].cpu = first;
+    snprintf(good[2].list, 64, "%d,%d-%d", last, first, last);
+    good[2].cpu = last;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.quiet = 1; /* the service may share a CPU with a stream */
+    for (int i = 0; i < 3; i++) {
+        setenv("COEXEC_SERVICE_CPUS", good[i].list, 1);
+        int rc = coexec_init(&cfg);
+        unsetenv("COEXEC_SERVICE_CPUS");
+        if (rc != COEXEC_OK) {
+            fail_msg(__LINE__, "COEXEC_SERVICE_CPUS=\"%s\": %s (%s)",
+                     good[i].list, coexec_err_name(rc), coexec_init_error());
+            continue;
+        }
+        CH_ASSERT_OK(coexec_get_config(&got));
+        CU_ASSERT_STRING_EQUAL(got.service_cpus, good[i].list);
+        coexec_service_info_t info = {.size = sizeof info};
+        CH_ASSERT_OK(coexec_service_get_info(&info));
+        CH_ASSERT_EQ(info.cpu, good[i].cpu);
+        intptr_t where = -1;
+        CH_ASSERT_OK(coexec_offload(where_fn, NULL, &where));
+        CU_ASSERT(where >= first && where <= last);
+        if (i == 0)
+            CH_ASSERT_EQ(where, last);
+        ch_finalize();
+    }
+}
+
 static int online_cpus(void)
 {
     cpu_set_t set;
@@ -1057,6 +1573,10 @@ static const ch_test_t config_tests[] = {
     {"get_config_after_init_null", t_config_get_after_init_null},
     {"get_config_after_init_cfg", t_config_get_after_init_cfg},
     {"bad_fields_einval", t_config_bad_fields},
+    {"bounds_like_env", t_config_bounds},
+    {"bools_enums", t_config_bools_enums},
+    {"service_threads_max", t_config_service_threads_max},
+    {"service_cpus", t_config_cpus},
     {"print_config", t_print_config},
     {NULL, NULL}};
 
@@ -1093,6 +1613,9 @@ static const ch_test_t env_tests[] = {
     {"env_overrides_cfg", t_env_overrides_cfg},
     {"malformed_eenv", t_env_malformed},
     {"malformed_with_cfg", t_env_malformed_with_good_cfg},
+    {"bounds_like_cfg", t_env_bounds},
+    {"service_threads_max", t_env_service_threads_max},
+    {"service_cpus", t_env_cpus},
     {"print_config_and_quiet", t_env_print_and_quiet},
     {NULL, NULL}};
 

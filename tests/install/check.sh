@@ -7,8 +7,10 @@
 #   4. CMake find_package(coexec), coexec::coexec_static
 # Each program is run. The prefix is moved after installing, so the
 # relocatability of coexec.pc and of the CMake package is checked too.
-# Also checks that libcoexec.so exports only coexec_* and has SONAME
-# libcoexec.so.0.
+# Also checks that libcoexec.so has SONAME libcoexec.so.0, that every global
+# symbol of libcoexec.so and of libcoexec.a starts with coexec_
+# (symbols.sh), and that a program defining names the archive once
+# exported without the prefix (clash.c) links against libcoexec.a.
 #
 # usage: tests/install/check.sh [BUILD_DIR]     (default: build/release, built)
 set -euo pipefail
@@ -57,14 +59,11 @@ fi
 step "ABI of libcoexec.so"
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 if [[ "$soname" == libcoexec.so.0 ]]; then pass "SONAME $soname"; else fail "SONAME '$soname', want libcoexec.so.0"; fi
-# Defined dynamic symbols, minus the version-node names (type A, e.g. COEXEC_0.1).
-syms=$(nm -D --defined-only "$so" | awk '!($2 == "A" && $3 ~ /^COEXEC_[0-9.]+$/) {print $3}' | sed 's/@.*//')
-nsyms=$(printf '%s\n' "$syms" | grep -c . || true)
-stray=$(printf '%s\n' "$syms" | grep -v '^coexec_' | grep . || true)
-if [[ -z "$stray" && $nsyms -gt 0 ]]; then
-  pass "exports $nsyms symbols, all coexec_*"
+if symout=$("$here/symbols.sh" "$so" "$ar" 2>&1); then
+  pass "global symbols of libcoexec.so and libcoexec.a are all coexec_*"
+  printf '%s\n' "$symout" | sed 's/^/        /'
 else
-  fail "exports symbols outside coexec_*: $(echo $stray | head -c 400)"
+  fail "global symbols outside coexec_*:"; printf '%s\n' "$symout" | sed 's/^/        /'
 fi
 needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')
 echo "  info  NEEDED: $needed"
@@ -107,6 +106,20 @@ if $cc -o "$tmp/pc_static" "$here/consumer.c" $(pkg-config --cflags coexec) \
   run "pkg-config static" "$tmp/pc_static"
 else
   fail "pkg-config static build"; cat "$tmp/cc.log"
+fi
+
+step "2b. a program with its own wait_block, wait_release..., libcoexec.a"
+# shellcheck disable=SC2046,SC2086
+if $cc -o "$tmp/clash" "$here/clash.c" $(pkg-config --cflags coexec) \
+       -L"$libdir" -Wl,-Bstatic -lcoexec -Wl,-Bdynamic $static_libs 2>"$tmp/cc.log"; then
+  pass "clash.c links against libcoexec.a"
+  if out=$("$tmp/clash" 2>&1) && grep -q "clash: ok, libcoexec $ver" <<<"$out"; then
+    pass "clash runs: $out"
+  else
+    fail "clash did not run correctly:"; printf '%s\n' "$out" | sed 's/^/        /'
+  fi
+else
+  fail "clash.c does not link against libcoexec.a:"; sed 's/^/        /' "$tmp/cc.log"
 fi
 
 step "3+4. CMake find_package(coexec $ver)"
