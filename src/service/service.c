@@ -52,6 +52,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "core/process.h"
 #include "service/ring.h"
 #include "service/service.h"
 #include "waker/wait.h"
@@ -104,6 +105,7 @@ static struct {
     struct request *qhead, *qtail; /* under qlock */
     struct worker *workers;        /* under qlock */
     int nthreads;                  /* under qlock */
+    int spawned;                   /* under qlock: names the next worker */
     atom_u32_t queued;             /* requests on the FIFO */
     atom_u64_t completed;
     unsigned ring_kinds; /* file calls the ring carries (1u << FOP_*) */
@@ -211,7 +213,8 @@ static int worker_spawn_locked(int extra)
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
-    int e = pthread_create(&w->thread, &a, worker_main, w);
+    int e = coexec__os_thread_create(&w->thread, &a, worker_main, w,
+                                     "coexec-svc", svc.spawned++);
     pthread_attr_destroy(&a);
     if (e) {
         free(w);
@@ -422,6 +425,7 @@ int coexec__service_start(void)
     svc.qhead = svc.qtail = NULL;
     svc.workers = NULL;
     svc.nthreads = 0;
+    svc.spawned = 0;
     svc.base = c->service_threads;
     svc.max = c->service_max_threads;
     svc.spin_ns = (uint64_t)c->service_spin_us * 1000;

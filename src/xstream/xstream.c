@@ -11,6 +11,7 @@
 
 #include "arch/futex.h"
 #include "core/internal.h"
+#include "core/process.h"
 #include "thread/switch.h"
 
 __thread struct coexec_xstream_rec *coexec__tls_xs
@@ -222,7 +223,8 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 1 << 20);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_READY);
-    int e = pthread_create(&xs->thread, &attr, xs_main, xs);
+    int e = coexec__os_thread_create(&xs->thread, &attr, xs_main, xs,
+                                     "coexec-xs", xs->rank);
     pthread_attr_destroy(&attr);
     if (e != 0) {
         rc = e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;

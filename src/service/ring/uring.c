@@ -46,6 +46,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "core/process.h"
 #include "service/ring.h"
 
 #define RING_ENTRIES 256u
@@ -535,7 +536,8 @@ int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
-    int e = pthread_create(&rg.thread, &a, ring_main, NULL);
+    int e = coexec__os_thread_create(&rg.thread, &a, ring_main, NULL,
+                                     "coexec-ring", -1);
     pthread_attr_destroy(&a);
     if (e) {
         snprintf(rg.why, sizeof rg.why, "cannot start its thread (errno %d)",
