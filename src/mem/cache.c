@@ -12,6 +12,7 @@
 #endif
 
 #include "core/internal.h"
+#include "core/process.h"
 
 #define BATCH CACHE_BATCH
 #define DESC_SLAB 2048
@@ -334,4 +335,40 @@ void coexec__cache_destroy_all(void)
     atom_store_rlx_u64(&desc_batches.h.tag, 0);
     atom_store_rlx_ptr(&stack_batches.h.ptr, NULL);
     atom_store_rlx_u64(&stack_batches.h.tag, 0);
+}
+
+/* fork (core/process.c): the child reclaims the slabs, so their list must
+ * be whole. Lock order as in desc_take: ext_lock, then slab_lock. */
+void coexec__cache_atfork_prepare(void)
+{
+    pthread_mutex_lock(&ext_lock);
+    pthread_mutex_lock(&slab_lock);
+}
+
+void coexec__cache_atfork_parent(void)
+{
+    pthread_mutex_unlock(&slab_lock);
+    pthread_mutex_unlock(&ext_lock);
+}
+
+/* In the child, nothing runs on the parent's descriptors and stacks any
+ * more: the slabs are unmapped, unless the child itself runs on one of
+ * them (!reclaim), and the caches start empty. */
+void coexec__cache_atfork_child(bool reclaim)
+{
+    struct slab *s = slabs;
+    while (s && reclaim) {
+        struct slab *n = s->next;
+        munmap(s->mem, s->bytes);
+        free(s);
+        s = n;
+    }
+    slabs = NULL;
+    memset(&ext_cache, 0, sizeof ext_cache);
+    atom_store_rlx_ptr(&desc_batches.h.ptr, NULL);
+    atom_store_rlx_u64(&desc_batches.h.tag, 0);
+    atom_store_rlx_ptr(&stack_batches.h.ptr, NULL);
+    atom_store_rlx_u64(&stack_batches.h.tag, 0);
+    pthread_mutex_unlock(&slab_lock);
+    pthread_mutex_unlock(&ext_lock);
 }

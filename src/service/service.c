@@ -774,6 +774,11 @@ COEXEC_API int coexec_request_wait(coexec_request_t *req, intptr_t *ret)
 {
     struct request *r = rq_of(req);
     OBJ_CHECK(r, OBJ_MAGIC_REQUEST);
+    /* Unsettled with no runtime: a request of the runtime of a parent
+     * process (fork), which nothing completes here. (Finalize settles
+     * every request before the runtime goes off.) */
+    if (!rt_on() && !(atom_load_acq_u32(&r->state) & RQ_SETTLED))
+        return COEXEC_ENOTINIT;
     struct caller c;
     int rc = wait_caller(&c);
     if (rc)
@@ -832,4 +837,21 @@ int coexec__service_check_cpus(const char *s)
     svc.ncpus = saved;
     memcpy(svc.cpus, cpus, sizeof cpus);
     return rc;
+}
+
+/* fork, in the child (core/process.c): the workers and the ring thread
+ * are gone with the parent's other threads; their records stay allocated.
+ * Requests the parent had queued never complete here. */
+void coexec__service_atfork_child(void)
+{
+    coexec__ring_atfork_child();
+    pthread_mutex_init(&svc.qlock, NULL);
+    atom_store_rlx_ptr(&svc.inbox, NULL);
+    atom_store_rlx_u32(&svc.queued, 0);
+    svc.qhead = svc.qtail = NULL;
+    svc.workers = NULL;
+    svc.nthreads = 0;
+    svc.ring_kinds = 0;
+    svc.started = 0;
+    atom_store_rlx_u32(&watchdog_armed, 0);
 }

@@ -430,6 +430,26 @@ void coexec__primary_teardown(void)
     pthread_mutex_unlock(&coexec__g.lock);
 }
 
+/* fork, in the child (process.c): no stream exists any more. The forking
+ * thread is the user's again; the records stay allocated (leaked). */
+void coexec__xstream_atfork_child(bool reclaim)
+{
+    struct coexec_xstream_rec *self = tls_xs;
+    if (self && self->is_primary && primary_slack > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)primary_slack, 0UL, 0UL, 0UL);
+    primary_slack = -1;
+    tls_xs = NULL;
+    struct coexec_xstream_rec *p = coexec__g.primary;
+    if (reclaim && p && p->sched_stack_own)
+        munmap(p->sched_stack_own, PRIMARY_SCHED_STACK);
+    memset(coexec__g.xs_by_rank, 0, sizeof coexec__g.xs_by_rank);
+    coexec__g.num_xs = 0;
+    coexec__g.num_xs_all = 0;
+    coexec__g.xs_free = NULL;
+    coexec__g.primary = NULL;
+    coexec__g.main_unit = NULL;
+}
+
 /* ---- public API ------------------------------------------------------------ */
 
 COEXEC_API int coexec_xstream_attr_init(coexec_xstream_attr_t *attr)
