@@ -133,7 +133,9 @@ static void fork_parent(void)
  * of descriptors and stacks and the primary's scheduler stack, unless the
  * child runs on one of them; the ring's descriptors and mappings. Left
  * allocated (leaked): the records of the parent's streams, pools,
- * schedulers and service threads, and stacks mapped one per unit.
+ * schedulers, service threads and slabs, and stacks mapped one per unit.
+ * The handler calls no allocator: with glibc's it could, but an allocator
+ * another thread held at fork (a sanitizer's) would never be released.
  */
 static void fork_child(void)
 {

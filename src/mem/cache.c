@@ -353,16 +353,12 @@ void coexec__cache_atfork_parent(void)
 
 /* In the child, nothing runs on the parent's descriptors and stacks any
  * more: the slabs are unmapped, unless the child itself runs on one of
- * them (!reclaim), and the caches start empty. */
+ * them (!reclaim), and the caches start empty. The slab records are left
+ * allocated: the child handler stays out of the allocator. */
 void coexec__cache_atfork_child(bool reclaim)
 {
-    struct slab *s = slabs;
-    while (s && reclaim) {
-        struct slab *n = s->next;
+    for (struct slab *s = slabs; s && reclaim; s = s->next)
         munmap(s->mem, s->bytes);
-        free(s);
-        s = n;
-    }
     slabs = NULL;
     memset(&ext_cache, 0, sizeof ext_cache);
     atom_store_rlx_ptr(&desc_batches.h.ptr, NULL);
