@@ -40,6 +40,28 @@
  * separated by commas, with no spaces; every CPU must be one the process
  * may run on (its binding), whether or not affinity is on, so that no
  * thread meant to be pinned runs unpinned.
+ *
+ * Threads and signals: the runtime's OS threads are named coexec-xsN (the
+ * stream of rank N), coexec-svcN (service threads) and coexec-ring (the
+ * io_uring thread); the primary keeps its name. They block every
+ * asynchronous signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP and SIGSYS
+ * stay unblocked), so a signal sent to the process reaches only the
+ * program's own threads, the primary among them, and never interrupts an
+ * offloaded call. On the primary the handler runs on the stack of what it
+ * interrupted: the main ULT, another ULT (give a big handler an alternate
+ * stack), or the scheduler. Handlers must not call the runtime.
+ *
+ * fork: supported from the primary's main ULT and from threads that are not
+ * streams (the program's, or an offloaded call on a service thread). In the
+ * child the runtime is not initialised: every call that needs it returns
+ * COEXEC_ENOTINIT, and coexec_init() starts it afresh. The parent's slabs
+ * and io_uring are unmapped in the child; the records of its streams,
+ * pools, schedulers and service threads stay allocated there. A child
+ * forked from any other unit runs on that unit's stack: it may exec or
+ * _exit, and coexec_init() there returns COEXEC_ECONTEXT. A child forked on
+ * a runtime thread gets back the signal mask, affinity and name of the
+ * thread that started it. Every descriptor the runtime opens is
+ * close-on-exec.
  */
 #ifndef COEXEC_RUNTIME_H
 #define COEXEC_RUNTIME_H
@@ -127,8 +149,10 @@ COEXEC_API COEXEC_NODISCARD int coexec_config_init(coexec_config_t *cfg);
  * Returns: COEXEC_OK; COEXEC_EINIT if already initialized; COEXEC_EENV for a
  * malformed or out-of-range environment variable (coexec_init_error() names
  * it); COEXEC_EINVAL for a cfg field out of its bounds (named likewise);
- * COEXEC_ENOMEM / COEXEC_EAGAIN when memory or threads cannot be had. On
- * failure nothing is left running and init may be called again.
+ * COEXEC_ENOMEM / COEXEC_EAGAIN when memory or threads cannot be had;
+ * COEXEC_ECONTEXT in a process forked from a unit other than the primary's
+ * main ULT (see fork above). On failure nothing is left running and init
+ * may be called again.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_init(const coexec_config_t *cfg);
 

@@ -112,7 +112,8 @@ coexec_request_poll(coexec_request_t *req, coexec_poll_t *cx, intptr_t *ret);
  * Waits until req completed; *ret (may be NULL) receives its result.
  * Context: a ULT or an external thread. Switches: yes (a ULT).
  * Returns: COEXEC_OK; COEXEC_ECANCELED; COEXEC_EINVAL; COEXEC_EHANDLE;
- * COEXEC_ECONTEXT.
+ * COEXEC_ECONTEXT; COEXEC_ENOTINIT when req is still pending and the
+ * runtime is not running (a request of the parent, in a forked child).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_request_wait(coexec_request_t *req,
                                                     intptr_t *ret);

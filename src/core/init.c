@@ -26,6 +26,7 @@
 
 #include "core/config.h"
 #include "core/internal.h"
+#include "core/process.h"
 #include "service/service.h"
 
 struct coexec__global coexec__g = {
@@ -34,6 +35,15 @@ struct coexec__global coexec__g = {
 
 /* Serialises init and finalize against each other. */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fork, in the child: the runtime is off; the threads that could hold
+ * these locks are gone (process.c). */
+void coexec__init_atfork_child(void)
+{
+    atom_store_rlx_u32(&coexec__g.state, RT_OFF);
+    pthread_mutex_init(&init_lock, NULL);
+    pthread_mutex_init(&coexec__g.lock, NULL);
+}
 
 void coexec__warn(const char *fmt, ...)
 {
@@ -140,6 +150,11 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     if (atom_load_acq_u32(&coexec__g.state) != RT_OFF) {
         pthread_mutex_unlock(&init_lock);
         return COEXEC_EINIT;
+    }
+    int fork_rc = coexec__fork_setup();
+    if (fork_rc != COEXEC_OK) {
+        pthread_mutex_unlock(&init_lock);
+        return fork_rc;
     }
     coexec__set_init_error("%s", "");
     coexec_config_t cfg;

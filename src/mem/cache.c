@@ -13,6 +13,7 @@
 
 #include "core/internal.h"
 #include "mem/guard.h"
+#include "core/process.h"
 
 #define BATCH CACHE_BATCH
 #define DESC_SLAB 2048
@@ -362,4 +363,36 @@ void coexec__cache_each_unit(void (*fn)(struct coexec_unit_rec *u, void *arg),
             fn(&u[i], arg);
     }
     pthread_mutex_unlock(&slab_lock);
+}
+
+/* fork (core/process.c): the child reclaims the slabs, so their list must
+ * be whole. Lock order as in desc_take: ext_lock, then slab_lock. */
+void coexec__cache_atfork_prepare(void)
+{
+    pthread_mutex_lock(&ext_lock);
+    pthread_mutex_lock(&slab_lock);
+}
+
+void coexec__cache_atfork_parent(void)
+{
+    pthread_mutex_unlock(&slab_lock);
+    pthread_mutex_unlock(&ext_lock);
+}
+
+/* In the child, nothing runs on the parent's descriptors and stacks any
+ * more: the slabs are unmapped, unless the child itself runs on one of
+ * them (!reclaim), and the caches start empty. The slab records are left
+ * allocated: the child handler stays out of the allocator. */
+void coexec__cache_atfork_child(bool reclaim)
+{
+    for (struct slab *s = slabs; s && reclaim; s = s->next)
+        munmap(s->mem, s->bytes);
+    slabs = NULL;
+    memset(&ext_cache, 0, sizeof ext_cache);
+    atom_store_rlx_ptr(&desc_batches.h.ptr, NULL);
+    atom_store_rlx_u64(&desc_batches.h.tag, 0);
+    atom_store_rlx_ptr(&stack_batches.h.ptr, NULL);
+    atom_store_rlx_u64(&stack_batches.h.tag, 0);
+    pthread_mutex_unlock(&slab_lock);
+    pthread_mutex_unlock(&ext_lock);
 }

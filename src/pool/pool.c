@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/process.h"
 
 /* Every pool record ever made in this epoch (for finalize), and the
  * recycled ones. Both under coexec__g.lock. */
@@ -250,6 +251,13 @@ void coexec__pool_free_all(void)
     }
     pool_all = pool_free = pool_retired = NULL;
     pthread_mutex_unlock(&coexec__g.lock);
+}
+
+/* fork, in the child (core/process.c): the parent's records stay
+ * allocated (leaked), the lists forget them. */
+void coexec__pool_atfork_child(void)
+{
+    pool_all = pool_free = pool_retired = NULL;
 }
 
 /* Wakes the schedulers parked on p. Called with p's lock held; the futex

@@ -29,6 +29,7 @@
 #include "arch/clock.h"
 #include "arch/futex.h"
 #include "core/internal.h"
+#include "core/process.h"
 
 static struct coexec_sched_rec *sched_all;
 static struct coexec_sched_rec *sched_free_list;
@@ -131,6 +132,13 @@ void coexec__sched_free_all(void)
     }
     sched_all = sched_free_list = NULL;
     pthread_mutex_unlock(&coexec__g.lock);
+}
+
+/* fork, in the child (core/process.c): the parent's records stay
+ * allocated (leaked), the lists forget them. */
+void coexec__sched_atfork_child(void)
+{
+    sched_all = sched_free_list = NULL;
 }
 
 /* ---- activation ------------------------------------------------------- */

@@ -56,6 +56,7 @@
 #include "arch/clock.h"
 #include "arch/futex.h"
 #include "core/config.h"
+#include "core/process.h"
 #include "service/ring.h"
 #include "service/service.h"
 #include "waker/wait.h"
@@ -108,6 +109,7 @@ static struct {
     struct request *qhead, *qtail; /* under qlock */
     struct worker *workers;        /* under qlock */
     int nthreads;                  /* under qlock */
+    int spawned;                   /* under qlock: names the next worker */
     atom_u32_t queued;             /* requests on the FIFO */
     atom_u64_t completed;
     unsigned ring_kinds; /* file calls the ring carries (1u << FOP_*) */
@@ -225,7 +227,8 @@ static int worker_spawn_locked(int extra)
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
-    int e = pthread_create(&w->thread, &a, worker_main, w);
+    int e = coexec__os_thread_create(&w->thread, &a, worker_main, w,
+                                     "coexec-svc", svc.spawned++);
     pthread_attr_destroy(&a);
     if (e) {
         free(w);
@@ -420,6 +423,7 @@ int coexec__service_start(void)
     svc.qhead = svc.qtail = NULL;
     svc.workers = NULL;
     svc.nthreads = 0;
+    svc.spawned = 0;
     svc.base = c->service_threads;
     svc.max = c->service_max_threads;
     svc.spin_ns = (uint64_t)c->service_spin_us * 1000;
@@ -820,6 +824,11 @@ COEXEC_API int coexec_request_wait(coexec_request_t *req, intptr_t *ret)
 {
     struct request *r = rq_of(req);
     OBJ_CHECK(r, OBJ_MAGIC_REQUEST);
+    /* Unsettled with no runtime: a request of the runtime of a parent
+     * process (fork), which nothing completes here. (Finalize settles
+     * every request before the runtime goes off.) */
+    if (!rt_on() && !(atom_load_acq_u32(&r->state) & RQ_SETTLED))
+        return COEXEC_ENOTINIT;
     struct caller c;
     int rc = wait_caller(&c);
     if (rc)
@@ -882,3 +891,19 @@ bool coexec__service_offloads(void)
            !atom_load_rlx_u32(&svc.closed);
 }
 
+/* fork, in the child (core/process.c): the workers and the ring thread
+ * are gone with the parent's other threads; their records stay allocated.
+ * Requests the parent had queued never complete here. */
+void coexec__service_atfork_child(void)
+{
+    coexec__ring_atfork_child();
+    pthread_mutex_init(&svc.qlock, NULL);
+    atom_store_rlx_ptr(&svc.inbox, NULL);
+    atom_store_rlx_u32(&svc.queued, 0);
+    svc.qhead = svc.qtail = NULL;
+    svc.workers = NULL;
+    svc.nthreads = 0;
+    svc.ring_kinds = 0;
+    svc.started = 0;
+    atom_store_rlx_u32(&watchdog_armed, 0);
+}

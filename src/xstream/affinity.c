@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/process.h"
 
 static hwloc_topology_t topo;
 static int *cpus;   /* OS indices of candidate PUs, in placement order */
@@ -101,6 +102,18 @@ int coexec__affinity_init(void)
     hwloc_bitmap_free(set);
     pthread_mutex_unlock(&topo_lock);
     return COEXEC_OK;
+}
+
+/* fork (core/process.c): the child keeps the topology, so it must be
+ * whole; the lock is released in the parent and in the child. */
+void coexec__affinity_atfork_prepare(void)
+{
+    pthread_mutex_lock(&topo_lock);
+}
+
+void coexec__affinity_atfork_release(void)
+{
+    pthread_mutex_unlock(&topo_lock);
 }
 
 int coexec__affinity_ncpus(void)

@@ -11,6 +11,7 @@
 
 #include "arch/futex.h"
 #include "core/internal.h"
+#include "core/process.h"
 #include "thread/switch.h"
 
 __thread struct coexec_xstream_rec *coexec__tls_xs
@@ -224,7 +225,8 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 1 << 20);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_READY);
-    int e = pthread_create(&xs->thread, &attr, xs_main, xs);
+    int e = coexec__os_thread_create(&xs->thread, &attr, xs_main, xs,
+                                     "coexec-xs", xs->rank);
     pthread_attr_destroy(&attr);
     if (e != 0) {
         rc = e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;
@@ -430,6 +432,26 @@ void coexec__primary_teardown(void)
     coexec__g.primary = NULL;
     coexec__g.main_unit = NULL;
     pthread_mutex_unlock(&coexec__g.lock);
+}
+
+/* fork, in the child (process.c): no stream exists any more. The forking
+ * thread is the user's again; the records stay allocated (leaked). */
+void coexec__xstream_atfork_child(bool reclaim)
+{
+    struct coexec_xstream_rec *self = tls_xs;
+    if (self && self->is_primary && primary_slack > 0)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)primary_slack, 0UL, 0UL, 0UL);
+    primary_slack = -1;
+    tls_xs = NULL;
+    struct coexec_xstream_rec *p = coexec__g.primary;
+    if (reclaim && p && p->sched_stack_own)
+        coexec__stack_unmap(p->sched_stack_own, PRIMARY_SCHED_STACK);
+    memset(coexec__g.xs_by_rank, 0, sizeof coexec__g.xs_by_rank);
+    coexec__g.num_xs = 0;
+    coexec__g.num_xs_all = 0;
+    coexec__g.xs_free = NULL;
+    coexec__g.primary = NULL;
+    coexec__g.main_unit = NULL;
 }
 
 /* ---- public API ------------------------------------------------------------ */

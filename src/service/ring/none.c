@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 
+#include "core/process.h"
 #include "service/ring.h"
 
 int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
@@ -38,3 +39,5 @@ void coexec__ring_stats(uint64_t *batches, uint64_t *sqes)
 {
     *batches = *sqes = 0;
 }
+
+void coexec__ring_atfork_child(void) {}

@@ -46,6 +46,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "core/process.h"
 #include "service/ring.h"
 
 #define RING_ENTRIES 256u
@@ -55,6 +56,8 @@
 #define UD_CANCEL 2u    /* aligned, so neither is a request's address */
 #define MAX_RW 0x7ffff000u /* what the kernel moves in one read or write */
 #define ABANDON_NS 1000000000ull /* after ASYNC_CANCEL, before abandoning */
+
+enum { OWN_EFD = 1u << 0, OWN_RING = 1u << 1 };
 
 enum {
     CMD_CLOSE = 1u << 0,   /* cancel what is not in the kernel */
@@ -71,6 +74,9 @@ static struct {
     atom_u32_t busy;     /* pushed and not completed */
     atom_u32_t state;    /* 0 starting, 1 running, 2 failed, 3 gone */
     atom_u64_t batches, sqes; /* io_uring_submit calls and what they took */
+    /* OWN_*: set once the descriptor is open, cleared before it is closed,
+     * so a forked child closes only what is open (coexec__ring_atfork_child). */
+    atom_u32_t owned;
     int efd;
     unsigned kinds;
     int running;
@@ -481,11 +487,14 @@ static void *ring_main(void *arg)
         coexec__affinity_bind_self(rg.cpu);
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     rg.start_rc = ring_setup();
+    if (rg.start_rc == COEXEC_OK)
+        atom_for_rel_u32(&rg.owned, OWN_RING);
     atom_store_rel_u32(&rg.state, rg.start_rc == COEXEC_OK ? 1 : 2);
     coexec__futex_wake(&rg.state, 1);
     if (rg.start_rc != COEXEC_OK)
         return NULL;
     ring_loop();
+    atom_fand_rel_u32(&rg.owned, ~OWN_RING);
     io_uring_queue_exit(&rg.ring);
     /* The last touch of rg: a detached thread may still be inside the
      * kernel's exit, waiting for requests it could not cancel. */
@@ -503,6 +512,13 @@ static void ring_kick(void)
         IGNORE_RESULT(write(rg.efd, &one, sizeof one));
         errno = saved;
     }
+}
+
+static void efd_close(void)
+{
+    atom_fand_rel_u32(&rg.owned, ~OWN_EFD);
+    close(rg.efd);
+    rg.efd = -1;
 }
 
 /* ---- the contract (ring.h) --------------------------------------------------------------- */
@@ -533,16 +549,17 @@ int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
         *why = rg.why;
         return e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;
     }
+    atom_for_rel_u32(&rg.owned, OWN_EFD);
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
-    int e = pthread_create(&rg.thread, &a, ring_main, NULL);
+    int e = coexec__os_thread_create(&rg.thread, &a, ring_main, NULL,
+                                     "coexec-ring", -1);
     pthread_attr_destroy(&a);
     if (e) {
         snprintf(rg.why, sizeof rg.why, "cannot start its thread (errno %d)",
                  e);
-        close(rg.efd);
-        rg.efd = -1;
+        efd_close();
         *why = rg.why;
         return e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;
     }
@@ -551,8 +568,7 @@ int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
         coexec__futex_wait(&rg.state, 0, NULL);
     if (s != 1) {
         pthread_join(rg.thread, NULL);
-        close(rg.efd);
-        rg.efd = -1;
+        efd_close();
         *why = rg.why;
         return rg.start_rc;
     }
@@ -642,8 +658,7 @@ void coexec__ring_stop(void)
         done(r, -ECANCELED, RQ_CANCELED);
         r = n;
     }
-    close(rg.efd);
-    rg.efd = -1;
+    efd_close();
     rg.running = 0;
     rg.kinds = 0;
 }
@@ -652,4 +667,20 @@ void coexec__ring_stats(uint64_t *batches, uint64_t *sqes)
 {
     *batches = atom_load_rlx_u64(&rg.batches);
     *sqes = atom_load_rlx_u64(&rg.sqes);
+}
+
+void coexec__ring_atfork_child(void)
+{
+    /* The ring thread is gone; the ring's mappings and descriptors are
+     * released here, as far as they were whole at fork. */
+    uint32_t own = atom_load_acq_u32(&rg.owned);
+    if (own & OWN_RING)
+        io_uring_queue_exit(&rg.ring);
+    if (own & OWN_EFD)
+        close(rg.efd);
+    atom_store_rlx_u32(&rg.owned, 0);
+    atom_store_rlx_ptr(&rg.inbox, NULL);
+    rg.efd = -1;
+    rg.running = 0;
+    rg.kinds = 0;
 }
