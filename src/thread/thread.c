@@ -95,6 +95,8 @@ void coexec__unit_release(struct coexec_xstream_rec *xs,
     atom_store_rel_u64(&u->gen, gen);
     /* Wakes aimed at this incarnation fail from now on. */
     atom_store_rlx_u32(&u->wake, wake_tag_of(gen));
+    /* A free descriptor names no home (coexec__unit_homed_in). */
+    atom_store_rlx_ptr(&u->pool, NULL);
     coexec__unit_free(xs ? &xs->ucache : NULL, u);
 }
 
