@@ -69,7 +69,10 @@ coexec_xstream_create(const coexec_xstream_attr_t *attr, coexec_xstream_t *out);
  * Context: a ULT or an external thread not running on xs. Switches: a ULT
  * caller yields while it waits; an external thread sleeps.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM for the primary;
- * COEXEC_EDEADLK when called from xs itself; COEXEC_ECONTEXT from a tasklet;
+ * COEXEC_EDEADLK when called from xs itself, or from a ULT that would wait
+ * inside xs: one whose home pool xs's scheduler (or a scheduler stacked in
+ * it) takes from, such as a unit of xs's pool that a joiner runs in place
+ * on another stream; COEXEC_ECONTEXT from a tasklet or a scheduler loop;
  * COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_xstream_join(coexec_xstream_t xs);

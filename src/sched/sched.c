@@ -1025,6 +1025,14 @@ static bool stack_cycle(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
     return false;
 }
 
+bool coexec__sched_reaches(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
+{
+    pthread_mutex_lock(&coexec__g.lock);
+    bool r = stack_cycle(s, p);
+    pthread_mutex_unlock(&coexec__g.lock);
+    return r;
+}
+
 COEXEC_API int coexec_pool_add_sched(coexec_pool_t pool, coexec_sched_t sched)
 {
     RT_CHECK();

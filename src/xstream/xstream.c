@@ -473,6 +473,23 @@ COEXEC_API int coexec_xstream_create(const coexec_xstream_attr_t *attr,
     return COEXEC_OK;
 }
 
+/* Would ULT u, waiting for x to stop, wait inside x? It waits by yielding,
+ * so it does when its home pool is one x's scheduler (or one stacked in it)
+ * takes from, or when it is bound to x: it runs on x as it waits (a joiner
+ * may have run it in place elsewhere), and x never drains. */
+static bool waits_inside(struct coexec_unit_rec *u, struct coexec_xstream_rec *x)
+{
+    if ((u->flags & UF_NOSTEAL) && u->bound_rank == x->rank)
+        return true;
+    struct coexec_pool_rec *home = unit_pool(u);
+    if (!home)
+        return false;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
+    struct coexec_sched_rec *req = atom_load_acq_ptr(&x->sched_req);
+    return (s && coexec__sched_reaches(s, home)) ||
+           (req && coexec__sched_reaches(req, home));
+}
+
 static int join_checks(coexec_xstream_t xs)
 {
     RT_CHECK();
@@ -488,6 +505,8 @@ static int join_checks(coexec_xstream_t xs)
         return COEXEC_ECONTEXT;
     if (me && !me->cur)
         return COEXEC_ECONTEXT;
+    if (me && !xs.p->joined && waits_inside(me->cur, xs.p))
+        return COEXEC_EDEADLK;
     return COEXEC_OK;
 }
 

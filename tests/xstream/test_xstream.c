@@ -574,6 +574,66 @@ static void t_join_errors(void)
     ch_finalize();
 }
 
+/* A unit of stream x's pool, run in place on the primary by its joiner,
+ * asks to join and free x: waiting would put it back into x's pool, which x
+ * would then never drain. It gets COEXEC_EDEADLK; x keeps running. */
+struct inplace_free {
+    ch_stream_t *s;
+    atomic_int calling; /* the unit is about to call free/join */
+    atomic_int release; /* the blocker may return */
+    int free_rc, join_rc, ran_on;
+};
+
+static void inplace_blocker_ult(void *arg)
+{
+    struct inplace_free *f = arg;
+    /* Keeps x busy, so the unit below stays queued until its joiner takes
+     * it; lets go once that unit calls (the old code then hangs for good:
+     * the unit keeps yielding into x's pool). */
+    while (!atomic_load(&f->calling) && !atomic_load(&f->release))
+        sched_yield();
+}
+
+static void inplace_free_ult(void *arg)
+{
+    struct inplace_free *f = arg;
+    CH_CHECK_RC(coexec_xstream_self_rank(&f->ran_on), COEXEC_OK);
+    atomic_store(&f->calling, 1);
+    coexec_xstream_t xs = f->s->xs;
+    f->join_rc = coexec_xstream_join(xs);
+    f->free_rc = coexec_xstream_free(&xs);
+    CH_CHECK(CH_SAME(xs, f->s->xs)); /* not cleared */
+}
+
+static void t_free_from_unit_run_in_place(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    struct inplace_free f = {.s = &s, .free_rc = 1, .join_rc = 1,
+                             .ran_on = -1};
+    coexec_thread_t blocker, u;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, inplace_blocker_ult, &f,
+                                            NULL, &blocker));
+    coexec_unit_state_t st = COEXEC_UNIT_READY;
+    CH_WAIT(coexec_thread_get_state(blocker, &st) == COEXEC_OK &&
+            st == COEXEC_UNIT_RUNNING);
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, inplace_free_ult, &f,
+                                            NULL, &u));
+    CH_ASSERT_OK(coexec_thread_free(&u)); /* runs it here, in place */
+    atomic_store(&f.release, 1);
+    CH_ASSERT_OK(coexec_thread_free(&blocker));
+    CH_ASSERT_EQ(f.ran_on, 0);
+    CH_ASSERT_RC(f.join_rc, COEXEC_EDEADLK);
+    CH_ASSERT_RC(f.free_rc, COEXEC_EDEADLK);
+    /* x still runs units, and can be freed from here. */
+    atomic_store(&g_count, 0);
+    CH_ASSERT_OK(ch_run_ult_in(s.pool, count_ult, NULL));
+    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
 static void t_join_from_external(void);
 
 static void t_freed_handle(void)
@@ -956,6 +1016,7 @@ static const ch_test_t self_tests[] = {
     {NULL, NULL}};
 static const ch_test_t errors_tests[] = {
     {"join_errors", t_join_errors},
+    {"free_from_unit_run_in_place", t_free_from_unit_run_in_place},
     {"freed_handle", t_freed_handle},
     {"null_args", t_null_args},
     {NULL, NULL}};
