@@ -17,7 +17,10 @@
  *
  * Placement: stream k goes on the k-th core of the process's own CPU binding
  * (so MPI ranks bound to different cores stay apart); with more streams
- * than cores placement wraps around and one warning is printed.
+ * than cores placement wraps around and one warning is printed. The primary
+ * is pinned too (to the first core); coexec_finalize gives the thread the
+ * binding it had before coexec_init. With COEXEC_AFFINITY=0 no stream is
+ * pinned.
  */
 #ifndef COEXEC_XSTREAM_H
 #define COEXEC_XSTREAM_H
@@ -133,7 +136,8 @@ COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_state(coexec_xstream_t xs, coexec_xstream_state_t *state);
 
 /*
- * The logical CPU xs is pinned to, or -1 when it is not pinned.
+ * The logical CPU xs is pinned to, or -1 when it is not pinned (pinning is
+ * off, or the primary's thread could not be pinned).
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
  */

@@ -161,6 +161,45 @@ int coexec__affinity_valid_cpu(int cpu)
     return 0;
 }
 
+/* The binding the init thread had before it became the primary stream. */
+static hwloc_bitmap_t primary_saved;
+
+int coexec__affinity_bind_primary(int cpu)
+{
+    if (cpu < 0 || !topo)
+        return -1;
+    hwloc_bitmap_t old = hwloc_bitmap_alloc();
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int rc = -1;
+    /* Without the old binding it could not be given back: do not pin. */
+    if (old && set &&
+        hwloc_get_cpubind(topo, old, HWLOC_CPUBIND_THREAD) == 0) {
+        hwloc_bitmap_only(set, (unsigned)cpu);
+        rc = hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD);
+    }
+    hwloc_bitmap_free(set);
+    if (rc == 0) {
+        hwloc_bitmap_free(primary_saved);
+        primary_saved = old;
+        return 0;
+    }
+    hwloc_bitmap_free(old);
+    coexec__warn("could not pin the primary stream to cpu %d; it runs "
+                 "unpinned", cpu);
+    return -1;
+}
+
+void coexec__affinity_unbind_primary(void)
+{
+    if (!primary_saved)
+        return;
+    if (topo)
+        IGNORE_RESULT(hwloc_set_cpubind(topo, primary_saved,
+                                        HWLOC_CPUBIND_THREAD));
+    hwloc_bitmap_free(primary_saved);
+    primary_saved = NULL;
+}
+
 int coexec__affinity_bind_self(int cpu)
 {
     if (cpu < 0 || !topo)

@@ -350,7 +350,11 @@ int coexec__primary_setup(void)
     xs->default_pool = s->pools[0];
     xs->default_sched = s;
     xs->thread = pthread_self();
+    /* Pinned like every other stream; its old binding is restored at
+     * finalize, since the thread is the user's. */
     xs->cpu = coexec__affinity_cpu_for_rank(0);
+    if (xs->cpu >= 0 && coexec__affinity_bind_primary(xs->cpu) != 0)
+        xs->cpu = -1;
     atom_store_rlx_u32(&xs->park_word, 1);
     pool_lock(s->pools[0]);
     s->pools[0]->stealable = 1;
@@ -408,6 +412,7 @@ void coexec__primary_teardown(void)
         prctl(PR_SET_TIMERSLACK, (unsigned long)primary_slack, 0UL, 0UL, 0UL);
         primary_slack = -1;
     }
+    coexec__affinity_unbind_primary();
     struct coexec_xstream_rec *xs = coexec__g.primary;
     if (!xs)
         return;

@@ -175,6 +175,12 @@ int coexec__affinity_init(void);
 int coexec__affinity_cpu_for_rank(int rank);
 int coexec__affinity_valid_cpu(int cpu);
 int coexec__affinity_bind_self(int cpu);
+/* Pins the calling (init) thread to cpu, keeping the binding it had: 0, or
+ * -1 when it is not pinned (cpu -1, no topology, or the kernel refused). */
+int coexec__affinity_bind_primary(int cpu);
+/* Gives the thread pinned by coexec__affinity_bind_primary its old binding
+ * back (no-op when it was not pinned). Called on that thread. */
+void coexec__affinity_unbind_primary(void);
 int coexec__affinity_ncpus(void);
 int coexec__affinity_last_cpu(void); /* of the process's binding, or -1 */
 int coexec__affinity_distance(int cpu_a, int cpu_b); /* DIST_* */

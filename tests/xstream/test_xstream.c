@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NXS 5 /* secondary streams created at run time (2-core machine) */
@@ -417,6 +418,108 @@ static void t_cpu_unpinned(void)
     CH_ASSERT_EQ(c, -1);
     CH_ASSERT_OK(coexec_xstream_free(&xs));
     ch_finalize();
+}
+
+/* The calling thread's binding is exactly {cpu}. */
+static int thread_bound_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    return CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
+}
+
+/* The primary is pinned like the other streams: its OS thread (the main
+ * ULT's) is bound to the CPU get_cpu reports, and finalize gives the
+ * thread its own binding back. */
+static void t_cpu_primary(void)
+{
+    cpu_set_t before, after;
+    CPU_ZERO(&before);
+    CU_ASSERT_FATAL(sched_getaffinity(0, sizeof before, &before) == 0);
+    int cpus[CPU_SETSIZE];
+    int ncpu = affinity_cpus(cpus, CPU_SETSIZE);
+    CU_ASSERT_FATAL(ncpu > 0);
+
+    ch_init_ex(3, COEXEC_SCHED_BASIC_WAIT, 1);
+    coexec_xstream_t primary;
+    int c = -100;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &primary));
+    CH_ASSERT_OK(coexec_xstream_get_cpu(primary, &c));
+    CH_ASSERT_EQ(c, cpus[0]);
+    CU_ASSERT(thread_bound_to(c));
+    CH_ASSERT_EQ(sched_getcpu(), c);
+    ch_finalize();
+    CPU_ZERO(&after);
+    CU_ASSERT_FATAL(sched_getaffinity(0, sizeof after, &after) == 0);
+    CU_ASSERT(CPU_EQUAL(&before, &after));
+
+    /* Pinning off: the thread keeps its binding, get_cpu says -1. */
+    ch_init_ex(1, COEXEC_SCHED_BASIC_WAIT, 0);
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &primary));
+    CH_ASSERT_OK(coexec_xstream_get_cpu(primary, &c));
+    CH_ASSERT_EQ(c, -1);
+    CPU_ZERO(&after);
+    CU_ASSERT(sched_getaffinity(0, sizeof after, &after) == 0);
+    CU_ASSERT(CPU_EQUAL(&before, &after));
+    ch_finalize();
+}
+
+/* The process's binding is honoured: in a child bound to one CPU (the
+ * last one allowed), the primary goes there, and gets the child's binding
+ * back at finalize. Exit status: 0 or the number of the failed check. */
+static int primary_in_bound_child(int cpu)
+{
+    cpu_set_t one, after;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 1;
+    coexec_config_t cfg;
+    if (coexec_config_init(&cfg) != 0)
+        return 2;
+    cfg.affinity = 1;
+    cfg.num_xstreams = 2;
+    cfg.quiet = 1;
+    if (coexec_init(&cfg) != 0)
+        return 3;
+    coexec_xstream_t xs;
+    int c = -100, c1 = -100;
+    if (coexec_xstream_by_rank(0, &xs) != 0 ||
+        coexec_xstream_get_cpu(xs, &c) != 0)
+        return 4;
+    if (c != cpu || !thread_bound_to(cpu))
+        return 5;
+    if (coexec_xstream_by_rank(1, &xs) != 0 ||
+        coexec_xstream_get_cpu(xs, &c1) != 0 || c1 != cpu)
+        return 6;
+    if (coexec_finalize() != 0)
+        return 7;
+    CPU_ZERO(&after);
+    if (sched_getaffinity(0, sizeof after, &after) != 0 ||
+        !CPU_EQUAL(&one, &after))
+        return 8;
+    return 0;
+}
+
+static void t_cpu_primary_process_binding(void)
+{
+    int cpus[CPU_SETSIZE];
+    int ncpu = affinity_cpus(cpus, CPU_SETSIZE);
+    CU_ASSERT_FATAL(ncpu > 0);
+    int last = cpus[0];
+    for (int i = 0; i < ncpu; i++)
+        last = cpus[i] > last ? cpus[i] : last;
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+        _exit(primary_in_bound_child(last));
+    int status = 0;
+    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+    CU_ASSERT(WIFEXITED(status));
+    CH_ASSERT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
 }
 
 static void t_cpu_bad(void)
@@ -1008,6 +1111,9 @@ static const ch_test_t ranks_tests[] = {{"ranks", t_ranks}, {NULL, NULL}};
 static const ch_test_t state_tests[] = {{"states", t_states}, {NULL, NULL}};
 static const ch_test_t cpu_tests[] = {{"pinned", t_cpu_pinned},
                                       {"unpinned", t_cpu_unpinned},
+                                      {"primary", t_cpu_primary},
+                                      {"primary_process_binding",
+                                       t_cpu_primary_process_binding},
                                       {"bad_cpu", t_cpu_bad},
                                       {NULL, NULL}};
 static const ch_test_t self_tests[] = {
