@@ -58,7 +58,8 @@ coexec_xstream_attr_init(coexec_xstream_attr_t *attr);
  * thread).
  * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL, bad cpu); COEXEC_EHANDLE (bad
  * sched); COEXEC_EBUSY (sched already in use); COEXEC_ENOMEM; COEXEC_EAGAIN
- * (no thread); COEXEC_ENOTINIT.
+ * (no OS thread could be started, or 1,024 streams exist: made, joined or
+ * not, and not freed); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_create(const coexec_xstream_attr_t *attr, coexec_xstream_t *out);
@@ -147,7 +148,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_cpu(coexec_xstream_t xs,
 /*
  * The main scheduler of xs.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ESTATE (xs has
+ * been joined: it has none any more); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_main_sched(coexec_xstream_t xs, coexec_sched_t *out);
@@ -172,7 +174,8 @@ coexec_xstream_set_main_sched(coexec_xstream_t xs, coexec_sched_t sched);
  * The first pool of xs's main scheduler: where coexec_thread_create_on and
  * coexec_tasklet_create_on put units.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ESTATE (xs has
+ * been joined); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_main_pool(coexec_xstream_t xs, coexec_pool_t *out);

@@ -819,10 +819,10 @@ COEXEC_API int coexec_sched_free(coexec_sched_t *sched)
     int rc = CHECK_HANDLE(*sched);
     if (rc)
         return rc;
+    if (sched->p->is_default)
+        return COEXEC_EPERM; /* it goes with its stream, running or not */
     if (atom_load_acq_u32(&sched->p->in_use))
         return COEXEC_EBUSY;
-    if (sched->p->is_default)
-        return COEXEC_EPERM;
     coexec__sched_release(sched->p);
     sched->p = NULL;
     sched->gen = 0;

@@ -190,10 +190,13 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
             return COEXEC_EBUSY;
     }
     pthread_mutex_lock(&coexec__g.lock);
-    struct coexec_xstream_rec *xs = xs_record_new();
+    /* A full table of records (streams made and not freed) is a limit, like
+     * the OS thread limit, not a lack of memory. */
+    bool full = !coexec__g.xs_free && coexec__g.num_xs_all == MAX_XSTREAMS;
+    struct coexec_xstream_rec *xs = full ? NULL : xs_record_new();
     if (!xs) {
         pthread_mutex_unlock(&coexec__g.lock);
-        rc = COEXEC_ENOMEM;
+        rc = full ? COEXEC_EAGAIN : COEXEC_ENOMEM;
         goto fail_setup;
     }
     if (rank_take(xs) < 0) {
