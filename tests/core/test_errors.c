@@ -1048,10 +1048,14 @@ static void yield_to_main_elsewhere(void *arg)
     E(coexec_yield_to(g_main_ult), COEXEC_EPERM);
 }
 
+/* On the primary, the main ULT is no ready queued unit (a thief may have
+ * taken this ULT to another stream: there it is bound away). */
 static void yield_to_main_here(void *arg)
 {
     (void)arg;
-    E(coexec_yield_to(g_main_ult), COEXEC_ESTATE);
+    int rank = -1;
+    E(coexec_xstream_self_rank(&rank), COEXEC_OK);
+    E(coexec_yield_to(g_main_ult), rank == 0 ? COEXEC_ESTATE : COEXEC_EPERM);
 }
 
 /* A detached ULT hands out its own handle, then waits to be released. */
@@ -1163,7 +1167,6 @@ static void t_thread(void)
     CH_ASSERT_OK(ch_stream_create(&other, COEXEC_SCHED_BASIC_WAIT));
     CH_ASSERT_OK(ch_run_ult_in(other.pool, yield_to_main_elsewhere, NULL));
     CH_ASSERT_OK(ch_stream_free(&other));
-    /* On the primary, the main ULT is no ready queued unit. */
     in_ult(yield_to_main_here, NULL);
     g_stale_thread = stale_thread();
     in_tasklet(ult_calls_from_tasklet, NULL);

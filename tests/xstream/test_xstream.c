@@ -920,11 +920,11 @@ static void t_default_setup(void)
         CH_ASSERT_EQ(np, 1);
         CH_ASSERT_OK(coexec_sched_get_pool(s, 0, &p0));
         CU_ASSERT(CH_SAME(p0, p));
-        /* The runtime's default pool and scheduler are in use. */
+        /* The runtime's default pool and scheduler go with the stream. */
         coexec_pool_t pc = p;
-        CH_ASSERT_RC(coexec_pool_free(&pc), COEXEC_EBUSY);
+        CH_ASSERT_RC(coexec_pool_free(&pc), COEXEC_EPERM);
         coexec_sched_t sc = s;
-        CH_ASSERT_RC(coexec_sched_free(&sc), COEXEC_EBUSY);
+        CH_ASSERT_RC(coexec_sched_free(&sc), COEXEC_EPERM);
     }
     ch_finalize();
 }
