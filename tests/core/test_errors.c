@@ -2155,6 +2155,7 @@ static void t_service_finalize(void)
     cfg.service_threads = 1;
     cfg.service_max_threads = 1;
     cfg.service_io = COEXEC_SERVICE_IO_THREADS;
+    cfg.quiet = 1; /* the waiting ULT's handle is left to finalize */
     CH_ASSERT_OK_FATAL(coexec_init(&cfg));
     struct fin_offload f = {.queued_rc = 1, .late_rc = 1};
     int submit_rc = 1;
@@ -2166,10 +2167,15 @@ static void t_service_finalize(void)
     CH_ASSERT_OK(coexec_request_submit(&stuck, blocked_call, NULL));
     coexec_service_info_t si = {.size = sizeof si};
     CH_WAIT(coexec_service_get_info(&si) == COEXEC_OK && si.idle == 0);
-    CH_ASSERT_OK(coexec_thread_create_on(x1, offload_queued_ult, &f, NULL, NULL));
+    coexec_thread_t waiter;
+    CH_ASSERT_OK(coexec_thread_create_on(x1, offload_queued_ult, &f, NULL,
+                                         &waiter));
     CH_ASSERT_OK(coexec_thread_create_on(x2, submit_after_close_ult, &submit_rc,
                                          NULL, NULL));
-    CH_WAIT(atomic_load(&f.running));
+    /* Parked in its offload: the request is queued behind the stuck one. */
+    coexec_unit_state_t us;
+    CH_WAIT(coexec_thread_get_state(waiter, &us) == COEXEC_OK &&
+            us == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_finalize());
     CH_ASSERT_RC(f.queued_rc, COEXEC_ECANCELED);
     CH_ASSERT_RC(f.late_rc, COEXEC_ECLOSED);
