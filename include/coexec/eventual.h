@@ -88,7 +88,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_eventual_wait(coexec_eventual_t *ev,
 
 /*
  * coexec_eventual_wait with a timeout of timeout_ns nanoseconds.
- * Returns: as coexec_eventual_wait, and COEXEC_ETIMEDOUT.
+ * Returns: as coexec_eventual_wait, and COEXEC_ETIMEDOUT; COEXEC_ENOMEM (a
+ * ULT whose stream's timer heap could not grow; see coexec/time.h).
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_eventual_wait_timed(coexec_eventual_t *ev, uint64_t timeout_ns,
@@ -160,7 +161,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_future_set(coexec_future_t *f,
  */
 COEXEC_API COEXEC_NODISCARD int coexec_future_wait(coexec_future_t *f);
 
-/* coexec_future_wait with a timeout; also returns COEXEC_ETIMEDOUT. */
+/* coexec_future_wait with a timeout; also returns COEXEC_ETIMEDOUT, and
+ * COEXEC_ENOMEM as coexec_eventual_wait_timed. */
 COEXEC_API COEXEC_NODISCARD int coexec_future_wait_timed(coexec_future_t *f,
                                                          uint64_t timeout_ns);
 

@@ -165,11 +165,16 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_get_data(coexec_pool_t pool,
                                                      void **out);
 
 /*
- * Frees an empty pool that no scheduler uses and clears *pool.
+ * Frees an empty pool that no scheduler uses and no unit calls home, and
+ * clears *pool. A unit's home is the pool it goes back to when it yields or
+ * is woken: a unit running or parked keeps the pool busy as much as a
+ * queued one. (The check looks at every unit descriptor: a free costs
+ * time in proportion to the units the runtime has made.)
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (NULL); COEXEC_EHANDLE; COEXEC_EBUSY
- * (units queued, or a scheduler uses it); COEXEC_EPERM (a stream's default
- * pool: it goes with its stream); COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (NULL); COEXEC_EHANDLE; COEXEC_EPERM
+ * (a stream's default pool: it goes with its stream); COEXEC_EBUSY (units
+ * queued, an unfinished unit running or parked with it as its home, or a
+ * scheduler uses it); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_pool_free(coexec_pool_t *pool);
 

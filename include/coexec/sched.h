@@ -84,8 +84,8 @@ coexec_sched_config_init(coexec_sched_config_t *cfg);
  * schedulers if its access mode allows several consumers.
  * Context: any thread while the runtime runs. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (bad kind, pools NULL, num_pools out of
- * range, out NULL); COEXEC_EHANDLE (a bad pool); COEXEC_ENOMEM;
- * COEXEC_ENOTINIT.
+ * range, cfg->size too small or cfg->stack_size outside 16 KiB..1 GiB, out
+ * NULL); COEXEC_EHANDLE (a bad pool); COEXEC_ENOMEM; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_sched_create(coexec_sched_kind_t kind, const coexec_pool_t *pools,
@@ -97,8 +97,9 @@ coexec_sched_create(coexec_sched_kind_t kind, const coexec_pool_t *pools,
  * ops (copied). cfg may be NULL; arg goes to ops->init.
  * Context: any thread while the runtime runs. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (ops, pools or out NULL, ops->size too
- * small, run missing, num_pools out of range); COEXEC_EHANDLE (a bad pool);
- * COEXEC_ENOMEM; what ops->init returned; COEXEC_ENOTINIT.
+ * small, run missing, num_pools out of range, a bad cfg as for
+ * coexec_sched_create); COEXEC_EHANDLE (a bad pool); COEXEC_ENOMEM; what
+ * ops->init returned; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_sched_create_user(const coexec_sched_ops_t *ops,
@@ -192,9 +193,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_sched_self(coexec_sched_t *out);
 /*
  * Frees a scheduler no stream uses and clears *sched. Its pools stay.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EBUSY (a stream
- * runs it, or it is stacked in a pool); COEXEC_EPERM (a stream's default
- * scheduler: it goes with its stream); COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EPERM (a
+ * stream's default scheduler: it goes with its stream); COEXEC_EBUSY (a
+ * stream runs it, or it is stacked in a pool); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_sched_free(coexec_sched_t *sched);
 

@@ -101,7 +101,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_mutex_destroy(coexec_mutex_t *m);
  */
 COEXEC_API COEXEC_NODISCARD int coexec_mutex_lock(coexec_mutex_t *m);
 
-/* coexec_mutex_lock with a timeout; also returns COEXEC_ETIMEDOUT. */
+/* coexec_mutex_lock with a timeout; also returns COEXEC_ETIMEDOUT, and
+ * COEXEC_ENOMEM (a ULT whose stream's timer heap could not grow; see
+ * coexec/time.h). */
 COEXEC_API COEXEC_NODISCARD int coexec_mutex_lock_timed(coexec_mutex_t *m,
                                                         uint64_t timeout_ns);
 
@@ -151,8 +153,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_cond_wait(coexec_cond_t *c,
                                                  coexec_mutex_t *m);
 
 /* coexec_cond_wait with a timeout; also returns COEXEC_ETIMEDOUT (with m
- * locked again). Both return COEXEC_ECANCELED at finalize, m locked again
- * too. */
+ * locked again), and COEXEC_ENOMEM as coexec_mutex_lock_timed. Both
+ * return COEXEC_ECANCELED at finalize, m locked again too. */
 COEXEC_API COEXEC_NODISCARD int coexec_cond_wait_timed(coexec_cond_t *c,
                                                        coexec_mutex_t *m,
                                                        uint64_t timeout_ns);
@@ -191,7 +193,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_rwlock_destroy(coexec_rwlock_t *l);
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_rdlock(coexec_rwlock_t *l);
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_wrlock(coexec_rwlock_t *l);
 
-/* With a timeout; they also return COEXEC_ETIMEDOUT. */
+/* With a timeout; they also return COEXEC_ETIMEDOUT, and COEXEC_ENOMEM as
+ * coexec_mutex_lock_timed. */
 COEXEC_API COEXEC_NODISCARD int
 coexec_rwlock_rdlock_timed(coexec_rwlock_t *l, uint64_t timeout_ns);
 COEXEC_API COEXEC_NODISCARD int

@@ -77,7 +77,8 @@ coexec_thread_create(coexec_pool_t pool, coexec_thread_fn_t fn, void *arg,
 /*
  * The same, into the main pool of xstream xs.
  * Context: any thread the pool's access mode allows to push. Switches: never.
- * Returns: as coexec_thread_create, COEXEC_EHANDLE also for a bad xs.
+ * Returns: as coexec_thread_create, COEXEC_EHANDLE also for a bad xs;
+ * COEXEC_ESTATE (xs has been joined: it has no scheduler).
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
@@ -89,6 +90,8 @@ coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
  * Returns: COEXEC_OK; COEXEC_ENOMEM (t ended without running: no stack
  * could be mapped for it); COEXEC_EHANDLE (freed or foreign t);
  * COEXEC_EDEADLK (t is the caller); COEXEC_EINVAL (t is detached);
+ * COEXEC_EPERM (t is the primary's main ULT, which never finishes);
+ * COEXEC_EBUSY (another caller is joining t: one joiner at a time);
  * COEXEC_ECONTEXT (from a tasklet or a scheduler); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_thread_join(coexec_thread_t t);
@@ -108,8 +111,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_join_timed(coexec_thread_t t,
 /*
  * Joins *t if it has not finished, releases it and clears *t.
  * Context, Switches and Returns: as coexec_thread_join, plus COEXEC_EINVAL
- * for t NULL and COEXEC_EPERM for the primary's main ULT. On COEXEC_ENOMEM
- * (t never ran: no stack) *t is released and cleared all the same.
+ * for t NULL. On COEXEC_ENOMEM (t never ran: no stack) *t is released and
+ * cleared all the same; on any other error *t is left as it was.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_thread_free(coexec_thread_t *t);
 
@@ -207,9 +210,10 @@ coexec_thread_create_child_first(coexec_pool_t pool, coexec_thread_fn_t fn,
  * yield end. No scheduler runs in between.
  * Context: a ULT. Switches: always (to t).
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (t is the caller);
- * COEXEC_ESTATE (t is not queued and ready: running, parked, finished, or
- * held by a pool that cannot give it up); COEXEC_EPERM (t is bound to
- * another stream); COEXEC_ENOMEM (t had not started and no stack could be
+ * COEXEC_ESTATE (t is not queued and ready: running, parked, finished,
+ * held by a pool that cannot give it up, or the primary's main ULT);
+ * COEXEC_EPERM (t is bound to another stream, as the primary's main ULT
+ * is to the primary); COEXEC_ENOMEM (t had not started and no stack could be
  * mapped for it: t has ended without running, as its join reports);
  * COEXEC_ECONTEXT; COEXEC_ENOTINIT.
  */
@@ -242,8 +246,9 @@ coexec_thread_migrate_to_xstream(coexec_thread_t t, coexec_xstream_t xs);
  * Sets or clears t's pinned flag: a pinned unit is never stolen and
  * refuses migration (it still runs on whatever stream pops its pool).
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM (clearing the flag of a
- * stacked scheduler's unit, which is always pinned); COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM (set: clearing the flag
+ * of a stacked scheduler's unit, which is always pinned); COEXEC_EINVAL
+ * (get: pinned NULL); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_unit_set_pinned(coexec_unit_t unit,
                                                        int pinned);
@@ -298,7 +303,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_tasklet_create(coexec_pool_t pool,
 /*
  * The same, into the main pool of xstream xs.
  * Context: any thread the pool's access mode allows to push. Switches: never.
- * Returns: as coexec_tasklet_create, COEXEC_EHANDLE also for a bad xs.
+ * Returns: as coexec_tasklet_create, COEXEC_EHANDLE also for a bad xs;
+ * COEXEC_ESTATE (xs has been joined).
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
@@ -309,8 +315,8 @@ coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
  * in place.
  * Context: a ULT (may switch) or an external thread (sleeps).
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (k is the caller);
- * COEXEC_EINVAL (detached); COEXEC_ECONTEXT (from a tasklet or scheduler);
- * COEXEC_ENOTINIT.
+ * COEXEC_EINVAL (detached); COEXEC_EBUSY (another caller is joining k);
+ * COEXEC_ECONTEXT (from a tasklet or scheduler); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_tasklet_join(coexec_tasklet_t k);
 

@@ -2,7 +2,9 @@
  * coexec/time.h: the runtime's clock, and sleeping.
  *
  * Every timeout in the API is a relative duration in nanoseconds on this
- * monotonic clock; a timed wait that runs out returns COEXEC_ETIMEDOUT.
+ * monotonic clock; a timed wait that runs out returns COEXEC_ETIMEDOUT. A
+ * ULT's timed wait puts a timer in its stream's heap: when the heap cannot
+ * grow, the wait returns COEXEC_ENOMEM at once.
  * A sleeping ULT is parked on its stream's timer heap: the stream keeps
  * running other units meanwhile, and a stream whose units all sleep parks
  * its OS thread until the earliest deadline (it burns no CPU).
@@ -29,12 +31,12 @@ COEXEC_API uint64_t coexec_now_ns(void);
  * coexec_thread_resume is called on it meanwhile, except at finalize
  * (COEXEC_ECANCELED, see coexec_finalize); an external thread sleeps in
  * the kernel. ns == 0 yields once (a ULT) or returns at once.
- * Context: a ULT or an external thread. Switches: yes (a ULT).
+ * Context: a ULT or an external thread, which may sleep without the
+ * runtime (before coexec_init or after coexec_finalize). Switches: yes (a
+ * ULT).
  * Returns: COEXEC_OK; COEXEC_ECANCELED (a ULT, at finalize);
- * COEXEC_ENOMEM (no room for its timer);
- * COEXEC_ECONTEXT (a tasklet or a scheduler loop);
- * COEXEC_ENOTINIT (a ULT call before init is impossible; an external
- * thread may sleep without the runtime).
+ * COEXEC_ECONTEXT (a tasklet or a scheduler loop); COEXEC_ENOMEM (a ULT:
+ * its stream's timer heap could not grow).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_sleep_ns(uint64_t ns);
 

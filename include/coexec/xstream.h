@@ -17,7 +17,10 @@
  *
  * Placement: stream k goes on the k-th core of the process's own CPU binding
  * (so MPI ranks bound to different cores stay apart); with more streams
- * than cores placement wraps around and one warning is printed.
+ * than cores placement wraps around and one warning is printed. The primary
+ * is pinned too (to the first core); coexec_finalize gives the thread the
+ * binding it had before coexec_init. With COEXEC_AFFINITY=0 no stream is
+ * pinned.
  */
 #ifndef COEXEC_XSTREAM_H
 #define COEXEC_XSTREAM_H
@@ -55,7 +58,8 @@ coexec_xstream_attr_init(coexec_xstream_attr_t *attr);
  * thread).
  * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL, bad cpu); COEXEC_EHANDLE (bad
  * sched); COEXEC_EBUSY (sched already in use); COEXEC_ENOMEM; COEXEC_EAGAIN
- * (no thread); COEXEC_ENOTINIT.
+ * (no OS thread could be started, or 1,024 streams exist: made, joined or
+ * not, and not freed); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_create(const coexec_xstream_attr_t *attr, coexec_xstream_t *out);
@@ -69,7 +73,10 @@ coexec_xstream_create(const coexec_xstream_attr_t *attr, coexec_xstream_t *out);
  * Context: a ULT or an external thread not running on xs. Switches: a ULT
  * caller yields while it waits; an external thread sleeps.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM for the primary;
- * COEXEC_EDEADLK when called from xs itself; COEXEC_ECONTEXT from a tasklet;
+ * COEXEC_EDEADLK when called from xs itself, or from a ULT that would wait
+ * inside xs: one whose home pool xs's scheduler (or a scheduler stacked in
+ * it) takes from, such as a unit of xs's pool that a joiner runs in place
+ * on another stream; COEXEC_ECONTEXT from a tasklet or a scheduler loop;
  * COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_xstream_join(coexec_xstream_t xs);
@@ -130,7 +137,8 @@ COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_state(coexec_xstream_t xs, coexec_xstream_state_t *state);
 
 /*
- * The logical CPU xs is pinned to, or -1 when it is not pinned.
+ * The logical CPU xs is pinned to, or -1 when it is not pinned (pinning is
+ * off, or the primary's thread could not be pinned).
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
  */
@@ -140,7 +148,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_cpu(coexec_xstream_t xs,
 /*
  * The main scheduler of xs.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ESTATE (xs has
+ * been joined: it has none any more); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_main_sched(coexec_xstream_t xs, coexec_sched_t *out);
@@ -165,7 +174,8 @@ coexec_xstream_set_main_sched(coexec_xstream_t xs, coexec_sched_t sched);
  * The first pool of xs's main scheduler: where coexec_thread_create_on and
  * coexec_tasklet_create_on put units.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ESTATE (xs has
+ * been joined); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_main_pool(coexec_xstream_t xs, coexec_pool_t *out);

@@ -86,7 +86,9 @@ int coexec__os_thread_create(pthread_t *t, const pthread_attr_t *attr,
         memcpy(st->origin_name, mine->origin_name, sizeof st->origin_name);
     } else {
         st->mask = old;
+        /* The primary pinned by init: the binding it had before. */
         st->have_cpus =
+            coexec__affinity_primary_saved(&st->cpus) ||
             sched_getaffinity(0, sizeof st->cpus, &st->cpus) == 0;
         if (pthread_getname_np(pthread_self(), st->origin_name,
                                sizeof st->origin_name) != 0)
@@ -145,6 +147,9 @@ static void fork_child(void)
     if (xs && !(xs->is_primary && xs->cur && xs->cur == coexec__g.main_unit))
         on_unit_stack = true;
     bool reclaim = !on_unit_stack;
+    /* The primary is the user's thread: its binding from before init. */
+    cpu_set_t user_cpus;
+    bool primary_pinned = coexec__affinity_primary_saved(&user_cpus);
     coexec__init_atfork_child();
     coexec__xstream_atfork_child(reclaim);
     coexec__pool_atfork_child();
@@ -152,6 +157,8 @@ static void fork_child(void)
     coexec__service_atfork_child();
     coexec__cache_atfork_child(reclaim);
     coexec__affinity_atfork_release();
+    if (primary_pinned)
+        IGNORE_RESULT(sched_setaffinity(0, sizeof user_cpus, &user_cpus));
     /* A child of a library thread is the user's process again: the
      * signal mask, affinity and name the thread was started with. */
     struct os_start *st = self_start;

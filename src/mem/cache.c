@@ -168,6 +168,30 @@ void coexec__unit_free_slow(struct unit_cache *c, struct coexec_unit_rec *u)
     }
 }
 
+/* Every descriptor carved so far is looked at: slabs are carved from their
+ * start, one descriptor at a time, and a carved one has a non-zero
+ * generation, so a slab's carved part ends at its first zero generation.
+ * Only atomic fields are read (a descriptor may be in use on any stream). A
+ * released descriptor names no pool (coexec__unit_release clears it). */
+bool coexec__unit_homed_in(const struct coexec_pool_rec *p)
+{
+    bool found = false;
+    pthread_mutex_lock(&slab_lock);
+    for (struct slab *s = slabs; s && !found; s = s->next) {
+        if (s->is_stack)
+            continue;
+        struct coexec_unit_rec *u = s->mem;
+        for (unsigned i = 0; i < DESC_SLAB && !found; i++, u++) {
+            if (atom_load_rlx_u64(&u->gen) == 0)
+                break;
+            found = atom_load_acq_ptr(&u->pool) == p &&
+                    atom_load_acq_u32(&u->state) != COEXEC_UNIT_TERMINATED;
+        }
+    }
+    pthread_mutex_unlock(&slab_lock);
+    return found;
+}
+
 /* ---- stacks ------------------------------------------------------------- */
 
 _Static_assert(sizeof(struct stack_node) <= STACK_NODE_SIZE, "stack node");

@@ -112,6 +112,12 @@ static ALWAYS_INLINE void coexec__stack_free(struct stack_cache *c,
 void *coexec__stack_map(size_t size);
 void coexec__stack_unmap(void *stack, size_t size);
 
+/* Whether a live unit that has not finished (queued, running or parked)
+ * has p as its home pool: a pass over every descriptor ever carved, for
+ * coexec_pool_free only. */
+struct coexec_pool_rec;
+bool coexec__unit_homed_in(const struct coexec_pool_rec *p);
+
 /* Gives a stream's cached entries back to the global lists. */
 void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc);
 

@@ -557,10 +557,14 @@ COEXEC_API int coexec_pool_free(coexec_pool_t *pool)
     if (rc)
         return rc;
     struct coexec_pool_rec *p = pool->p;
-    if (pool_size(p) != 0 || atom_load_acq_u32(&p->nscheds) != 0)
-        return COEXEC_EBUSY;
     if (!p->user_created)
         return COEXEC_EPERM; /* a stream's default pool goes with the stream */
+    /* Not while a unit calls it home, queued or not: a running unit yields
+     * back into it and a parked one is woken into it, so a recycled record
+     * would strand them in an unrelated pool. */
+    if (pool_size(p) != 0 || atom_load_acq_u32(&p->nscheds) != 0 ||
+        coexec__unit_homed_in(p))
+        return COEXEC_EBUSY;
     coexec__pool_release(p);
     pool->p = NULL;
     pool->gen = 0;

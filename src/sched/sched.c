@@ -839,10 +839,10 @@ COEXEC_API int coexec_sched_free(coexec_sched_t *sched)
     int rc = CHECK_HANDLE(*sched);
     if (rc)
         return rc;
+    if (sched->p->is_default)
+        return COEXEC_EPERM; /* it goes with its stream, running or not */
     if (atom_load_acq_u32(&sched->p->in_use))
         return COEXEC_EBUSY;
-    if (sched->p->is_default)
-        return COEXEC_EPERM;
     coexec__sched_release(sched->p);
     sched->p = NULL;
     sched->gen = 0;
@@ -1043,6 +1043,14 @@ static bool stack_cycle(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
             stack_cycle(t, p))
             return true;
     return false;
+}
+
+bool coexec__sched_reaches(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
+{
+    pthread_mutex_lock(&coexec__g.lock);
+    bool r = stack_cycle(s, p);
+    pthread_mutex_unlock(&coexec__g.lock);
+    return r;
 }
 
 COEXEC_API int coexec_pool_add_sched(coexec_pool_t pool, coexec_sched_t sched)

@@ -75,4 +75,9 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
                               struct coexec_xstream_rec *xs,
                               struct coexec_pool_rec *to);
 
+/* Whether s takes from p, itself or through a scheduler stacked
+ * (transitively) inside it. Takes coexec__g.lock. */
+bool coexec__sched_reaches(struct coexec_sched_rec *s,
+                           struct coexec_pool_rec *p);
+
 #endif /* COEXEC_SCHED_SCHED_H */

@@ -102,6 +102,8 @@ static ALWAYS_INLINE void unit_recycle(struct coexec_xstream_rec *xs,
         atom_fsub_rlx_u64(&coexec__g.live_units, 1);
     /* Wakes aimed at this incarnation fail from now on. */
     atom_store_rlx_u32(&u->wake, wake_tag_of(gen));
+    /* A free descriptor names no home (coexec__unit_homed_in). */
+    atom_store_rlx_ptr(&u->pool, NULL);
     coexec__unit_free(xs ? &xs->ucache : NULL, u);
 }
 
@@ -1260,7 +1262,10 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
     if (rc)
         return rc;
     if (p->kind == UNIT_MAIN) {
+        /* The wrong kind of caller first, as for any other unit. */
         struct coexec_xstream_rec *xs = xs_self_entry();
+        if (xs && (!xs->cur || xs->cur->kind == UNIT_TASKLET))
+            return COEXEC_ECONTEXT;
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
     return join_unit(p, gen, for_free, deadline);
@@ -1510,10 +1515,12 @@ COEXEC_API int coexec_yield_to(coexec_thread_t t)
     struct coexec_unit_rec *u = t.p;
     if (u == self)
         return COEXEC_EDEADLK;
-    if (u->kind != UNIT_ULT)
-        return COEXEC_ESTATE;
+    /* Bound elsewhere (the primary's main ULT, from another stream) is
+     * EPERM; the main ULT is never switched to directly. */
     if (!pool_may_take(u, xs))
         return COEXEC_EPERM;
+    if (u->kind != UNIT_ULT)
+        return COEXEC_ESTATE;
     if (!claim_queued(xs, u, true))
         return COEXEC_ESTATE;
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {

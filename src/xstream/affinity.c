@@ -8,6 +8,7 @@
  * loaded once per process (it costs ~10 ms) and kept across init cycles.
  */
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +214,54 @@ int coexec__affinity_cpus_allowed(const int *cpus, int n, int *bad,
     hwloc_bitmap_free(set);
     pthread_mutex_unlock(&topo_lock);
     return ok;
+}
+
+/* The binding the init thread had before it became the primary stream. */
+static hwloc_bitmap_t primary_saved;
+
+int coexec__affinity_bind_primary(int cpu)
+{
+    if (cpu < 0 || !topo)
+        return -1;
+    hwloc_bitmap_t old = hwloc_bitmap_alloc();
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int rc = -1;
+    /* Without the old binding it could not be given back: do not pin. */
+    if (old && set &&
+        hwloc_get_cpubind(topo, old, HWLOC_CPUBIND_THREAD) == 0) {
+        hwloc_bitmap_only(set, (unsigned)cpu);
+        rc = hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD);
+    }
+    hwloc_bitmap_free(set);
+    if (rc == 0) {
+        hwloc_bitmap_free(primary_saved);
+        primary_saved = old;
+        return 0;
+    }
+    hwloc_bitmap_free(old);
+    coexec__warn("could not pin the primary stream to cpu %d; it runs "
+                 "unpinned", cpu);
+    return -1;
+}
+
+bool coexec__affinity_primary_saved(cpu_set_t *out)
+{
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    if (!primary_saved || !topo || !xs || !xs->is_primary)
+        return false;
+    return hwloc_cpuset_to_glibc_sched_affinity(topo, primary_saved, out,
+                                                sizeof *out) == 0;
+}
+
+void coexec__affinity_unbind_primary(void)
+{
+    if (!primary_saved)
+        return;
+    if (topo)
+        IGNORE_RESULT(hwloc_set_cpubind(topo, primary_saved,
+                                        HWLOC_CPUBIND_THREAD));
+    hwloc_bitmap_free(primary_saved);
+    primary_saved = NULL;
 }
 
 int coexec__affinity_bind_self(int cpu)

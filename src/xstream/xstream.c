@@ -191,10 +191,13 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
             return COEXEC_EBUSY;
     }
     pthread_mutex_lock(&coexec__g.lock);
-    struct coexec_xstream_rec *xs = xs_record_new();
+    /* A full table of records (streams made and not freed) is a limit, like
+     * the OS thread limit, not a lack of memory. */
+    bool full = !coexec__g.xs_free && coexec__g.num_xs_all == MAX_XSTREAMS;
+    struct coexec_xstream_rec *xs = full ? NULL : xs_record_new();
     if (!xs) {
         pthread_mutex_unlock(&coexec__g.lock);
-        rc = COEXEC_ENOMEM;
+        rc = full ? COEXEC_EAGAIN : COEXEC_ENOMEM;
         goto fail_setup;
     }
     if (rank_take(xs) < 0) {
@@ -352,7 +355,11 @@ int coexec__primary_setup(void)
     xs->default_pool = s->pools[0];
     xs->default_sched = s;
     xs->thread = pthread_self();
+    /* Pinned like every other stream; its old binding is restored at
+     * finalize, since the thread is the user's. */
     xs->cpu = coexec__affinity_cpu_for_rank(0);
+    if (xs->cpu >= 0 && coexec__affinity_bind_primary(xs->cpu) != 0)
+        xs->cpu = -1;
     atom_store_rlx_u32(&xs->park_word, 1);
     pool_lock(s->pools[0]);
     s->pools[0]->stealable = 1;
@@ -410,6 +417,7 @@ void coexec__primary_teardown(void)
         prctl(PR_SET_TIMERSLACK, (unsigned long)primary_slack, 0UL, 0UL, 0UL);
         primary_slack = -1;
     }
+    coexec__affinity_unbind_primary();
     struct coexec_xstream_rec *xs = coexec__g.primary;
     if (!xs)
         return;
@@ -495,6 +503,23 @@ COEXEC_API int coexec_xstream_create(const coexec_xstream_attr_t *attr,
     return COEXEC_OK;
 }
 
+/* Would ULT u, waiting for x to stop, wait inside x? It waits by yielding,
+ * so it does when its home pool is one x's scheduler (or one stacked in it)
+ * takes from, or when it is bound to x: it runs on x as it waits (a joiner
+ * may have run it in place elsewhere), and x never drains. */
+static bool waits_inside(struct coexec_unit_rec *u, struct coexec_xstream_rec *x)
+{
+    if ((u->flags & UF_NOSTEAL) && u->bound_rank == x->rank)
+        return true;
+    struct coexec_pool_rec *home = unit_pool(u);
+    if (!home)
+        return false;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
+    struct coexec_sched_rec *req = atom_load_acq_ptr(&x->sched_req);
+    return (s && coexec__sched_reaches(s, home)) ||
+           (req && coexec__sched_reaches(req, home));
+}
+
 static int join_checks(coexec_xstream_t xs)
 {
     RT_CHECK();
@@ -510,6 +535,8 @@ static int join_checks(coexec_xstream_t xs)
         return COEXEC_ECONTEXT;
     if (me && !me->cur)
         return COEXEC_ECONTEXT;
+    if (me && !xs.p->joined && waits_inside(me->cur, xs.p))
+        return COEXEC_EDEADLK;
     return COEXEC_OK;
 }
 

@@ -16,6 +16,7 @@
 #define COEXEC_XSTREAM_XSTREAM_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -181,6 +182,14 @@ int coexec__affinity_valid_cpu(int cpu);
 int coexec__affinity_cpus_allowed(const int *cpus, int n, int *bad,
                                   char *avail, size_t len);
 int coexec__affinity_bind_self(int cpu);
+/* Pins the calling (init) thread to cpu, keeping the binding it had: 0, or
+ * -1 when it is not pinned (cpu -1, no topology, or the kernel refused). */
+int coexec__affinity_bind_primary(int cpu);
+/* Gives the thread pinned by coexec__affinity_bind_primary its old binding
+ * back (no-op when it was not pinned). Called on that thread. */
+void coexec__affinity_unbind_primary(void);
+/* On the pinned primary: the binding it had before init, in *out. */
+bool coexec__affinity_primary_saved(cpu_set_t *out);
 int coexec__affinity_ncpus(void);
 int coexec__affinity_last_cpu(void); /* of the process's binding, or -1 */
 int coexec__affinity_distance(int cpu_a, int cpu_b); /* DIST_* */

@@ -430,6 +430,92 @@ static void t_free_used_by_sched(void)
     ch_finalize();
 }
 
+/* A unit's home pool is where it goes back when it yields or is woken:
+ * freeing it under a running or parked unit would strand that unit in
+ * whatever pool reuses the record. Both are refused with EBUSY. */
+static void free_own_home_ult(void *arg)
+{
+    coexec_pool_t home = *(coexec_pool_t *)arg;
+    CH_CHECK_RC(coexec_pool_free(&home), COEXEC_EBUSY);
+    CH_CHECK(CH_SAME(home, *(coexec_pool_t *)arg));
+    atomic_fetch_add(&g_ran, 1);
+}
+
+static void t_free_home_of_running(void)
+{
+    ch_init(1);
+    coexec_pool_t pool;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pool));
+    atomic_store(&g_ran, 0);
+    coexec_thread_t t;
+    CH_ASSERT_OK(coexec_thread_create(pool, free_own_home_ult, &pool, NULL, &t));
+    /* No scheduler takes from pool: the join runs t in place, here. */
+    CH_ASSERT_OK(coexec_thread_join(t));
+    CH_ASSERT_EQ(atomic_load(&g_ran), 1);
+    /* Finished, not yet freed: it no longer holds the pool. */
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    ch_finalize();
+}
+
+struct parked_home {
+    coexec_pool_t pool;
+    coexec_eventual_t ev;
+    coexec_thread_t u;
+};
+
+static void park_on_ev_ult(void *arg)
+{
+    struct parked_home *h = arg;
+    CH_CHECK_RC(coexec_eventual_wait(&h->ev, NULL), COEXEC_OK);
+    atomic_fetch_add(&g_ran, 1);
+}
+
+/* Joins (and so runs in place, on the primary) the unit of h->pool. */
+static void join_parker_ult(void *arg)
+{
+    struct parked_home *h = arg;
+    CH_CHECK_RC(coexec_thread_free(&h->u), COEXEC_OK);
+}
+
+static void t_free_home_of_parked(void)
+{
+    ch_init(1);
+    struct parked_home h;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &h.pool));
+    CH_ASSERT_OK_FATAL(coexec_eventual_init(&h.ev, 0));
+    atomic_store(&g_ran, 0);
+    coexec_xstream_t x0;
+    coexec_pool_t main_pool;
+    CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
+    CH_ASSERT_OK(coexec_xstream_get_main_pool(x0, &main_pool));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(h.pool, park_on_ev_ult, &h, NULL, &h.u));
+    coexec_thread_t u = h.u, joiner;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(main_pool, join_parker_ult, &h, NULL, &joiner));
+    coexec_unit_state_t st = COEXEC_UNIT_READY;
+    CH_WAIT(coexec_thread_get_state(u, &st) == COEXEC_OK &&
+            st == COEXEC_UNIT_BLOCKED);
+    size_t sz = 1;
+    CH_ASSERT_OK(coexec_pool_get_size(h.pool, &sz));
+    CH_ASSERT_EQ(sz, 0);
+    coexec_pool_t copy = h.pool;
+    CH_ASSERT_RC(coexec_pool_free(&copy), COEXEC_EBUSY);
+    CU_ASSERT(CH_SAME(copy, h.pool));
+    /* The wake queues it at home; no scheduler serves that pool, so move
+     * it to ours by hand. */
+    CH_ASSERT_OK(coexec_eventual_set(&h.ev, NULL, 0));
+    CH_WAIT(coexec_pool_get_size(h.pool, &sz) == COEXEC_OK && sz == 1);
+    coexec_unit_t got = {0};
+    CH_ASSERT_OK(coexec_pool_pop(h.pool, &got));
+    CU_ASSERT(got.p == u.p);
+    CH_ASSERT_OK(coexec_pool_push(main_pool, got));
+    CH_ASSERT_OK(coexec_thread_free(&joiner));
+    CH_ASSERT_EQ(atomic_load(&g_ran), 1);
+    CH_ASSERT_OK(coexec_pool_free(&h.pool));
+    CH_ASSERT_OK(coexec_eventual_destroy(&h.ev));
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* concurrency                                                              */
 /* ======================================================================= */
@@ -1847,6 +1933,8 @@ static const ch_test_t size_tests[] = {{"size_and_info", t_size_info},
 static const ch_test_t busy_tests[] = {
     {"free_nonempty_ebusy", t_free_nonempty},
     {"free_used_by_sched_ebusy", t_free_used_by_sched},
+    {"free_home_of_running_ebusy", t_free_home_of_running},
+    {"free_home_of_parked_ebusy", t_free_home_of_parked},
     {NULL, NULL}};
 static const ch_test_t conc_tests[] = {
     {"mpmc_4_pthreads_push_pop", t_mpmc},

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NXS 5 /* secondary streams created at run time (2-core machine) */
@@ -419,6 +420,117 @@ static void t_cpu_unpinned(void)
     ch_finalize();
 }
 
+/* The calling thread's binding is exactly {cpu}. */
+static int thread_bound_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    return CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
+}
+
+/* The primary is pinned like the other streams: its OS thread (the main
+ * ULT's) is bound to the CPU get_cpu reports, and finalize gives the
+ * thread its own binding back. */
+static void t_cpu_primary(void)
+{
+    cpu_set_t before, after;
+    CPU_ZERO(&before);
+    CU_ASSERT_FATAL(sched_getaffinity(0, sizeof before, &before) == 0);
+    int cpus[CPU_SETSIZE];
+    int ncpu = affinity_cpus(cpus, CPU_SETSIZE);
+    CU_ASSERT_FATAL(ncpu > 0);
+
+    ch_init_ex(3, COEXEC_SCHED_BASIC_WAIT, 1);
+    coexec_xstream_t primary;
+    int c = -100;
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &primary));
+    CH_ASSERT_OK(coexec_xstream_get_cpu(primary, &c));
+    CH_ASSERT_EQ(c, cpus[0]);
+    CU_ASSERT(thread_bound_to(c));
+    CH_ASSERT_EQ(sched_getcpu(), c);
+    ch_finalize();
+    CPU_ZERO(&after);
+    CU_ASSERT_FATAL(sched_getaffinity(0, sizeof after, &after) == 0);
+    CU_ASSERT(CPU_EQUAL(&before, &after));
+
+    /* Pinning off: the thread keeps its binding, get_cpu says -1. */
+    ch_init_ex(1, COEXEC_SCHED_BASIC_WAIT, 0);
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &primary));
+    CH_ASSERT_OK(coexec_xstream_get_cpu(primary, &c));
+    CH_ASSERT_EQ(c, -1);
+    CPU_ZERO(&after);
+    CU_ASSERT(sched_getaffinity(0, sizeof after, &after) == 0);
+    CU_ASSERT(CPU_EQUAL(&before, &after));
+    ch_finalize();
+}
+
+/* The process's binding is honoured: in a child bound to one CPU (the
+ * last one allowed), the primary goes there, and gets the child's binding
+ * back at finalize. Exit status: 0 or the number of the failed check. */
+static int primary_in_bound_child(int cpu)
+{
+    cpu_set_t one, after;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (!thread_bound_to(cpu))
+        return 1;
+    coexec_config_t cfg;
+    if (coexec_config_init(&cfg) != 0)
+        return 2;
+    cfg.affinity = 1;
+    cfg.num_xstreams = 2;
+    cfg.quiet = 1;
+    if (coexec_init(&cfg) != 0)
+        return 3;
+    coexec_xstream_t xs;
+    int c = -100, c1 = -100;
+    if (coexec_xstream_by_rank(0, &xs) != 0 ||
+        coexec_xstream_get_cpu(xs, &c) != 0)
+        return 4;
+    if (c != cpu || !thread_bound_to(cpu))
+        return 5;
+    if (coexec_xstream_by_rank(1, &xs) != 0 ||
+        coexec_xstream_get_cpu(xs, &c1) != 0 || c1 != cpu)
+        return 6;
+    if (coexec_finalize() != 0)
+        return 7;
+    CPU_ZERO(&after);
+    if (sched_getaffinity(0, sizeof after, &after) != 0 ||
+        !CPU_EQUAL(&one, &after))
+        return 8;
+    return 0;
+}
+
+static void t_cpu_primary_process_binding(void)
+{
+    int cpus[CPU_SETSIZE];
+    int ncpu = affinity_cpus(cpus, CPU_SETSIZE);
+    CU_ASSERT_FATAL(ncpu > 0);
+    int last = cpus[0];
+    for (int i = 0; i < ncpu; i++)
+        last = cpus[i] > last ? cpus[i] : last;
+    /* The child inherits the binding (so do threads a sanitizer's runtime
+     * starts in it); this thread gets its own back at once. */
+    cpu_set_t mine, one;
+    CPU_ZERO(&mine);
+    CU_ASSERT_FATAL(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    CU_ASSERT_FATAL(sched_setaffinity(0, sizeof one, &one) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(primary_in_bound_child(last));
+    CU_ASSERT(sched_setaffinity(0, sizeof mine, &mine) == 0);
+    CU_ASSERT_FATAL(pid >= 0);
+    int status = 0;
+    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+    CU_ASSERT(WIFEXITED(status));
+    CH_ASSERT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
 static void t_cpu_bad(void)
 {
     ch_init(1);
@@ -571,6 +683,66 @@ static void t_join_errors(void)
     CH_ASSERT_OK(ch_stream_free(&s));
     CH_ASSERT_OK(ch_stream_free(&other));
     CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    ch_finalize();
+}
+
+/* A unit of stream x's pool, run in place on the primary by its joiner,
+ * asks to join and free x: waiting would put it back into x's pool, which x
+ * would then never drain. It gets COEXEC_EDEADLK; x keeps running. */
+struct inplace_free {
+    ch_stream_t *s;
+    atomic_int calling; /* the unit is about to call free/join */
+    atomic_int release; /* the blocker may return */
+    int free_rc, join_rc, ran_on;
+};
+
+static void inplace_blocker_ult(void *arg)
+{
+    struct inplace_free *f = arg;
+    /* Keeps x busy, so the unit below stays queued until its joiner takes
+     * it; lets go once that unit calls (the old code then hangs for good:
+     * the unit keeps yielding into x's pool). */
+    while (!atomic_load(&f->calling) && !atomic_load(&f->release))
+        sched_yield();
+}
+
+static void inplace_free_ult(void *arg)
+{
+    struct inplace_free *f = arg;
+    CH_CHECK_RC(coexec_xstream_self_rank(&f->ran_on), COEXEC_OK);
+    atomic_store(&f->calling, 1);
+    coexec_xstream_t xs = f->s->xs;
+    f->join_rc = coexec_xstream_join(xs);
+    f->free_rc = coexec_xstream_free(&xs);
+    CH_CHECK(CH_SAME(xs, f->s->xs)); /* not cleared */
+}
+
+static void t_free_from_unit_run_in_place(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    struct inplace_free f = {.s = &s, .free_rc = 1, .join_rc = 1,
+                             .ran_on = -1};
+    coexec_thread_t blocker, u;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, inplace_blocker_ult, &f,
+                                            NULL, &blocker));
+    coexec_unit_state_t st = COEXEC_UNIT_READY;
+    CH_WAIT(coexec_thread_get_state(blocker, &st) == COEXEC_OK &&
+            st == COEXEC_UNIT_RUNNING);
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, inplace_free_ult, &f,
+                                            NULL, &u));
+    CH_ASSERT_OK(coexec_thread_free(&u)); /* runs it here, in place */
+    atomic_store(&f.release, 1);
+    CH_ASSERT_OK(coexec_thread_free(&blocker));
+    CH_ASSERT_EQ(f.ran_on, 0);
+    CH_ASSERT_RC(f.join_rc, COEXEC_EDEADLK);
+    CH_ASSERT_RC(f.free_rc, COEXEC_EDEADLK);
+    /* x still runs units, and can be freed from here. */
+    atomic_store(&g_count, 0);
+    CH_ASSERT_OK(ch_run_ult_in(s.pool, count_ult, NULL));
+    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
 }
 
@@ -757,11 +929,11 @@ static void t_default_setup(void)
         CH_ASSERT_EQ(np, 1);
         CH_ASSERT_OK(coexec_sched_get_pool(s, 0, &p0));
         CU_ASSERT(CH_SAME(p0, p));
-        /* The runtime's default pool and scheduler are in use. */
+        /* The runtime's default pool and scheduler go with the stream. */
         coexec_pool_t pc = p;
-        CH_ASSERT_RC(coexec_pool_free(&pc), COEXEC_EBUSY);
+        CH_ASSERT_RC(coexec_pool_free(&pc), COEXEC_EPERM);
         coexec_sched_t sc = s;
-        CH_ASSERT_RC(coexec_sched_free(&sc), COEXEC_EBUSY);
+        CH_ASSERT_RC(coexec_sched_free(&sc), COEXEC_EPERM);
     }
     ch_finalize();
 }
@@ -948,6 +1120,9 @@ static const ch_test_t ranks_tests[] = {{"ranks", t_ranks}, {NULL, NULL}};
 static const ch_test_t state_tests[] = {{"states", t_states}, {NULL, NULL}};
 static const ch_test_t cpu_tests[] = {{"pinned", t_cpu_pinned},
                                       {"unpinned", t_cpu_unpinned},
+                                      {"primary", t_cpu_primary},
+                                      {"primary_process_binding",
+                                       t_cpu_primary_process_binding},
                                       {"bad_cpu", t_cpu_bad},
                                       {NULL, NULL}};
 static const ch_test_t self_tests[] = {
@@ -956,6 +1131,7 @@ static const ch_test_t self_tests[] = {
     {NULL, NULL}};
 static const ch_test_t errors_tests[] = {
     {"join_errors", t_join_errors},
+    {"free_from_unit_run_in_place", t_free_from_unit_run_in_place},
     {"freed_handle", t_freed_handle},
     {"null_args", t_null_args},
     {NULL, NULL}};
