@@ -986,6 +986,7 @@ static void ult_calls_from_tasklet(void *arg)
     E(coexec_thread_join(g_stale_thread), COEXEC_EHANDLE);
     E(coexec_thread_create(main_pool(), noop_ult, NULL, NULL, &t), COEXEC_OK);
     E(coexec_thread_join(t), COEXEC_ECONTEXT);
+    E(coexec_thread_join_timed(t, 0), COEXEC_ECONTEXT);
     E(coexec_thread_resume(t), COEXEC_OK);
     E(coexec_thread_migrate_to(t, main_pool()), COEXEC_OK);
     g_loop_t = t; /* freed by the main ULT */
@@ -1006,6 +1007,7 @@ static void ult_calls_from_loop(void *arg)
     coexec_tasklet_t k;
     E(coexec_tasklet_create(main_pool(), noop_tasklet, NULL, &k), COEXEC_OK);
     E(coexec_tasklet_join(k), COEXEC_ECONTEXT);
+    E(coexec_tasklet_join_timed(k, 0), COEXEC_ECONTEXT);
     g_loop_k = k;
 }
 
@@ -1131,6 +1133,13 @@ static void exit_ult(void *arg)
     atomic_fetch_add(n, 100);
 }
 
+static void suspend_once_ult(void *arg)
+{
+    (void)arg;
+    int rc = coexec_self_suspend();
+    (void)rc;
+}
+
 static void t_thread(void)
 {
     ch_init(2);
@@ -1157,7 +1166,19 @@ static void t_thread(void)
                  COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_thread_create_on(sx, noop_ult, NULL, NULL, &t),
                  COEXEC_EHANDLE);
-    /* join and free */
+    /* join and free; join_timed as join, plus ETIMEDOUT */
+    CH_ASSERT_RC(coexec_thread_join_timed(st, 1000), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_thread_join_timed(g_main_ult, 1000), COEXEC_EDEADLK);
+    {
+        coexec_thread_t sus;
+        CH_ASSERT_OK(coexec_thread_create(mp, suspend_once_ult, NULL, NULL,
+                                          &sus));
+        CH_ASSERT_RC(coexec_thread_join_timed(sus, 0), COEXEC_ETIMEDOUT);
+        CH_ASSERT_RC(coexec_thread_join_timed(sus, 1000000), COEXEC_ETIMEDOUT);
+        CH_ASSERT_OK(coexec_thread_resume(sus));
+        CH_ASSERT_OK(coexec_thread_join_timed(sus, UINT64_MAX));
+        CH_ASSERT_OK(coexec_thread_free(&sus));
+    }
     CH_ASSERT_RC(coexec_thread_join(st), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_thread_free(&st), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_thread_free(NULL), COEXEC_EINVAL);
@@ -2027,6 +2048,7 @@ static void svc_wrong_caller(void *arg)
     intptr_t r;
     E(coexec_offload(ret_7, NULL, &r), COEXEC_ECONTEXT);
     E(coexec_request_wait(req, &r), COEXEC_ECONTEXT);
+    E(coexec_request_wait_timed(req, &r, 0), COEXEC_ECONTEXT);
 }
 
 static coexec_poll_status_t svc_poll_checks(coexec_poll_t *cx, void *arg)
@@ -2082,6 +2104,8 @@ static void t_service(void)
     CH_ASSERT_RC(coexec_request_submit(&req, NULL, NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_request_wait(NULL, &r), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_request_wait(&never, &r), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_request_wait_timed(NULL, &r, 0), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_request_wait_timed(&never, &r, 0), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_request_cancel(NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_request_cancel(&never), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_service_get_info(NULL), COEXEC_EINVAL);
@@ -2103,6 +2127,8 @@ static void t_service(void)
     coexec_request_t stuck;
     atomic_store(&g_release_call, 0);
     CH_ASSERT_OK(coexec_request_submit(&stuck, blocked_call, NULL));
+    CH_ASSERT_RC(coexec_request_wait_timed(&stuck, &r, 1000000),
+                 COEXEC_ETIMEDOUT);
     coexec_service_info_t si = {.size = sizeof si};
     CH_WAIT(coexec_service_get_info(&si) == COEXEC_OK && si.idle == 0);
     CH_ASSERT_OK(coexec_request_submit(&req, ret_7, NULL));
