@@ -565,6 +565,14 @@ COEXEC_API int coexec_pool_free(coexec_pool_t *pool)
     if (pool_size(p) != 0 || atom_load_acq_u32(&p->nscheds) != 0 ||
         coexec__unit_homed_in(p))
         return COEXEC_EBUSY;
+    /* Of racing frees of one handle exactly one goes on. */
+    pthread_mutex_lock(&coexec__g.lock);
+    bool mine = p->live && atom_load_rlx_u64(&p->gen) == pool->gen;
+    if (mine)
+        p->live = 0;
+    pthread_mutex_unlock(&coexec__g.lock);
+    if (!mine)
+        return COEXEC_EHANDLE;
     coexec__pool_release(p);
     pool->p = NULL;
     pool->gen = 0;

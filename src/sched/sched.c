@@ -843,7 +843,16 @@ COEXEC_API int coexec_sched_free(coexec_sched_t *sched)
         return COEXEC_EPERM; /* it goes with its stream, running or not */
     if (atom_load_acq_u32(&sched->p->in_use))
         return COEXEC_EBUSY;
-    coexec__sched_release(sched->p);
+    /* Of racing frees of one handle exactly one goes on. */
+    struct coexec_sched_rec *s = sched->p;
+    pthread_mutex_lock(&coexec__g.lock);
+    bool mine = s->live && atom_load_rlx_u64(&s->gen) == sched->gen;
+    if (mine)
+        s->live = 0;
+    pthread_mutex_unlock(&coexec__g.lock);
+    if (!mine)
+        return COEXEC_EHANDLE;
+    coexec__sched_release(s);
     sched->p = NULL;
     sched->gen = 0;
     return COEXEC_OK;

@@ -305,13 +305,39 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
     return COEXEC_OK;
 }
 
-static void xs_record_release(struct coexec_xstream_rec *xs)
+/* Releases xs for the holder of handle generation gen: of racing frees
+ * of one handle exactly one gets true. */
+static bool xs_record_release(struct coexec_xstream_rec *xs, uint64_t gen)
 {
     pthread_mutex_lock(&coexec__g.lock);
-    atom_store_rel_u64(&xs->gen, gen_next(atom_load_rlx_u64(&xs->gen)));
-    xs->free_next = coexec__g.xs_free;
-    coexec__g.xs_free = xs;
+    bool mine = atom_load_rlx_u64(&xs->gen) == gen;
+    if (mine) {
+        atom_store_rel_u64(&xs->gen, gen_next(gen));
+        xs->free_next = coexec__g.xs_free;
+        coexec__g.xs_free = xs;
+    }
     pthread_mutex_unlock(&coexec__g.lock);
+    return mine;
+}
+
+/* Stops and joins x once, however many callers join or free it at once:
+ * the first does it, the others wait until it is done. */
+static void xs_join_once(struct coexec_xstream_rec *x)
+{
+    uint32_t exp = 0;
+    if (atom_cas_ar_u32(&x->join_claim, &exp, 1)) {
+        if (!x->joined)
+            coexec__xstream_stop_and_join(x);
+        atom_store_rel_u32(&x->join_claim, 2);
+        return;
+    }
+    bool ult = coexec__xs_self() != NULL;
+    while (atom_load_acq_u32(&x->join_claim) != 2) {
+        if (ult)
+            IGNORE_RESULT(coexec_yield());
+        else
+            sched_yield();
+    }
 }
 
 /* ---- the primary ---------------------------------------------------------- */
@@ -529,12 +555,14 @@ static int join_checks(coexec_xstream_t xs)
     if (xs.p->is_primary)
         return COEXEC_EPERM;
     struct coexec_xstream_rec *me = coexec__xs_self();
-    if (me == xs.p)
-        return COEXEC_EDEADLK;
+    /* The caller's kind first: a tasklet or a scheduler loop cannot wait,
+     * whichever stream runs it. */
     if (me && me->cur && me->cur->kind == UNIT_TASKLET)
         return COEXEC_ECONTEXT;
     if (me && !me->cur)
         return COEXEC_ECONTEXT;
+    if (me == xs.p)
+        return COEXEC_EDEADLK;
     if (me && !xs.p->joined && waits_inside(me->cur, xs.p))
         return COEXEC_EDEADLK;
     return COEXEC_OK;
@@ -545,9 +573,8 @@ COEXEC_API int coexec_xstream_join(coexec_xstream_t xs)
     int rc = join_checks(xs);
     if (rc)
         return rc;
-    if (xs.p->joined)
-        return COEXEC_OK;
-    return coexec__xstream_stop_and_join(xs.p);
+    xs_join_once(xs.p);
+    return COEXEC_OK;
 }
 
 COEXEC_API int coexec_xstream_free(coexec_xstream_t *xs)
@@ -558,9 +585,9 @@ COEXEC_API int coexec_xstream_free(coexec_xstream_t *xs)
     if (rc)
         return rc;
     struct coexec_xstream_rec *x = xs->p;
-    if (!x->joined)
-        coexec__xstream_stop_and_join(x);
-    xs_record_release(x);
+    xs_join_once(x);
+    if (!xs_record_release(x, xs->gen))
+        return COEXEC_EHANDLE; /* another free of the same handle won */
     xs->p = NULL;
     xs->gen = 0;
     return COEXEC_OK;

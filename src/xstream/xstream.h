@@ -103,6 +103,7 @@ struct coexec_xstream_rec {
     int is_primary;
     int steal_index;
     int joined; /* stopped and joined: only the record remains */
+    atom_u32_t join_claim; /* public join/free: 0, 1 joining, 2 joined */
     int64_t live_units; /* descriptors made minus freed here (may be < 0) */
     uint64_t id_next, id_end; /* a block of unit ids taken from the global */
     pthread_t thread;

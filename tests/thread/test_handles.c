@@ -132,9 +132,83 @@ static void double_free_rounds(int tasklet)
 static void t_double_free_ult(void) { double_free_rounds(0); }
 static void t_double_free_tasklet(void) { double_free_rounds(1); }
 
+/* Two threads free copies of one stream, pool or scheduler handle. */
+enum { OBJ_XSTREAM, OBJ_POOL, OBJ_SCHED };
+static struct {
+    int kind;
+    coexec_xstream_t x;
+    coexec_pool_t p;
+    coexec_sched_t s;
+    atomic_int ready, go;
+    int rc[2];
+} g_obj;
+
+static void *obj_racer(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    coexec_xstream_t x = g_obj.x;
+    coexec_pool_t p = g_obj.p;
+    coexec_sched_t s = g_obj.s;
+    atomic_fetch_add(&g_obj.ready, 1);
+    while (!atomic_load(&g_obj.go))
+        sched_yield();
+    g_obj.rc[me] = g_obj.kind == OBJ_XSTREAM ? coexec_xstream_free(&x)
+                   : g_obj.kind == OBJ_POOL  ? coexec_pool_free(&p)
+                                             : coexec_sched_free(&s);
+    return NULL;
+}
+
+static void t_double_free_objects(void)
+{
+    ch_init(1);
+    long rounds = ch_iters(300, 20);
+    int bad = 0;
+    for (long r = 0; r < rounds; r++) {
+        memset(&g_obj, 0, sizeof g_obj);
+        g_obj.kind = (int)(r % 3);
+        coexec_pool_t extra;
+        CH_ASSERT_OK(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                        &extra));
+        if (g_obj.kind == OBJ_XSTREAM)
+            CH_ASSERT_OK(coexec_xstream_create(NULL, &g_obj.x));
+        else if (g_obj.kind == OBJ_POOL)
+            g_obj.p = extra;
+        else
+            CH_ASSERT_OK(coexec_sched_create(COEXEC_SCHED_BASIC, &extra, 1,
+                                             NULL, &g_obj.s));
+        ch_pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            ch_pthread_start(&th[i], obj_racer, (void *)(intptr_t)i);
+        while (atomic_load(&g_obj.ready) < 2)
+            sched_yield();
+        atomic_store(&g_obj.go, 1);
+        for (int i = 0; i < 2; i++)
+            ch_pthread_join(&th[i]);
+        int a = g_obj.rc[0], b = g_obj.rc[1];
+        if (!((a == COEXEC_OK && b == COEXEC_EHANDLE) ||
+              (b == COEXEC_OK && a == COEXEC_EHANDLE)) &&
+            bad++ < 5)
+            ch_fail_at(__FILE__, __LINE__, "round %ld (kind %d): %s and %s", r,
+                       g_obj.kind, coexec_err_name(a), coexec_err_name(b));
+        if (g_obj.kind != OBJ_POOL)
+            CH_ASSERT_OK(coexec_pool_free(&extra));
+    }
+    /* Still working: a new stream runs a ULT. */
+    coexec_xstream_t x;
+    CH_ASSERT_OK(coexec_xstream_create(NULL, &x));
+    atomic_int ran = 0;
+    coexec_thread_t t;
+    CH_ASSERT_OK(coexec_thread_create_on(x, nop_ult, &ran, NULL, &t));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_EQ(atomic_load(&ran), 1);
+    CH_ASSERT_OK(coexec_xstream_free(&x));
+    ch_finalize();
+}
+
 static const ch_test_t double_free_tests[] = {
     {"ult", t_double_free_ult},
     {"tasklet", t_double_free_tasklet},
+    {"stream_pool_sched", t_double_free_objects},
     {NULL, NULL}};
 
 /* ---- join and free at once --------------------------------------------- */
