@@ -34,6 +34,7 @@
 #include "arch/futex.h"
 #include "core/config.h"
 #include "core/internal.h"
+#include "core/valgrind.h"
 #include "thread/switch.h"
 #include "waker/wait.h"
 
@@ -127,6 +128,7 @@ static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
     size_t usable;
     if (u->flags & UF_USER_STACK) {
         usable = u->stack_size;
+        vg_user_stack_start(u->stack, usable);
     } else if (u->flags & UF_BIG_STACK) {
         u->stack = coexec__stack_map(u->stack_size, coexec__g.cfg.guard_pages);
         if (!u->stack)
@@ -150,6 +152,7 @@ static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
 {
     if (u->flags & UF_USER_STACK) {
         /* the caller's memory */
+        vg_user_stack_end(u->stack, u->stack_size);
     } else if (u->flags & UF_BIG_STACK) {
         coexec__stack_unmap(u->stack, u->stack_size, coexec__g.cfg.guard_pages);
         u->stack = NULL;
