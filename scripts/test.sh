@@ -8,8 +8,8 @@
 #   asan      ASan + UBSan build, ctest
 #   tsan      TSan build, ctest
 #   valgrind  Debug build; the tests labelled memcheck (the unit suites
-#             but a few, and the examples) under valgrind's memcheck
-#             (scripts/valgrind.sh): any error fails the stage
+#             but tests/arch/'s, and the examples) under valgrind's
+#             memcheck (scripts/valgrind.sh): any error fails the stage
 #   ucontext  Debug build with the ucontext context switch, ctest
 #   ao        Debug build with the libatomic_ops atomics and without
 #             liburing (the service stream's thread-only file I/O), ctest
