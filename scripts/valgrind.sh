@@ -12,8 +12,10 @@
 # the suppressions of tests/valgrind/memcheck.supp (each states why it is
 # valgrind's limitation, not the program's error); --fair-sched=yes
 # (valgrind runs one thread at a time; without it a spinning thread may
-# keep the others waiting for many time slices).
-# COEXEC_VALGRIND_OPTS adds options (e.g. --track-origins=yes).
+# keep the others waiting for many time slices); --child-silent-after-fork
+# (a forked child that does not exec is not checked: the tests fork only
+# to let a child die on a guard page). COEXEC_VALGRIND_OPTS adds options
+# (e.g. --track-origins=yes).
 #
 # The library must have been built with valgrind/valgrind.h present
 # (CMake says so when configuring): it registers its stacks with valgrind
@@ -22,7 +24,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ $# -eq 0 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   [[ $# -eq 0 ]] && exit 2 || exit 0
 fi
 if ! command -v valgrind >/dev/null 2>&1; then
