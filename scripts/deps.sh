@@ -5,7 +5,7 @@
 #   build   compiler, CMake, Ninja, pkg-config, hwloc, libatomic_ops, CUnit,
 #           liburing (optional for the library: the service stream's io_uring
 #           path is built when CMake finds it)
-#   test    build + valgrind
+#   test    build + valgrind (the valgrind stage of scripts/test.sh)
 #   cross   AArch64 cross compiler, its libc and qemu-user (context-switch test)
 #   all     build + test + cross
 #

@@ -7,6 +7,9 @@
 #   default   Debug build (COEXEC_CHECKS on), ctest
 #   asan      ASan + UBSan build, ctest
 #   tsan      TSan build, ctest
+#   valgrind  Debug build; the tests labelled memcheck (the unit suites
+#             but tests/arch/'s, and the examples) under valgrind's
+#             memcheck (scripts/valgrind.sh): any error fails the stage
 #   ucontext  Debug build with the ucontext context switch, ctest
 #   ao        Debug build with the libatomic_ops atomics and without
 #             liburing (the service stream's thread-only file I/O), ctest
@@ -35,15 +38,16 @@ jobs=${COEXEC_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 # Tests that oversubscribe the cores are slowed down badly under the
 # sanitizers, so those stages run one test at a time.
-declare -A ctest_jobs=([default]=2 [asan]=1 [tsan]=1 [ucontext]=2 [ao]=2)
+# Valgrind runs one thread of a process at a time: two at once use both cores.
+declare -A ctest_jobs=([default]=2 [asan]=1 [tsan]=1 [valgrind]=2 [ucontext]=2 [ao]=2)
 # Longest a stage may take, seconds, and what is kept back for each later stage.
-declare -A cap=([deps]=900 [default]=1200 [asan]=1500 [tsan]=1800 [ucontext]=1200
-                [ao]=1200 [cross]=600 [install]=900)
+declare -A cap=([deps]=900 [default]=1200 [asan]=1500 [tsan]=1800 [valgrind]=1500
+                [ucontext]=1200 [ao]=1200 [cross]=600 [install]=900)
 reserve=180
 # Extra configure arguments per stage: the ao stage also builds without
 # liburing, so the build that lacks it is tested too.
 declare -A cfg_args=([ao]="-DCOEXEC_WITH_LIBURING=OFF")
-all_stages=(default asan tsan ucontext ao cross install)
+all_stages=(default asan tsan valgrind ucontext ao cross install)
 
 # ---- one stage, run in a child process (so that it can be timed out) -------
 ctest_stage() {
@@ -59,6 +63,12 @@ run_stage() {
   case "$1" in
     deps) exec "$root/scripts/deps.sh" all ;;
     default|asan|tsan|ucontext|ao) ctest_stage "$1" ;;
+    valgrind)
+      if ! command -v valgrind >/dev/null 2>&1; then
+        echo "error: valgrind is not installed (scripts/deps.sh test installs it)"
+        exit 1
+      fi
+      ctest_stage valgrind ;;
     cross)
       if [[ -f tests/arch/cross-aarch64.sh ]]; then
         exec bash tests/arch/cross-aarch64.sh
@@ -86,8 +96,8 @@ for a in "$@"; do
   case "$a" in
     --keep) export COEXEC_KEEP=1 ;;
     --no-deps) deps=0 ;;
-    -h|--help) sed -n '2,30p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    default|asan|tsan|ucontext|ao|cross|install) stages+=("$a") ;;
+    -h|--help) sed -n '2,31p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    default|asan|tsan|valgrind|ucontext|ao|cross|install) stages+=("$a") ;;
     *) echo "test.sh: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done

@@ -7,13 +7,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifdef COEXEC_HAVE_VALGRIND
-#include <valgrind/valgrind.h>
-#endif
-
 #include "core/internal.h"
-#include "mem/guard.h"
 #include "core/process.h"
+#include "core/valgrind.h"
+#include "mem/guard.h"
 
 #define BATCH CACHE_BATCH
 #define DESC_SLAB 2048
@@ -59,6 +56,7 @@ struct slab {
     void *mem;
     size_t bytes;
     int is_stack;
+    unsigned vg_ids[STACK_SLAB]; /* its stacks' valgrind registrations */
 };
 static struct slab *slabs;
 static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -66,19 +64,20 @@ static pthread_mutex_t slab_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Records a slab for finalize; false (and nothing kept) when the record
  * itself cannot be had: the caller then gives the slab back and reports
  * the failure, so no slab ever escapes finalize. */
-static bool slab_record(void *mem, size_t bytes, int is_stack)
+static struct slab *slab_record(void *mem, size_t bytes, int is_stack)
 {
     struct slab *s = malloc(sizeof *s);
     if (!s)
-        return false;
+        return NULL;
     s->mem = mem;
     s->bytes = bytes;
     s->is_stack = is_stack;
+    memset(s->vg_ids, 0, sizeof s->vg_ids);
     pthread_mutex_lock(&slab_lock);
     s->next = slabs;
     slabs = s;
     pthread_mutex_unlock(&slab_lock);
-    return true;
+    return s;
 }
 
 /* ---- descriptors --------------------------------------------------------- */
@@ -210,16 +209,6 @@ static atom_ptr_t *stack_link(void *n)
     return &((struct stack_node *)n)->batch_next;
 }
 
-static void register_stack(void *lo, size_t bytes)
-{
-#ifdef COEXEC_HAVE_VALGRIND
-    VALGRIND_STACK_REGISTER(lo, (char *)lo + bytes);
-#else
-    (void)lo;
-    (void)bytes;
-#endif
-}
-
 /* The distance between two stacks of a slab: a guard, then the stack. */
 static ALWAYS_INLINE size_t stack_stride(void)
 {
@@ -243,12 +232,16 @@ static bool stack_slab_new(struct stack_cache *c)
             return false;
         }
     }
-    if (!slab_record(m, bytes, 1)) {
+    struct slab *rec = slab_record(m, bytes, 1);
+    if (!rec) {
         munmap(m, bytes);
         return false;
     }
+    /* Stacks for valgrind while the slab lives (deregistered at finalize);
+     * the guards are not part of them. */
     for (unsigned i = 0; i < STACK_SLAB; i++)
-        register_stack(m + i * stride + guard, coexec__g.stack_size);
+        rec->vg_ids[i] =
+            vg_stack_register(m + i * stride + guard, coexec__g.stack_size);
     c->fresh = m + guard;
     c->fresh_left = STACK_SLAB;
     return true;
@@ -300,7 +293,7 @@ void *coexec__stack_map(size_t size)
         munmap(m, bytes);
         return NULL;
     }
-    register_stack(m + guard, size);
+    /* Registered with valgrind by its user while it is a stack. */
     return m + guard;
 }
 
@@ -355,8 +348,8 @@ void coexec__cache_destroy_all(void)
     struct slab *s = slabs;
     while (s) {
         struct slab *n = s->next;
-        /* Every slab is a mapping (valgrind's registered stacks die with
-         * theirs). */
+        for (unsigned i = 0; s->is_stack && i < STACK_SLAB; i++)
+            vg_stack_deregister(s->vg_ids[i]);
         munmap(s->mem, s->bytes);
         free(s);
         s = n;

@@ -43,6 +43,7 @@
 #include "core/config.h"
 #include "core/internal.h"
 #include "mem/guard.h"
+#include "core/valgrind.h"
 #include "thread/switch.h"
 #include "waker/wait.h"
 
@@ -160,11 +161,13 @@ static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
     size_t usable;
     if (u->flags & UF_USER_STACK) {
         usable = u->stack_size;
+        vg_user_stack_start(u->stack, usable);
     } else if (u->flags & UF_BIG_STACK) {
         /* A stacked scheduler's unit has its stack from its creation. */
         if (!u->stack && !(u->stack = coexec__stack_map(u->stack_size)))
             return false;
         usable = u->stack_size;
+        vg_user_stack_start(u->stack, usable);
     } else {
         u->stack = coexec__stack_alloc(&xs->scache, coexec__g.stack_size);
         if (!u->stack)
@@ -183,9 +186,12 @@ static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
 {
     if (u->flags & UF_USER_STACK) {
         /* the caller's memory */
+        vg_user_stack_end(u->stack, u->stack_size);
     } else if (u->flags & UF_BIG_STACK) {
-        if (u->stack)
+        if (u->stack) {
+            vg_user_stack_end(u->stack, u->stack_size);
             coexec__stack_unmap(u->stack, u->stack_size);
+        }
         u->stack = NULL;
     } else if (u->stack) {
         coexec__stack_free(&xs->scache, u->stack, coexec__g.stack_size);

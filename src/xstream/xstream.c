@@ -12,6 +12,7 @@
 #include "arch/futex.h"
 #include "core/internal.h"
 #include "core/process.h"
+#include "core/valgrind.h"
 #include "thread/switch.h"
 
 __thread struct coexec_xstream_rec *coexec__tls_xs
@@ -355,6 +356,8 @@ static void primary_sched_entry(void *arg)
 
 /* The init thread's timer slack, restored at finalize. */
 static long primary_slack = -1;
+/* Valgrind's id of the primary's scheduler stack (core/valgrind.h). */
+static unsigned vg_sched_id;
 
 int coexec__primary_setup(void)
 {
@@ -412,6 +415,7 @@ int coexec__primary_setup(void)
     xs->sched_stack_own = st;
     xs->sched_stack_lo = st;
     xs->sched_stack_size = PRIMARY_SCHED_STACK;
+    vg_sched_id = vg_stack_register(st, PRIMARY_SCHED_STACK);
     xs->sched_fiber = tsan_fiber_new();
     xs->sched_sp = coexec__ctx_make(st, PRIMARY_SCHED_STACK,
                                     primary_sched_entry, xs);
@@ -450,6 +454,8 @@ void coexec__primary_teardown(void)
     coexec__xs_set_self(NULL);
     if (xs->sched_stack_own) {
         tsan_fiber_free(xs->sched_fiber);
+        vg_stack_deregister(vg_sched_id);
+        vg_sched_id = 0;
         coexec__stack_unmap(xs->sched_stack_own, PRIMARY_SCHED_STACK);
         xs->sched_stack_own = NULL;
     }

@@ -15,7 +15,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef CH_HAVE_VALGRIND_H
+#include <valgrind/valgrind.h>
+#endif
+
 extern char **environ;
+
+/* ---- valgrind ---------------------------------------------------------- */
+
+bool ch_on_valgrind(void)
+{
+#ifdef CH_HAVE_VALGRIND_H
+    return RUNNING_ON_VALGRIND != 0;
+#else
+    /* valgrind always preloads its vgpreload_core library */
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "/vgpreload_core-");
+#endif
+}
 
 /* ---- scale ------------------------------------------------------------- */
 

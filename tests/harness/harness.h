@@ -224,6 +224,10 @@ int ch_count_lines(const char *s, const char *needle);
 #define CH_SANITIZER 0
 #endif
 
+/* Running under valgrind (the valgrind stage)? A test leaves out what
+ * valgrind cannot follow, saying why. */
+bool ch_on_valgrind(void);
+
 /* Does the library check pool access modes (COEXEC_CHECKS builds)? */
 #ifdef COEXEC_TEST_HAVE_CHECKS
 #define CH_HAVE_CHECKS 1

@@ -2675,9 +2675,11 @@ static void t_sockets_poll(void)
     }
 #if !CH_SANITIZER
     /* bad arguments come back as -errno (the kernel refuses nfds above
-     * RLIMIT_NOFILE before reading; sanitizers' poll reads them all) */
+     * RLIMIT_NOFILE before reading; sanitizers' poll reads them all, and
+     * so does valgrind's check of the call's arguments) */
     struct pollfd bad = {.fd = sv[0], .events = POLLIN};
-    CH_ASSERT_EQ(coexec_poll(&bad, (unsigned long)1 << 30, 0), -EINVAL);
+    if (!ch_on_valgrind())
+        CH_ASSERT_EQ(coexec_poll(&bad, (unsigned long)1 << 30, 0), -EINVAL);
 #endif
     ch_finalize();
     close(sv[0]);

@@ -47,6 +47,7 @@
 #include "arch/clock.h"
 #include "arch/futex.h"
 #include "core/process.h"
+#include "core/valgrind.h"
 #include "service/ring.h"
 
 #define RING_ENTRIES 256u
@@ -542,6 +543,17 @@ int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
     rg.abandoned = 0;
     rg.cpu = cpu;
     rg.spin_ns = spin_ns;
+    if (coexec__on_valgrind()) {
+        /* Valgrind runs one thread at a time and keeps its lock across an
+         * io_uring_enter that waits: the ring thread's sleep would stop
+         * every other thread for good. It cannot see the kernel fill
+         * buffers through the ring either. */
+        snprintf(rg.why, sizeof rg.why,
+                 "the process runs under valgrind, which cannot run io_uring "
+                 "(COEXEC_ENOSYS)");
+        *why = rg.why;
+        return COEXEC_ENOSYS;
+    }
     rg.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (rg.efd < 0) {
         int e = errno;
