@@ -12,6 +12,13 @@
 #include "core/valgrind.h"
 #include "mem/guard.h"
 
+#ifdef COEXEC_ASAN
+#include <sanitizer/asan_interface.h>
+#define san_unpoison(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define san_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
 #define BATCH CACHE_BATCH
 #define DESC_SLAB 2048
 #define STACK_SLAB 16
@@ -106,6 +113,10 @@ static bool desc_slab_new(struct unit_cache *c)
         munmap(m, bytes);
         return false;
     }
+    /* The addresses may be those of a stack slab unmapped at an earlier
+     * finalize, whose sanitizer shadow still holds the redzones of frames
+     * that lived there; finalize reads every descriptor of the slab. */
+    san_unpoison(m, bytes);
     c->fresh = m;
     c->fresh_left = DESC_SLAB;
     return true;
