@@ -114,7 +114,7 @@ static void side_park(struct coexec_pool_rec *p, struct deque *d,
     pool_lock(p);
     side_link(d, u);
     if (UNLIKELY(p->sleepers != NULL))
-        coexec__pool_wake_sleepers_locked(p);
+        coexec__pool_wake_sleepers_for(p, u);
     pool_unlock(p);
 }
 
@@ -242,7 +242,7 @@ static bool dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     pool_lock(p);
     side_link(d, u);
     if (UNLIKELY(p->sleepers != NULL))
-        coexec__pool_wake_sleepers_locked(p);
+        coexec__pool_wake_sleepers_for(p, u);
     pool_unlock(p);
     return mine;
 }

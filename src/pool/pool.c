@@ -101,6 +101,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     if (!p->impl)
         atom_store_rlx_u64(&p->size, 0);
     p->sleepers = NULL;
+    p->thief_mark.linked = false;
     atom_store_rlx_u32(&p->has_sleepers, 0);
     atom_store_rlx_ptr(&p->forward, NULL);
     pool_unlock(p);
@@ -253,30 +254,223 @@ void coexec__pool_free_all(void)
     pthread_mutex_unlock(&coexec__g.lock);
 }
 
+/* The parked thieves (see "parked thieves" below). */
+static struct {
+    atom_u32_t lock;
+    struct sleeper *head;
+} thieves CACHE_ALIGNED;
+
 /* fork, in the child (core/process.c): the parent's records stay
  * allocated (leaked), the lists forget them. */
 void coexec__pool_atfork_child(void)
 {
     pool_all = pool_free = pool_retired = NULL;
+    /* The parked thieves were the parent's other threads. */
+    atom_store_rlx_u32(&thieves.lock, 0);
+    thieves.head = NULL;
 }
 
-/* Wakes the schedulers parked on p. Called with p's lock held; the futex
+/* Unlinks s from p's sleepers if it is still linked; p's lock held. */
+static void sleeper_unlink(struct coexec_pool_rec *p, struct sleeper *s)
+{
+    if (s->linked) {
+        if (s->prev)
+            s->prev->next = s->next;
+        else
+            p->sleepers = s->next;
+        if (s->next)
+            s->next->prev = s->prev;
+        s->linked = false;
+        if (!p->sleepers)
+            atom_store_rlx_u32(&p->has_sleepers, 0);
+    }
+}
+
+/* ---- parked thieves ---------------------------------------------------- */
+
+/*
+ * A stream whose scheduler steals from every default pool (the registry,
+ * coexec__g.steal_pools) parks as a thief: it does not put a node on each
+ * victim, which would make parking and waking cost the number of streams
+ * for every one of them, and a push wake them all. Instead:
+ *  - `thieves` is the set of parked thieves: nodes on their parking
+ *    stacks, linked under its spin lock, newest first.
+ *  - A parking thief joins the set first, then, for each victim, under the
+ *    victim's lock, sees it empty and links the victim's `thief_mark`
+ *    among its sleepers (once: the mark stands for every thief).
+ *  - A push that finds the mark (coexec__pool_wake_sleepers_locked, under
+ *    the pool's lock) wakes the newest thief only, and leaves the mark
+ *    linked while others park: the next push wakes the next one. A push
+ *    that woke the pool's own parked stream wakes no thief (that stream
+ *    takes the unit).
+ * No wake is lost: the pusher reads the set under the victim's lock, and
+ * the thief joined the set before it took that lock to see the victim
+ * empty, so either the thief sees the unit, or the pusher sees the mark and
+ * the thief in the set (or the thief already left it, awake). Whoever
+ * unlinks a mark (a waker, or the last thief to leave: thief_sweep) does
+ * so holding the pool's lock and seeing the set empty under the set's lock;
+ * a thief that joins after that takes the pool's lock after it and links
+ * the mark again. Lock order: a pool, then the set.
+ */
+
+void coexec__thief_park(struct sleeper *s)
+{
+    s->unit = NULL;
+    spin_lock(&thieves.lock);
+    s->prev = NULL;
+    s->next = thieves.head;
+    if (thieves.head)
+        thieves.head->prev = s;
+    thieves.head = s;
+    s->linked = true;
+    spin_unlock(&thieves.lock);
+}
+
+static bool thieves_parked(void)
+{
+    spin_lock(&thieves.lock);
+    bool any = thieves.head != NULL;
+    spin_unlock(&thieves.lock);
+    return any;
+}
+
+/* Takes the newest parked thief out of the set and wakes it; true if others
+ * still park. */
+static bool thief_wake_one(void)
+{
+    spin_lock(&thieves.lock);
+    struct sleeper *s = thieves.head;
+    struct coexec_xstream_rec *xs = NULL;
+    if (s) {
+        thieves.head = s->next;
+        if (s->next)
+            s->next->prev = NULL;
+        s->linked = false;
+        xs = s->xs; /* s may be gone once the lock is released */
+    }
+    bool more = thieves.head != NULL;
+    spin_unlock(&thieves.lock);
+    if (xs)
+        coexec__xs_kick(xs); /* records are type-stable: a late kick is
+                                a spurious wake at worst */
+    return more;
+}
+
+static void mark_link(struct coexec_pool_rec *p)
+{
+    struct sleeper *m = &p->thief_mark;
+    m->xs = NULL;
+    m->unit = NULL;
+    m->prev = NULL;
+    m->next = p->sleepers;
+    if (p->sleepers)
+        p->sleepers->prev = m;
+    p->sleepers = m;
+    m->linked = true;
+    atom_store_rlx_u32(&p->has_sleepers, 1);
+}
+
+bool coexec__pool_thief_mark(struct coexec_pool_rec *p)
+{
+    pool_lock(p);
+    bool empty = pool_size(p) == 0;
+    if (empty && !p->thief_mark.linked)
+        mark_link(p);
+    pool_unlock(p);
+    if (empty && p->impl) {
+        /* As in coexec__pool_sleep_register: an impl may push without the
+         * lock. A mark left behind is dropped by the next push. */
+        atom_fence_sc();
+        if (pool_size(p) != 0)
+            return false;
+    }
+    return empty;
+}
+
+/* The last thief left the set: drops the marks, so that pushes into the
+ * default pools take their fast path again. */
+static void thief_sweep(void)
+{
+    unsigned n = atom_load_acq_u32(&coexec__g.num_steal_pools);
+    for (unsigned i = 0; i < n; i++) {
+        struct coexec_pool_rec *p = atom_load_acq_ptr(&coexec__g.steal_pools[i]);
+        /* Relaxed: a mark linked after this read belongs to a thief that
+         * parks now, and stays. */
+        if (!p || !atom_load_rlx_u32(&p->has_sleepers))
+            continue;
+        pool_lock(p);
+        if (p->thief_mark.linked && !thieves_parked())
+            sleeper_unlink(p, &p->thief_mark);
+        pool_unlock(p);
+    }
+}
+
+void coexec__thief_unpark(struct sleeper *s)
+{
+    spin_lock(&thieves.lock);
+    if (s->linked) {
+        if (s->prev)
+            s->prev->next = s->next;
+        else
+            thieves.head = s->next;
+        if (s->next)
+            s->next->prev = s->prev;
+        s->linked = false;
+    }
+    bool last = thieves.head == NULL;
+    spin_unlock(&thieves.lock);
+    if (last)
+        thief_sweep();
+}
+
+/* Wakes the schedulers parked on p, and a parked thief if `thief` (a
+ * thief may take the unit pushed). Called with p's lock held; the futex
  * calls themselves are cheap enough here because a sleeper exists only
  * after a stream found nothing to do for its whole spin budget. */
-void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p)
+static void wake_sleepers(struct coexec_pool_rec *p, bool thief)
 {
     struct sleeper *s = p->sleepers;
     p->sleepers = NULL;
     atom_store_rlx_u32(&p->has_sleepers, 0);
+    bool mark = false, woke_stream = false;
     while (s) {
         struct sleeper *n = s->next;
         s->linked = false;
-        if (s->unit)
+        if (s == &p->thief_mark) {
+            mark = true;
+        } else if (s->unit) {
             coexec__wake_unit(s->unit);
-        else
+        } else {
             coexec__xs_kick(s->xs);
+            woke_stream = true;
+        }
         s = n;
     }
+    if (!mark)
+        return;
+    bool more;
+    if (!thief)
+        more = true; /* no thief could take the unit: as it was */
+    else if (woke_stream)
+        more = thieves_parked(); /* p's own stream takes the unit */
+    else
+        more = thief_wake_one();
+    if (more)
+        mark_link(p); /* the next push wakes the next thief */
+}
+
+void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p)
+{
+    wake_sleepers(p, true);
+}
+
+void coexec__pool_wake_sleepers_for(struct coexec_pool_rec *p,
+                                    struct coexec_unit_rec *u)
+{
+    /* A pinned unit, or one bound to a stream (the main ULT, a posted
+     * tasklet, a unit migrating to a stream): it is pushed into a pool of
+     * the one stream that may run it, which the pool's own wake covers. */
+    wake_sleepers(p, pool_may_steal(u, NULL));
 }
 
 /* A list pool's steal: from the end the owner reaches last, skipping units
@@ -353,17 +547,7 @@ void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
                                    struct sleeper *s)
 {
     pool_lock(p);
-    if (s->linked) {
-        if (s->prev)
-            s->prev->next = s->next;
-        else
-            p->sleepers = s->next;
-        if (s->next)
-            s->next->prev = s->prev;
-        s->linked = false;
-        if (!p->sleepers)
-            atom_store_rlx_u32(&p->has_sleepers, 0);
-    }
+    sleeper_unlink(p, s);
     pool_unlock(p);
 }
 
@@ -592,7 +776,7 @@ static void push_keep_home(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
         pool_lock(p);
     list_push_head(p, u);
     if (p->sleepers)
-        coexec__pool_wake_sleepers_locked(p);
+        coexec__pool_wake_sleepers_for(p, u);
     if (p->shared)
         pool_unlock(p);
 }

@@ -6,7 +6,11 @@
  * is atomic so idle schedulers and thieves can see "empty" without touching
  * the lock's line. `sleepers` lists the parked schedulers that a push must
  * wake; it is only changed under the lock, which is what makes "check empty,
- * then sleep" race-free against "push, then check sleepers".
+ * then sleep" race-free against "push, then check sleepers". Parked
+ * thieves (streams that steal from every default pool) are not listed one
+ * by one: they wait in one global set, and `thief_mark`, linked among the
+ * sleepers of a default pool, stands for all of them: a push that finds it
+ * wakes one thief (pool.c, "Parked thieves").
  *
  * Ends: `head` is where units are pushed for both kinds; pop takes from the
  * head (LIFO) or the tail (FIFO); a yielding unit is queued at the end that
@@ -55,6 +59,7 @@ struct coexec_pool_rec {
     atom_u32_t has_sleepers;  /* sleepers != NULL (changed under the lock) */
     atom_u32_t nrun;          /* running schedulers that take from it */
     atom_u32_t home_cpu;      /* 1 + CPU of the last stream that claimed it */
+    struct sleeper thief_mark; /* in `sleepers`: thieves park (pool.c) */
     uint8_t user_created;
     uint8_t live; /* made and not yet released (under coexec__g.lock) */
     atom_ptr_t producer;      /* access checks: the bound producer thread */
@@ -195,6 +200,10 @@ int coexec__user_pool_init(struct coexec_pool_rec *p,
                            void *arg);
 void *coexec__user_pool_data(struct coexec_pool_rec *p);
 void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p);
+/* The same after a push of u: a parked thief is woken only if thieves may
+ * take u (pool_may_steal). */
+void coexec__pool_wake_sleepers_for(struct coexec_pool_rec *p,
+                                    struct coexec_unit_rec *u);
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
                                            struct coexec_pool_rec *into);
@@ -202,6 +211,12 @@ bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
                                  struct sleeper *s);
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
                                    struct sleeper *s);
+/* Parked thieves (pool.c): a stream joins the set (s->xs set) before it
+ * checks its victims, marks each victim while seeing it empty (false: it
+ * has work), and leaves the set once awake. */
+void coexec__thief_park(struct sleeper *s);
+bool coexec__pool_thief_mark(struct coexec_pool_rec *p);
+void coexec__thief_unpark(struct sleeper *s);
 struct coexec_pool_rec *coexec__pool_new(int kind, int access);
 struct coexec_pool_rec *coexec__pool_new_default(void);
 void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
@@ -333,7 +348,7 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
         else
             list_push_head(p, u);
         if (UNLIKELY(p->sleepers != NULL))
-            coexec__pool_wake_sleepers_locked(p);
+            coexec__pool_wake_sleepers_for(p, u);
         return;
     }
     pool_lock(p);
@@ -350,7 +365,7 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
     else
         list_push_head(p, u);
     if (UNLIKELY(p->sleepers != NULL))
-        coexec__pool_wake_sleepers_locked(p);
+        coexec__pool_wake_sleepers_for(p, u);
     pool_unlock(p);
 }
 
@@ -374,7 +389,7 @@ static ALWAYS_INLINE void pool_push_locked(struct coexec_pool_rec *p,
     else
         list_push_head(p, u);
     if (UNLIKELY(p->sleepers != NULL))
-        coexec__pool_wake_sleepers_locked(p);
+        coexec__pool_wake_sleepers_for(p, u);
 }
 
 /* A list pool's take: the first unit from one end that xs may run. */

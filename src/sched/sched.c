@@ -328,6 +328,8 @@ static bool pools_empty(struct coexec_sched_rec *s)
     return true;
 }
 
+/* Sleeper nodes one parking scheduler puts on pools: its own pools (at
+ * most SCHED_MAX_POOLS), and a stacked scheduler's victims. */
 #define MAX_SLEEP_POOLS 64
 
 /* The kernel ends a timed sleep late (tens of microseconds on a VM, even
@@ -335,90 +337,123 @@ static bool pools_empty(struct coexec_sched_rec *s)
  * long before it, then spins to it. */
 #define PARK_EARLY_NS 100000ull
 
-/* Registers sleepers (stream xs, or unit `unit`) on s's pools and, when it
- * steals, on the victims; false if one of them has work (nothing stays
- * registered then). *partial: too many victims to register on all. */
-static int sleep_register_all(struct coexec_xstream_rec *xs,
-                              struct coexec_unit_rec *unit,
-                              struct coexec_sched_rec *s,
-                              struct sleeper *nodes,
-                              struct coexec_pool_rec **regp, bool *abort,
-                              bool *partial)
+/* What a parking scheduler registered, to be undone once it is awake. */
+struct sleep_reg {
+    struct sleeper nodes[MAX_SLEEP_POOLS];
+    struct coexec_pool_rec *pools[MAX_SLEEP_POOLS];
+    int n;
+    struct sleeper thief; /* a stream in the set of parked thieves */
+    bool abort;   /* a pool has work: do not sleep */
+    bool partial; /* a stacked scheduler with too many victims for nodes */
+};
+
+/* Does s steal from the other streams' default pools (the registry)?
+ * RANDWS with several pools steals from its own pools 1.. instead. */
+static bool steals_registry(struct coexec_sched_rec *s)
 {
-    int n = 0;
-    *abort = *partial = false;
-    for (int i = 0; i < s->npools && !*abort; i++) {
+    return steals(s) && (s->npools == 1 || s->kind != COEXEC_SCHED_RANDWS);
+}
+
+/* Registers the sleeper (stream xs, or unit `unit`) to be woken by a push
+ * into one of s's pools and, when s steals, into one of its victims; sets
+ * r->abort instead when one of them has work. A stream steals as a parked
+ * thief (one node in a global set, a mark on each victim: pool.c), so any
+ * number of victims costs it no more than a look at each; a stacked
+ * scheduler (a unit) puts a node on each victim, and sets r->partial when
+ * they do not all fit. */
+static void sleep_register_all(struct coexec_xstream_rec *xs,
+                               struct coexec_unit_rec *unit,
+                               struct coexec_sched_rec *s,
+                               struct sleep_reg *r)
+{
+    r->n = 0;
+    r->abort = r->partial = false;
+    r->thief.xs = NULL;
+    r->thief.linked = false;
+    for (int i = 0; i < s->npools && !r->abort; i++) {
         struct coexec_pool_rec *p = s->pools[i];
         if (!p->shared && !unit) {
             if (pool_size(p))
-                *abort = true;
+                r->abort = true;
             continue;
         }
-        nodes[n].xs = xs;
-        nodes[n].unit = unit;
-        if (!coexec__pool_sleep_register(p, &nodes[n]))
-            *abort = true;
+        r->nodes[r->n].xs = xs;
+        r->nodes[r->n].unit = unit;
+        if (!coexec__pool_sleep_register(p, &r->nodes[r->n]))
+            r->abort = true;
         else
-            regp[n++] = p;
+            r->pools[r->n++] = p;
     }
-    if (steals(s) && !*abort) {
-        unsigned ns = atom_load_acq_u32(&coexec__g.num_steal_pools);
-        for (unsigned i = 0; i < ns && !*abort; i++) {
-            struct coexec_pool_rec *v = atom_load_acq_ptr(&coexec__g.steal_pools[i]);
-            if (!v || own_pool(s, v))
-                continue;
-            if (n == MAX_SLEEP_POOLS) {
-                *partial = true;
-                break;
-            }
-            nodes[n].xs = xs;
-            nodes[n].unit = unit;
-            if (!coexec__pool_sleep_register(v, &nodes[n]))
-                *abort = true;
-            else
-                regp[n++] = v;
+    bool thief = !unit && steals_registry(s);
+    if (r->abort || !steals(s) || (!unit && !thief))
+        return;
+    if (thief) {
+        /* In the set before the victims are looked at: see pool.c. */
+        r->thief.xs = xs;
+        coexec__thief_park(&r->thief);
+    }
+    unsigned ns = atom_load_acq_u32(&coexec__g.num_steal_pools);
+    for (unsigned i = 0; i < ns && !r->abort; i++) {
+        struct coexec_pool_rec *v = atom_load_acq_ptr(&coexec__g.steal_pools[i]);
+        if (!v || own_pool(s, v))
+            continue;
+        if (thief) {
+            if (!coexec__pool_thief_mark(v))
+                r->abort = true;
+            continue;
         }
+        if (r->n == MAX_SLEEP_POOLS) {
+            r->partial = true;
+            break;
+        }
+        r->nodes[r->n].xs = xs;
+        r->nodes[r->n].unit = unit;
+        if (!coexec__pool_sleep_register(v, &r->nodes[r->n]))
+            r->abort = true;
+        else
+            r->pools[r->n++] = v;
     }
-    return n;
+}
+
+static void sleep_unregister_all(struct sleep_reg *r)
+{
+    for (int i = 0; i < r->n; i++)
+        coexec__pool_sleep_unregister(r->pools[i], &r->nodes[i]);
+    if (r->thief.xs)
+        coexec__thief_unpark(&r->thief);
 }
 
 /* Parks the stream until a push into one of the pools it takes from, a
  * remote wake, a stop or replacement request or (nearly) its earliest
  * timer. The protocol: reset the park word, register on every shared pool
- * under its lock while seeing it empty, check the event pool and the stop
- * flag, then sleep on the park word. A pusher that finds us registered, or
- * a waker that filled the inbox, sets the park word before the futex wake,
- * so no event falls between the checks and sleep. */
+ * under its lock while seeing it empty (as a thief on the victims), check
+ * the event pool and the stop flag, then sleep on the park word, with no
+ * timeout but the timer's. A pusher that finds us registered, or a waker
+ * that filled the inbox, sets the park word before the futex wake, so no
+ * event falls between the checks and sleep. */
 static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
 {
-    struct sleeper nodes[MAX_SLEEP_POOLS];
-    struct coexec_pool_rec *regp[MAX_SLEEP_POOLS];
-    bool abort, partial;
+    struct sleep_reg r;
 
     /* seq_cst: ordered before the inbox and pool checks below (Dekker with
      * coexec__xs_kick's exchange). */
     atom_store_sc_u32(&xs->park_word, 0);
-    int n = sleep_register_all(xs, NULL, s, nodes, regp, &abort, &partial);
+    sleep_register_all(xs, NULL, s, &r);
     uint64_t next = xs_next_timer(xs);
-    if (!abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
+    if (!r.abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
         !atom_load_sc_ptr(&xs->sched_req) &&
         (next == UINT64_MAX || next > now_ns() + PARK_EARLY_NS)) {
-        /* Too many victims to register on all: sleep in short slices. */
-        struct timespec slice = {0, 1000000};
-        struct timespec *ts = partial ? &slice : NULL;
         struct timespec until;
+        struct timespec *ts = NULL;
         if (next != UINT64_MAX) {
             until = clock_until(next - PARK_EARLY_NS);
-            if (!ts || until.tv_sec < ts->tv_sec ||
-                (until.tv_sec == ts->tv_sec && until.tv_nsec < ts->tv_nsec))
-                ts = &until;
+            ts = &until;
         }
         atom_store_rlx_u32(&xs->sleeping, 1);
         coexec__futex_wait(&xs->park_word, 0, ts);
         atom_store_rlx_u32(&xs->sleeping, 0);
     }
-    for (int i = 0; i < n; i++)
-        coexec__pool_sleep_unregister(regp[i], &nodes[i]);
+    sleep_unregister_all(&r);
 }
 
 void coexec__xs_kick(struct coexec_xstream_rec *xs)
@@ -488,13 +523,11 @@ static struct coexec_xstream_rec *stacked_yield(struct coexec_xstream_rec *xs,
 static struct coexec_xstream_rec *stacked_idle(struct coexec_xstream_rec *xs,
                                                struct coexec_sched_rec *s)
 {
-    struct sleeper nodes[MAX_SLEEP_POOLS];
-    struct coexec_pool_rec *regp[MAX_SLEEP_POOLS];
-    bool abort, partial;
-    int n = sleep_register_all(xs, s->unit, s, nodes, regp, &abort, &partial);
-    if (!abort) {
+    struct sleep_reg r;
+    sleep_register_all(xs, s->unit, s, &r);
+    if (!r.abort) {
         level_leave(xs, s);
-        if (partial) {
+        if (r.partial) {
             coexec__unit_yield_to_sched(xs, s->unit);
         } else {
             /* seq_cst, a Dekker pair with coexec_sched_finish and the
@@ -508,8 +541,7 @@ static struct coexec_xstream_rec *stacked_idle(struct coexec_xstream_rec *xs,
         xs = coexec__xs_self();
         level_enter(xs, s);
     }
-    for (int i = 0; i < n; i++)
-        coexec__pool_sleep_unregister(regp[i], &nodes[i]);
+    sleep_unregister_all(&r);
     return xs;
 }
 

@@ -1,15 +1,18 @@
 /*
  * tests/xstream/test_xstream.c: execution streams: creation at run time
  * (more streams than cores), ranks, states, placement, self queries, error
- * codes, custom main schedulers and draining on join.
+ * codes, custom main schedulers, draining on join, and a thousand streams
+ * that idle without using the CPU.
  */
 #define _GNU_SOURCE
 #include "harness.h"
 
 #include <sched.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NXS 5 /* secondary streams created at run time (2-core machine) */
@@ -1107,6 +1110,213 @@ static void t_post_errors(void)
     ch_finalize();
 }
 
+/* ======================================================================= */
+/* many: more streams than a 64-bit mask, idle, then busy, then freed       */
+/* ======================================================================= */
+
+/* Streams in all (the table holds 1,024): fewer under TSan, never as few
+ * as 64, the width of one word of bits. */
+static int many_count(void)
+{
+    long n = ch_iters(1024, 100);
+    return n > 1024 ? 1024 : (int)n;
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A hang guard for the slow parts (creating and freeing a thousand
+ * streams on a busy machine): 120 s without progress (g_many_step
+ * unchanged) ends the process with a message; it decides nothing
+ * otherwise. */
+static atomic_int g_many_done, g_many_step;
+
+static void *many_watchdog(void *arg)
+{
+    (void)arg;
+    int seen = -1, still = 0;
+    while (!atomic_load(&g_many_done) && still < 1200) {
+        usleep(100000);
+        int now = atomic_load(&g_many_step);
+        still = now == seen ? still + 1 : 0;
+        seen = now;
+    }
+    if (!atomic_load(&g_many_done)) {
+        fprintf(stderr, "many: no progress in 120 s (step %d), a hang\n",
+                seen);
+        _exit(1);
+    }
+    return NULL;
+}
+
+/*
+ * The share of one CPU the process used over about 1 s of idling (the
+ * main ULT asleep on its timer, so the primary parks too); the lowest of up
+ * to five such windows, so a slow start (sanitizers) does not count.
+ */
+static double idle_cpu_share(void)
+{
+    double best = 1e9;
+    for (int w = 0; w < 5 && best >= 0.2; w++) {
+        double c0 = cpu_seconds(), t0 = ch_now();
+        CH_ASSERT_OK(coexec_sleep_ns(1000000000ull));
+        double share = (cpu_seconds() - c0) / (ch_now() - t0);
+        if (share < best)
+            best = share;
+    }
+    return best;
+}
+
+static coexec_xstream_state_t stream_state(coexec_xstream_t xs)
+{
+    coexec_xstream_state_t st = COEXEC_XSTREAM_TERMINATED;
+    CH_CHECK_RC(coexec_xstream_get_state(xs, &st), COEXEC_OK);
+    return st;
+}
+
+static atomic_int g_rank_seen[1024];
+
+/* Records the stream it runs on. */
+static void rank_probe_ult(void *arg)
+{
+    (void)arg;
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    if (r >= 0 && r < 1024)
+        atomic_fetch_add(&g_rank_seen[r], 1);
+    atomic_fetch_add(&g_count, 1);
+}
+
+static atomic_int g_started;
+
+/* Holds its stream (no yield) until `need` such ULTs run at once: they
+ * all started only if idle thieves were woken for each of them. */
+static void gang_ult(void *arg)
+{
+    int need = (int)(intptr_t)arg;
+    atomic_fetch_add(&g_started, 1);
+    double t0 = ch_now();
+    while (atomic_load(&g_started) < need && ch_now() - t0 < CH_WAIT_LIMIT_S)
+        sched_yield();
+    CH_CHECK(atomic_load(&g_started) >= need);
+    atomic_fetch_add(&g_count, 1);
+}
+
+static void run_many(coexec_sched_kind_t kind)
+{
+    int n = many_count();
+    atomic_store(&g_many_done, 0);
+    atomic_store(&g_many_step, 0);
+    ch_pthread_t dog;
+    ch_pthread_start(&dog, many_watchdog, NULL);
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
+    cfg.num_xstreams = 1;
+    cfg.sched_kind = kind;
+    cfg.quiet = 1; /* more streams than CPUs: no warning */
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+
+    coexec_xstream_t *xs = calloc((size_t)n, sizeof *xs);
+    CU_ASSERT_FATAL(xs != NULL);
+    CH_ASSERT_OK_FATAL(coexec_xstream_self(&xs[0]));
+    int made = 1; /* the primary */
+    for (; made < n; made++) {
+        int rc = coexec_xstream_create(NULL, &xs[made]);
+        atomic_fetch_add(&g_many_step, 1);
+        CH_ASSERT_RC(rc, COEXEC_OK);
+        if (rc)
+            break;
+    }
+    CU_ASSERT_FATAL(made > 64);
+    for (int i = 1; i < made; i++) {
+        CH_WAIT(stream_state(xs[i]) == COEXEC_XSTREAM_RUNNING);
+        atomic_fetch_add(&g_many_step, 1);
+    }
+
+    /* Idle: every stream parked, none polling. A stream that polls in
+     * 1 ms slices costs a few percent of a CPU; hundreds of them, all. */
+    atomic_fetch_add(&g_many_step, 1);
+    double share = idle_cpu_share();
+    atomic_fetch_add(&g_many_step, 1);
+    if (share >= 0.2)
+        fprintf(stderr, "    %d idle streams used %.0f%% of a CPU\n", made,
+                share * 100);
+    CU_ASSERT(share < 0.2);
+
+    /* Work for the highest ranks, pinned there: each of those streams is
+     * woken by a push into its own pool. */
+    enum { NPROBE = 6 };
+    int idx[NPROBE], rank[NPROBE], k = 0;
+    for (int i = made - 1; i >= 1 && k < NPROBE; i -= 1 + made / NPROBE) {
+        idx[k] = i;
+        CH_ASSERT_OK(coexec_xstream_get_rank(xs[i], &rank[k]));
+        k++;
+    }
+    CU_ASSERT(rank[0] >= 64);
+    memset(g_rank_seen, 0, sizeof g_rank_seen);
+    atomic_store(&g_count, 0);
+    coexec_thread_attr_t pin;
+    CH_ASSERT_OK(coexec_thread_attr_init(&pin));
+    pin.pinned = 1;
+    coexec_thread_t probe[NPROBE];
+    for (int j = 0; j < k; j++)
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs[idx[j]], rank_probe_ult,
+                                                   NULL, &pin, &probe[j]));
+    /* Not joined before they ran: a join would run them in place. */
+    CH_WAIT(atomic_load(&g_count) == k);
+    atomic_fetch_add(&g_many_step, 1);
+    for (int j = 0; j < k; j++) {
+        CH_ASSERT_OK(coexec_thread_free(&probe[j]));
+        CH_ASSERT_EQ(atomic_load(&g_rank_seen[rank[j]]), 1);
+    }
+
+    /* Work for thieves: ULTs queued on the primary that each hold a
+     * stream until all of them run at once. Every push must wake one more
+     * idle stream (the primary, busy with one of them, takes no other). */
+    int gang = made - 1 < 16 ? made - 1 : 16;
+    atomic_store(&g_started, 0);
+    atomic_store(&g_count, 0);
+    coexec_thread_t *g = calloc((size_t)gang, sizeof *g);
+    CU_ASSERT_FATAL(g != NULL);
+    for (int j = 0; j < gang; j++)
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs[0], gang_ult,
+                                                   (void *)(intptr_t)gang,
+                                                   NULL, &g[j]));
+    CH_WAIT(atomic_load(&g_count) == gang);
+    atomic_fetch_add(&g_many_step, 1);
+    for (int j = 0; j < gang; j++)
+        CH_ASSERT_OK(coexec_thread_free(&g[j]));
+    CH_ASSERT_EQ(atomic_load(&g_started), gang);
+    free(g);
+
+    /* Idle again after the work, then every stream freed. */
+    atomic_fetch_add(&g_many_step, 1);
+    share = idle_cpu_share();
+    atomic_fetch_add(&g_many_step, 1);
+    if (share >= 0.2)
+        fprintf(stderr, "    %d idle streams used %.0f%% of a CPU\n", made,
+                share * 100);
+    CU_ASSERT(share < 0.2);
+    for (int i = 1; i < made; i++) {
+        CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
+        atomic_fetch_add(&g_many_step, 1);
+    }
+    int num = 0;
+    CH_ASSERT_OK(coexec_xstream_get_num(&num));
+    CH_ASSERT_EQ(num, 1);
+    free(xs);
+    ch_finalize();
+    atomic_store(&g_many_done, 1);
+    ch_pthread_join(&dog);
+}
+
+static void t_many_default(void) { run_many(COEXEC_SCHED_BASIC_WAIT); }
+static void t_many_randws(void) { run_many(COEXEC_SCHED_RANDWS); }
+
 static const ch_test_t lifecycle_tests[] = {
     {"attr_defaults", t_attr_defaults},
     {"create_join_free_oversubscribed", t_create_join_free},
@@ -1142,6 +1352,11 @@ static const ch_test_t sched_attr_tests[] = {
 static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain_on_join},
                                         {NULL, NULL}};
 
+static const ch_test_t many_tests[] = {
+    {"idle_wake_free_default", t_many_default},
+    {"idle_wake_free_randws", t_many_randws},
+    {NULL, NULL}};
+
 static const ch_test_t post_tests[] = {{"runs_on_its_stream", t_post_runs_there},
                                        {"errors", t_post_errors},
                                        {NULL, NULL}};
@@ -1151,7 +1366,7 @@ static const ch_suite_t suites[] = {
     {"state", state_tests},         {"cpu", cpu_tests},
     {"self", self_tests},           {"errors", errors_tests},
     {"sched_attr", sched_attr_tests}, {"drain", drain_tests},
-    {"post", post_tests},
+    {"post", post_tests},           {"many", many_tests},
     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
