@@ -10,10 +10,16 @@
  * COEXEC_ECLOSED; messages already queued can still be received, after
  * which recv returns COEXEC_ECLOSED too.
  *
- * A ULT or thread that waits gets its message copied straight in (or out)
- * by the unit that makes it possible. A tasklet released from a _poll
- * form is expected to poll the channel again: the message (or room) it
- * was released for waits in the channel for the next taker meanwhile.
+ * Delivery is FIFO for every kind of receiver and sender: receivers that
+ * wait get messages in the order they began to wait, and no receiver
+ * gets a message sent before one it already got from the same sender. A
+ * ULT or thread that waits gets its message copied straight in (or out)
+ * by the unit that makes it possible. A tasklet waiting in
+ * coexec_channel_poll_recv has its message reserved in the channel and is
+ * woken: its next poll_recv on the channel takes it (a tasklet that polls
+ * something else instead, or finishes, gives the reservation up to the
+ * receivers behind it). A tasklet woken from coexec_channel_poll_send is
+ * expected to poll again; the room it was woken for is not kept for it.
  *
  * A channel lives in caller storage; init allocates its ring buffer.
  */
