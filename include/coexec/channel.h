@@ -22,6 +22,13 @@
  * expected to poll again; the room it was woken for is not kept for it.
  *
  * A channel lives in caller storage; init allocates its ring buffer.
+ * Initialising a live channel (initialised and not destroyed) works as
+ * destroy followed by init: COEXEC_EBUSY while a unit or thread waits on
+ * it (the channel and its waiters are left as they were), else its queued
+ * messages are dropped, its ring released and it starts afresh, open. Do
+ * not let other calls on the channel race with its init. Live means its
+ * header says so: memory that held a channel never destroyed counts as
+ * live.
  */
 #ifndef COEXEC_CHANNEL_H
 #define COEXEC_CHANNEL_H
@@ -39,10 +46,12 @@ typedef struct coexec_channel {
 COEXEC_BEGIN_DECLS
 
 /*
- * Initialises ch for messages of msg_size bytes, holding up to capacity.
+ * Initialises ch for messages of msg_size bytes, holding up to capacity;
+ * a live ch is re-initialised (see above).
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (ch NULL, msg_size or capacity 0, or
- * their product overflowing); COEXEC_ENOMEM.
+ * their product overflowing); COEXEC_ENOMEM (a live ch is left as it
+ * was); COEXEC_EBUSY (ch is live and waited on).
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_channel_init(coexec_channel_t *ch, size_t msg_size, size_t capacity);

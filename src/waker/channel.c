@@ -51,14 +51,37 @@ COEXEC_API int coexec_channel_init(coexec_channel_t *ch, size_t msg_size,
     if (!ch || !msg_size || !capacity || capacity > SIZE_MAX / msg_size)
         return COEXEC_EINVAL;
     struct channel *c = ch_of(ch);
-    memset(c, 0, sizeof *c);
-    c->buf = malloc(msg_size * capacity);
-    if (!c->buf)
+    unsigned char *buf = malloc(msg_size * capacity);
+    if (!buf)
         return COEXEC_ENOMEM;
+    unsigned char *old = NULL;
+    /* Live (its header and list say so; a byte copy of one is not): as
+     * destroy then init, under its lock, unless waited on (granted
+     * tasklets included). */
+    bool live = c->magic_ == OBJ_MAGIC_CHANNEL && c->recvq.lock == &c->lock;
+    if (live) {
+        spin_lock(&c->lock);
+        if (!wlist_empty(&c->recvq) || !wlist_empty(&c->sendq)) {
+            spin_unlock(&c->lock);
+            free(buf);
+            return COEXEC_EBUSY;
+        }
+        old = c->buf;
+    } else {
+        memset(c, 0, sizeof *c);
+    }
+    c->buf = buf;
     c->msg_size = msg_size;
     c->cap = capacity;
+    c->head = c->count = c->reserved = 0;
+    c->closed = 0;
     wlist_init(&c->recvq, &c->lock);
     wlist_init(&c->sendq, &c->lock);
+    if (live) {
+        spin_unlock(&c->lock);
+        free(old);
+        return COEXEC_OK;
+    }
     c->magic_ = OBJ_MAGIC_CHANNEL;
     return COEXEC_OK;
 }

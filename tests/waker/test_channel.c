@@ -12,10 +12,9 @@
 #define _GNU_SOURCE
 #include "wk.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 typedef struct {
     uint64_t seq;
@@ -1000,36 +999,6 @@ static void t_channel_errors(void)
 enum { RK_ULT, RK_TASKLET, RK_THREAD, RK_KINDS };
 static const char *const rk_name[RK_KINDS] = {"ULT", "tasklet", "thread"};
 
-/* Whether OS thread tid sleeps in futex(): a thread inside recv that set
- * its flag has linked its wait node once it does (the call's only futex
- * wait; the channel's lock only spins and yields). */
-static bool thread_in_futex(pid_t tid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    long nr = -1;
-    int n = fscanf(f, "%ld", &nr);
-    fclose(f);
-    return n == 1 && nr == SYS_futex;
-}
-
-static bool futex_probe_works(void)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)gettid());
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    /* our own thread is inside read() */
-    long nr = -1;
-    bool ok = fscanf(f, "%ld", &nr) == 1 && nr == SYS_read;
-    fclose(f);
-    return ok;
-}
-
 /* ---- receivers queued one after the other -------------------------------- */
 
 enum { QO_RECV = 6, QO_MSGS = QO_RECV };
@@ -1064,7 +1033,7 @@ static void qo_recv_ult(void *arg)
 static void *qo_recv_pthread(void *arg)
 {
     qo_recv_t *q = arg;
-    atomic_store(&q->tid, (int)gettid());
+    atomic_store(&q->tid, (int)syscall(SYS_gettid));
     atomic_store(&q->entered, 1);
     q->rc = coexec_channel_recv(&q->r->ch, &q->got);
     atomic_store(&q->done, 1);
@@ -1123,7 +1092,7 @@ static coexec_poll_status_t qo_send_tasklet(coexec_poll_t *cx, void *arg)
 static void t_fifo_queue_order(void)
 {
     ch_init(WK_NSTREAMS);
-    bool threads = futex_probe_works();
+    bool threads = wk_futex_probe_works();
     if (!threads)
         fprintf(stderr, "    /proc/self/task/N/syscall unreadable: ULT and "
                         "tasklet receivers only\n");
@@ -1164,7 +1133,7 @@ static void t_fifo_queue_order(void)
                 CH_WAIT(wk_tasklet_state(tk[i]) == COEXEC_UNIT_BLOCKED);
             } else {
                 ch_pthread_start(&th[i], qo_recv_pthread, q);
-                CH_WAIT(atomic_load(&q->entered) && thread_in_futex(atomic_load(&q->tid)));
+                CH_WAIT(atomic_load(&q->entered) && wk_thread_in_futex(atomic_load(&q->tid)));
             }
         }
         /* one sender sends 0..5: the i-th receiver queued gets message i */
@@ -1523,6 +1492,95 @@ static void t_granted_tasklet_leaves(void)
     ch_finalize();
 }
 
+/* ---- init over a live channel -------------------------------------------- */
+
+static atomic_int il_spinning, il_release;
+
+/* Keeps its stream busy (without yielding) until released. */
+static void il_hog(void *arg)
+{
+    (void)arg;
+    atomic_store(&il_spinning, 1);
+    while (!atomic_load(&il_release))
+        sched_yield();
+}
+
+static void t_channel_init_live(void)
+{
+    ch_init(2);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    coexec_channel_t ch;
+    memset(&ch, 0, sizeof ch);
+    CH_ASSERT_OK_FATAL(coexec_channel_init(&ch, sizeof(msg_t), 2));
+    /* a waiting ULT receiver: refused, and it still gets the message */
+    gl_recv_t q = {&ch, 0, 1, {0}};
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, gl_recv_ult, &q, NULL, &t));
+    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
+    msg_t m = make_msg(4, 1);
+    CH_ASSERT_OK(coexec_channel_send(&ch, &m));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(q.rc, COEXEC_OK);
+    CH_ASSERT_EQ(q.got.seq, 1);
+    /* a tasklet with a message reserved for it, its stream kept busy so
+     * that it cannot take it yet: refused */
+    chbusy_t bk = {&ch, 1};
+    coexec_tasklet_t k;
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, chbusy_recv_tasklet, &bk, &k));
+    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    atomic_store(&il_spinning, 0);
+    atomic_store(&il_release, 0);
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, il_hog, NULL, NULL, &t));
+    CH_WAIT(atomic_load(&il_spinning));
+    m = make_msg(4, 2);
+    CH_ASSERT_OK(coexec_channel_try_send(&ch, &m));
+    CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
+    size_t cnt = 99;
+    CH_ASSERT_OK(coexec_channel_count(&ch, &cnt));
+    CH_ASSERT_EQ(cnt, 1);
+    atomic_store(&il_release, 1);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_RC(bk.rc, COEXEC_OK);
+    /* a waiting sender: refused */
+    blk_t b = {&ch, 3, 0, 0, {{0}}};
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, blk_send_ult, &b, NULL, &t));
+    CH_WAIT(atomic_load(&b.done_ops) == 2 && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
+    for (int i = 0; i < 3; i++) {
+        CH_ASSERT_OK(coexec_channel_recv(&ch, &m));
+        CH_ASSERT_EQ(m.seq, i);
+    }
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(atomic_load(&b.rc), COEXEC_OK);
+    /* nobody waits: queued messages are dropped, a closed channel opens
+     * again, with the new size */
+    m = make_msg(4, 3);
+    CH_ASSERT_OK(coexec_channel_try_send(&ch, &m));
+    CH_ASSERT_OK(coexec_channel_close(&ch));
+    CH_ASSERT_OK(coexec_channel_init(&ch, 3, 5));
+    CH_ASSERT_OK(coexec_channel_count(&ch, &cnt));
+    CH_ASSERT_EQ(cnt, 0);
+    for (int i = 0; i < 5; i++) {
+        unsigned char x[3] = {(unsigned char)i, 1, 2};
+        CH_ASSERT_OK(coexec_channel_try_send(&ch, x));
+    }
+    unsigned char x[3] = {9, 9, 9};
+    CH_ASSERT_RC(coexec_channel_try_send(&ch, x), COEXEC_EAGAIN);
+    for (int i = 0; i < 5; i++) {
+        CH_ASSERT_OK(coexec_channel_try_recv(&ch, x));
+        CH_ASSERT_EQ(x[0], i);
+    }
+    CH_ASSERT_OK(coexec_channel_destroy(&ch));
+    CH_ASSERT_OK(coexec_channel_init(&ch, 1, 1)); /* destroyed: as new */
+    CH_ASSERT_OK(coexec_channel_destroy(&ch));
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
 /* ======================================================================= */
 
 const ch_test_t wk_channel_tests[] = {
@@ -1536,4 +1594,5 @@ const ch_test_t wk_channel_tests[] = {
     {"fifo_queue_order_mixed_kinds", t_fifo_queue_order},
     {"fifo_looping_receivers_mixed_kinds", t_fifo_loop_mixed},
     {"granted_tasklet_leaves", t_granted_tasklet_leaves},
+    {"init_over_live", t_channel_init_live},
     {NULL, NULL}};
