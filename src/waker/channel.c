@@ -111,25 +111,39 @@ static unsigned char *slot(struct channel *c, size_t i)
     return c->buf + i * c->msg_size;
 }
 
+/* The slot k places after the oldest message (k < cap: no division). */
+static size_t ring_index(const struct channel *c, size_t k)
+{
+    size_t i = c->head + k;
+    return i >= c->cap ? i - c->cap : i;
+}
+
 static void ring_put(struct channel *c, const void *msg)
 {
-    size_t tail = (c->head + c->count) % c->cap;
-    memcpy(slot(c, tail), msg, c->msg_size);
+    memcpy(slot(c, ring_index(c, c->count)), msg, c->msg_size);
     c->count++;
+}
+
+/* Takes the oldest message into msg. */
+static ALWAYS_INLINE void ring_take_oldest(struct channel *c, void *msg)
+{
+    memcpy(msg, slot(c, c->head), c->msg_size);
+    c->head = ring_index(c, 1);
+    c->count--;
 }
 
 /* Takes the k-th oldest message into msg. The k messages before it each
  * move one slot up, so they keep their places counted from the head. */
 static void ring_take(struct channel *c, size_t k, void *msg)
 {
-    size_t i = (c->head + k) % c->cap;
+    size_t i = ring_index(c, k);
     memcpy(msg, slot(c, i), c->msg_size);
     while (i != c->head) {
         size_t prev = (i ? i : c->cap) - 1;
         memcpy(slot(c, i), slot(c, prev), c->msg_size);
         i = prev;
     }
-    c->head = (c->head + 1) % c->cap;
+    c->head = ring_index(c, 1);
     c->count--;
 }
 
@@ -209,7 +223,9 @@ static int put_locked(struct channel *c, const void *msg)
         return COEXEC_ECLOSED;
     /* A receiver waits only while no unreserved message is queued, so it
      * is next in line for this one. */
-    struct wait_node *n = first_waiting(c);
+    struct wait_node *n = c->recvq.head;
+    if (UNLIKELY(c->reserved))
+        n = first_waiting(c);
     if (n && !node_is_tasklet(n)) {
         wlist_remove(&c->recvq, n);
         memcpy(node_waiter(n)->data, msg, c->msg_size);
@@ -231,8 +247,14 @@ static int take_locked(struct channel *c, void *msg)
 {
     if (c->count == c->reserved)
         return c->closed ? COEXEC_ECLOSED : COEXEC_EAGAIN;
-    ring_take(c, c->reserved, msg);
-    pump(c);
+    if (LIKELY(c->reserved == 0))
+        ring_take_oldest(c, msg);
+    else
+        ring_take(c, c->reserved, msg);
+    /* No receiver waits while this message was unreserved: the room is
+     * for the senders, if any wait. */
+    if (UNLIKELY(c->sendq.head != NULL))
+        pump(c);
     return COEXEC_OK;
 }
 
