@@ -10,16 +10,30 @@
  * COEXEC_ECLOSED; messages already queued can still be received, after
  * which recv returns COEXEC_ECLOSED too.
  *
- * A ULT or thread that waits gets its message copied straight in (or out)
- * by the unit that makes it possible. A tasklet released from a _poll
- * form is expected to poll the channel again: the message (or room) it
- * was released for waits in the channel for the next taker meanwhile.
+ * Delivery is FIFO for every kind of receiver and sender: receivers that
+ * wait get messages in the order they began to wait, and no receiver
+ * gets a message sent before one it already got from the same sender. A
+ * ULT or thread that waits gets its message copied straight in (or out)
+ * by the unit that makes it possible. A tasklet waiting in
+ * coexec_channel_poll_recv has its message reserved in the channel and is
+ * woken: its next poll_recv on the channel takes it (a tasklet that polls
+ * something else instead, or finishes, gives the reservation up to the
+ * receivers behind it). A tasklet woken from coexec_channel_poll_send is
+ * expected to poll again; the room it was woken for is not kept for it.
  *
  * A channel lives in caller storage; init allocates its ring buffer.
  *
  * At finalize, units waiting are released with COEXEC_ECANCELED (nothing
  * sent or received for them), which the calls that may wait or register
  * may also return (see coexec_finalize); the channel keeps working.
+ *
+ * Initialising a live channel (initialised and not destroyed) works as
+ * destroy followed by init: COEXEC_EBUSY while a unit or thread waits on
+ * it (the channel and its waiters are left as they were), else its queued
+ * messages are dropped, its ring released and it starts afresh, open. Do
+ * not let other calls on the channel race with its init. Live means its
+ * header says so: memory that held a channel never destroyed counts as
+ * live.
  */
 #ifndef COEXEC_CHANNEL_H
 #define COEXEC_CHANNEL_H
@@ -37,10 +51,12 @@ typedef struct coexec_channel {
 COEXEC_BEGIN_DECLS
 
 /*
- * Initialises ch for messages of msg_size bytes, holding up to capacity.
+ * Initialises ch for messages of msg_size bytes, holding up to capacity;
+ * a live ch is re-initialised (see above).
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (ch NULL, msg_size or capacity 0, or
- * their product overflowing); COEXEC_ENOMEM.
+ * their product overflowing); COEXEC_ENOMEM (a live ch is left as it
+ * was); COEXEC_EBUSY (ch is live and waited on).
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_channel_init(coexec_channel_t *ch, size_t msg_size, size_t capacity);

@@ -20,6 +20,15 @@
  * At finalize, units waiting (or tasklets registered) are released with
  * COEXEC_ECANCELED, which every wait and poll call below may also return
  * (see coexec_finalize); the objects keep working afterwards.
+ *
+ * Initialising an object that is live (initialised and not destroyed) is
+ * allowed and works as destroy followed by init: while units or threads
+ * wait on it (or, for a future, while its completing set runs the
+ * callback) it fails with COEXEC_EBUSY and the object and its waiters are
+ * left as they were; otherwise the old value buffer or compartment array
+ * is released and the object starts afresh, unset. Do not let other
+ * calls on the object race with its init. Live means its header says so:
+ * memory that held an object never destroyed counts as live.
  */
 #ifndef COEXEC_EVENTUAL_H
 #define COEXEC_EVENTUAL_H
@@ -49,9 +58,11 @@ COEXEC_BEGIN_DECLS
 /* ---- eventuals ---------------------------------------------------------- */
 
 /*
- * Initialises ev, unset, for values of up to size bytes (0: a pure event).
+ * Initialises ev, unset, for values of up to size bytes (0: a pure event);
+ * a live ev is re-initialised (see above).
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (ev NULL); COEXEC_ENOMEM.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (ev NULL); COEXEC_ENOMEM (a live ev is
+ * left as it was); COEXEC_EBUSY (ev is live and waited on).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_eventual_init(coexec_eventual_t *ev,
                                                      size_t size);
@@ -128,9 +139,11 @@ COEXEC_API COEXEC_NODISCARD int coexec_eventual_reset(coexec_eventual_t *ev);
 
 /*
  * Initialises f with n empty compartments; cb (may be NULL) runs once, when
- * the n-th value is set, with arg.
+ * the n-th value is set, with arg. A live f is re-initialised (see above).
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (f NULL or n == 0); COEXEC_ENOMEM.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (f NULL or n == 0); COEXEC_ENOMEM (a
+ * live f is left as it was); COEXEC_EBUSY (f is live and waited on, or its
+ * callback runs).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_future_init(coexec_future_t *f,
                                                    size_t n,

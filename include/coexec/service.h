@@ -89,9 +89,14 @@ COEXEC_API COEXEC_NODISCARD int coexec_offload(coexec_offload_fn_t fn,
                                                void *arg, intptr_t *ret);
 
 /*
- * Queues fn(arg) for a service thread without waiting; req records it.
+ * Queues fn(arg) for a service thread without waiting; req records it. A
+ * request that was submitted before may be submitted again once it
+ * completed (or was cancelled); while it is still queued or running the
+ * call is refused and the request runs once. Of concurrent submits of one
+ * completed request, one succeeds and the others are refused.
  * Context: any thread, tasklets included. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (req or fn NULL); COEXEC_ECLOSED;
+ * Returns: COEXEC_OK; COEXEC_EINVAL (req or fn NULL); COEXEC_EBUSY (req
+ * is queued, running, or just completing); COEXEC_ECLOSED;
  * COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int

@@ -27,6 +27,15 @@
  * waiters are OS threads) may also return; a barrier no longer counts
  * their arrivals. The objects keep working afterwards (see
  * coexec_finalize).
+ *
+ * Initialising an object that is live (initialised, statically or not,
+ * and not destroyed), which pthreads leave undefined, works as destroy
+ * followed by init: where destroy would return COEXEC_EBUSY (a unit or
+ * thread waits on it, holds it, or is inside a barrier's wait) init does
+ * too, and the object, its holders and its waiters are left as they were;
+ * otherwise it starts afresh. Do not let other calls on the object race
+ * with its init. Live means its header says so: memory that held an
+ * object never destroyed counts as live.
  */
 #ifndef COEXEC_SYNC_H
 #define COEXEC_SYNC_H
@@ -80,8 +89,10 @@ COEXEC_BEGIN_DECLS
 /* ---- mutex --------------------------------------------------------------- */
 
 /*
- * Initialises m, unlocked. Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (m NULL or an unknown kind).
+ * Initialises m, unlocked; a live m is re-initialised (see above).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (m NULL or an unknown kind);
+ * COEXEC_EBUSY (m is live and locked or waited on).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_mutex_init(coexec_mutex_t *m,
                                                   coexec_mutex_kind_t kind);
@@ -128,8 +139,10 @@ COEXEC_API COEXEC_NODISCARD int coexec_mutex_unlock(coexec_mutex_t *m);
 /* ---- condition variable ---------------------------------------------- */
 
 /*
- * Initialises c. Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL.
+ * Initialises c; a live c is re-initialised (see above).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EBUSY (c is live and waited
+ * on).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_cond_init(coexec_cond_t *c);
 
@@ -171,8 +184,10 @@ COEXEC_API COEXEC_NODISCARD int coexec_cond_broadcast(coexec_cond_t *c);
 /* ---- reader-writer lock ------------------------------------------------ */
 
 /*
- * Initialises l. Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL.
+ * Initialises l; a live l is re-initialised (see above).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EBUSY (l is live and held or
+ * waited on).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_init(coexec_rwlock_t *l);
 
@@ -221,9 +236,11 @@ COEXEC_API COEXEC_NODISCARD int coexec_rwlock_unlock(coexec_rwlock_t *l);
 /* ---- barrier ------------------------------------------------------------ */
 
 /*
- * Initialises b for groups of n waiters.
+ * Initialises b for groups of n waiters; a live b is re-initialised (see
+ * above).
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (b NULL or n == 0).
+ * Returns: COEXEC_OK; COEXEC_EINVAL (b NULL or n == 0); COEXEC_EBUSY (b is
+ * live and waited on).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_barrier_init(coexec_barrier_t *b,
                                                     unsigned n);
@@ -252,8 +269,10 @@ COEXEC_API COEXEC_NODISCARD int coexec_barrier_wait(coexec_barrier_t *b,
  * or streams' schedulers and external threads). Unlike coexec_barrier_t,
  * waiting blocks the whole OS thread: the caller's stream runs nothing else
  * until the barrier opens (it spins briefly, then sleeps in the kernel).
+ * A live b is re-initialised (see above).
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL (b NULL or n == 0).
+ * Returns: COEXEC_OK; COEXEC_EINVAL (b NULL or n == 0); COEXEC_EBUSY (b is
+ * live and a thread is inside coexec_xstream_barrier_wait: retry).
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_barrier_init(coexec_xstream_barrier_t *b, unsigned n);

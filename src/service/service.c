@@ -9,7 +9,9 @@
  *    inbox with one exchange under `qlock`, reverses it onto the FIFO
  *    `qhead`/`qtail` (a batch), and pops the oldest. A submitter wakes a
  *    parked worker only when one sleeps (an event count: `seq` plus
- *    `sleepers`, both seq_cst against the push).
+ *    `sleepers`, both seq_cst against the push). A record submitted again
+ *    is claimed from its settled state by one CAS (resubmit), so it is
+ *    never on the queue twice.
  *  - Running: a worker takes the oldest request and marks itself busy with
  *    it under qlock, runs it outside any lock, then completes it under its
  *    own lock unless finalize abandoned it meanwhile. An idle worker only
@@ -615,25 +617,43 @@ void coexec__service_stop(void)
 
 /* ---- requests --------------------------------------------------------------- */
 
-/* Fills r for fn(arg); COEXEC_ECLOSED (r settled as cancelled) once
- * finalize began. */
-static int rq_init(struct request *r, coexec_offload_fn_t fn, void *arg)
+/* Fills r, whose lock and (empty) waiter list are set up, for fn(arg);
+ * COEXEC_ECLOSED (r settled as cancelled) once finalize began. */
+static int rq_fill(struct request *r, coexec_offload_fn_t fn, void *arg)
 {
     r->fn = fn;
     r->arg = arg;
     r->result = 0;
     r->next = r->prev = NULL;
     r->poller = NULL;
+    if (atom_load_acq_u32(&svc.closed)) {
+        r->result = -ECANCELED;
+        atom_store_rel_u32(&r->state, RQ_CANCELED | RQ_SETTLED);
+        return COEXEC_ECLOSED;
+    }
+    /* Release: a waiter that sees it queued again sees it filled. */
+    atom_store_rel_u32(&r->state, RQ_QUEUED);
+    return COEXEC_OK;
+}
+
+/* Fills a fresh record r for fn(arg) (see rq_fill). */
+static int rq_init(struct request *r, coexec_offload_fn_t fn, void *arg)
+{
     atom_store_rlx_u32(&r->lock, 0);
     wlist_init(&r->waiters, &r->lock);
     r->magic_ = OBJ_MAGIC_REQUEST;
-    if (atom_load_acq_u32(&svc.closed)) {
-        atom_store_rlx_u32(&r->state, RQ_CANCELED | RQ_SETTLED);
-        r->result = -ECANCELED;
-        return COEXEC_ECLOSED;
-    }
-    atom_store_rlx_u32(&r->state, RQ_QUEUED);
-    return COEXEC_OK;
+    return rq_fill(r, fn, arg);
+}
+
+/* Pushes the filled record r for the workers. */
+static void rq_push(struct request *r)
+{
+    void *head = atom_load_rlx_ptr(&svc.inbox);
+    do {
+        r->next = head;
+        /* seq_cst: ordered before the sleepers check in kick_one. */
+    } while (!atom_cas_sc_ptr(&svc.inbox, &head, r));
+    kick_one();
 }
 
 static int submit(struct request *r, coexec_offload_fn_t fn, void *arg)
@@ -641,12 +661,30 @@ static int submit(struct request *r, coexec_offload_fn_t fn, void *arg)
     int rc = rq_init(r, fn, arg);
     if (rc)
         return rc;
-    void *head = atom_load_rlx_ptr(&svc.inbox);
-    do {
-        r->next = head;
-        /* seq_cst: ordered before the sleepers check in kick_one. */
-    } while (!atom_cas_sc_ptr(&svc.inbox, &head, r));
-    kick_one();
+    rq_push(r);
+    return COEXEC_OK;
+}
+
+/*
+ * coexec_request_submit of r, which may have been submitted before (its
+ * header matches): only once it is settled, and only one of concurrent
+ * submitters. The winner's CAS holds the state final but not settled
+ * while it fills the record, so that waiters and pollers wait for it to
+ * be queued again, and registrants leave the lock and the (empty) list
+ * alone. COEXEC_EBUSY while r is queued, running or being completed.
+ */
+static int resubmit(struct request *r, coexec_offload_fn_t fn, void *arg)
+{
+    if (r->magic_ != OBJ_MAGIC_REQUEST)
+        return submit(r, fn, arg);
+    uint32_t s = atom_load_rlx_u32(&r->state);
+    /* Acquire: after the completer's last touch of the record. */
+    if (!(s & RQ_SETTLED) || !atom_cas_acq_u32(&r->state, &s, RQ_CANCELED))
+        return COEXEC_EBUSY;
+    int rc = rq_fill(r, fn, arg);
+    if (rc)
+        return rc;
+    rq_push(r);
     return COEXEC_OK;
 }
 
@@ -786,7 +824,7 @@ COEXEC_API int coexec_request_submit(coexec_request_t *req,
     if (!req || !fn)
         return COEXEC_EINVAL;
     RT_CHECK();
-    int rc = submit(rq_of(req), fn, arg);
+    int rc = resubmit(rq_of(req), fn, arg);
     struct coexec_xstream_rec *xs = xs_self_entry();
     if (rc == COEXEC_OK && xs && xs->cur && xs->cur->kind == UNIT_TASKLET)
         watchdog_arm(xs);

@@ -82,9 +82,27 @@ COEXEC_API int coexec_mutex_init(coexec_mutex_t *mp, coexec_mutex_kind_t kind)
     if (!mp || (kind != COEXEC_MUTEX_PLAIN && kind != COEXEC_MUTEX_RECURSIVE))
         return COEXEC_EINVAL;
     struct mutex *m = mx_of(mp);
+    uint64_t magic = kind == COEXEC_MUTEX_RECURSIVE ? COEXEC__MAGIC_MUTEX_REC
+                                                    : COEXEC__MAGIC_MUTEX;
+    if (mx_check(m) == COEXEC_OK) {
+        /* Live: as destroy then init, unless locked or waited on. Taking
+         * the free word keeps lockers out while the kind changes; an
+         * unlocked mutex has no owner, depth or waiters left to reset. */
+        spin_lock(&m->lock);
+        uint32_t w = 0;
+        if (!atom_cas_acq_u32(&m->word, &w, M_LOCKED)) {
+            spin_unlock(&m->lock);
+            return COEXEC_EBUSY;
+        }
+        if (m->magic_ != magic)
+            m->magic_ = magic;
+        m->depth = 0;
+        atom_store_rel_u32(&m->word, 0);
+        spin_unlock(&m->lock);
+        return COEXEC_OK;
+    }
     memset(m, 0, sizeof *m);
-    m->magic_ = kind == COEXEC_MUTEX_RECURSIVE ? COEXEC__MAGIC_MUTEX_REC
-                                               : COEXEC__MAGIC_MUTEX;
+    m->magic_ = magic;
     return COEXEC_OK;
 }
 
@@ -343,6 +361,17 @@ COEXEC_API int coexec_cond_init(coexec_cond_t *cp)
     if (!cp)
         return COEXEC_EINVAL;
     struct cond *c = cv_of(cp);
+    if (cv_check(c) == COEXEC_OK) {
+        /* Live: as destroy then init, unless waited on. */
+        spin_lock(&c->lock);
+        int rc = wlist_empty(&c->waiters) ? COEXEC_OK : COEXEC_EBUSY;
+        if (rc == COEXEC_OK) {
+            c->bound = NULL;
+            wlist_init(&c->waiters, &c->lock);
+        }
+        spin_unlock(&c->lock);
+        return rc;
+    }
     memset(c, 0, sizeof *c);
     c->magic_ = COEXEC__MAGIC_COND;
     return COEXEC_OK;

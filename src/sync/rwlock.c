@@ -43,6 +43,18 @@ COEXEC_API int coexec_rwlock_init(coexec_rwlock_t *lp)
     if (!lp)
         return COEXEC_EINVAL;
     struct rwlock *l = rw_of(lp);
+    if (rw_check(l) == COEXEC_OK) {
+        /* Live: as destroy then init, unless held or waited on (then
+         * there is nothing to reset). */
+        spin_lock(&l->lock);
+        int rc = l->readers || l->writer || !wlist_empty(&l->waiters)
+                     ? COEXEC_EBUSY
+                     : COEXEC_OK;
+        if (rc == COEXEC_OK)
+            wlist_init(&l->waiters, &l->lock);
+        spin_unlock(&l->lock);
+        return rc;
+    }
     memset(l, 0, sizeof *l);
     l->magic_ = COEXEC__MAGIC_RWLOCK;
     return COEXEC_OK;
@@ -206,6 +218,18 @@ COEXEC_API int coexec_barrier_init(coexec_barrier_t *bp, unsigned n)
     if (!bp || n == 0)
         return COEXEC_EINVAL;
     struct barrier *b = bar_of(bp);
+    if (b->magic_ == OBJ_MAGIC_BARRIER) {
+        /* Live: as destroy then init, unless a generation has arrivals
+         * (they wait). */
+        spin_lock(&b->lock);
+        int rc = b->count ? COEXEC_EBUSY : COEXEC_OK;
+        if (rc == COEXEC_OK) {
+            b->n = n;
+            wlist_init(&b->waiters, &b->lock);
+        }
+        spin_unlock(&b->lock);
+        return rc;
+    }
     memset(b, 0, sizeof *b);
     b->n = n;
     b->magic_ = OBJ_MAGIC_BARRIER;
@@ -281,6 +305,15 @@ COEXEC_API int coexec_xstream_barrier_init(coexec_xstream_barrier_t *bp,
     if (!bp || n == 0)
         return COEXEC_EINVAL;
     struct xbarrier *b = xbar_of(bp);
+    if (b->magic_ == OBJ_MAGIC_XBARRIER) {
+        /* Live: as destroy then init, unless a thread is inside wait
+         * (arrived, or released and not yet gone). */
+        if (atom_load_acq_u32(&b->inside))
+            return COEXEC_EBUSY;
+        b->n = n;
+        atom_store_rlx_u32(&b->count, 0);
+        return COEXEC_OK;
+    }
     memset(b, 0, sizeof *b);
     b->n = n;
     b->magic_ = OBJ_MAGIC_XBARRIER;

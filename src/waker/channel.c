@@ -3,15 +3,29 @@
  *
  * Room plaque. A ring of `cap` messages under one spin lock, with two wait
  * lists: receivers waiting for a message, senders waiting for room.
- * Receivers wait only while the ring is empty and senders only while it is
- * full. A send that finds a waiting ULT or thread receiver copies the
- * message straight into its buffer and releases it done (no second trip
- * through the lock, as in Go's channels); a receive that makes room moves
- * the oldest waiting sender's message into the ring for it. A waiting
- * tasklet has no buffer that outlives its poll: it is released to poll
- * again, and a message taken by a newcomer first simply sends it back to
- * wait. Close releases both lists with WN_CLOSED; receivers still drain
- * what is queued.
+ * Delivery is FIFO for every kind of receiver: a message goes to the
+ * oldest waiting receiver, and a receiver that waits never sees a
+ * message sent before one it was given. So:
+ *  - a waiting ULT or thread receiver gets the message copied straight
+ *    into its buffer and is released done (no second trip through the
+ *    lock, as in Go's channels);
+ *  - a waiting tasklet has no buffer that outlives its poll: the message
+ *    goes into the ring *reserved* for it, and the tasklet is woken but
+ *    stays linked, marked WN_GRANTED. The first `reserved` messages of the
+ *    ring belong to the granted tasklets at the head of `recvq`, in order;
+ *    a granted tasklet's next poll takes its own one (from the middle of
+ *    the ring if a tasklet granted before it has not polled yet).
+ *    Everybody else only takes unreserved messages.
+ * Hence `recvq` is the granted tasklets, then the waiting receivers, and a
+ * receiver waits only while no unreserved message is queued. A receive
+ * that makes room moves the oldest waiting sender's message into the ring
+ * for it (a waiting tasklet sender is released to poll again) and passes
+ * what is then unreserved on to waiting receivers (pump). A granted
+ * tasklet that leaves without polling (it polled another object, or
+ * returned READY) gives up its grant: the last reserved message becomes
+ * unreserved (coexec__channel_ungrant, called by the generic unlink).
+ * Close releases the waiting senders and receivers with WN_CLOSED;
+ * receivers still drain what is queued, granted tasklets their message.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +39,7 @@ struct channel {
     uint32_t closed;
     size_t msg_size, cap;
     size_t head, count; /* oldest message, and how many */
+    size_t reserved;    /* of which the first ones are granted tasklets' */
     unsigned char *buf;
     struct wlist recvq, sendq;
 };
@@ -36,14 +51,37 @@ COEXEC_API int coexec_channel_init(coexec_channel_t *ch, size_t msg_size,
     if (!ch || !msg_size || !capacity || capacity > SIZE_MAX / msg_size)
         return COEXEC_EINVAL;
     struct channel *c = ch_of(ch);
-    memset(c, 0, sizeof *c);
-    c->buf = malloc(msg_size * capacity);
-    if (!c->buf)
+    unsigned char *buf = malloc(msg_size * capacity);
+    if (!buf)
         return COEXEC_ENOMEM;
+    unsigned char *old = NULL;
+    /* Live (its header and list say so; a byte copy of one is not): as
+     * destroy then init, under its lock, unless waited on (granted
+     * tasklets included). */
+    bool live = c->magic_ == OBJ_MAGIC_CHANNEL && c->recvq.lock == &c->lock;
+    if (live) {
+        spin_lock(&c->lock);
+        if (!wlist_empty(&c->recvq) || !wlist_empty(&c->sendq)) {
+            spin_unlock(&c->lock);
+            free(buf);
+            return COEXEC_EBUSY;
+        }
+        old = c->buf;
+    } else {
+        memset(c, 0, sizeof *c);
+    }
+    c->buf = buf;
     c->msg_size = msg_size;
     c->cap = capacity;
+    c->head = c->count = c->reserved = 0;
+    c->closed = 0;
     wlist_init(&c->recvq, &c->lock);
     wlist_init(&c->sendq, &c->lock);
+    if (live) {
+        spin_unlock(&c->lock);
+        free(old);
+        return COEXEC_OK;
+    }
     c->magic_ = OBJ_MAGIC_CHANNEL;
     return COEXEC_OK;
 }
@@ -68,24 +106,127 @@ static bool node_is_tasklet(const struct wait_node *n)
     return (n->flags & WN_KIND) == WN_TASKLET;
 }
 
+static unsigned char *slot(struct channel *c, size_t i)
+{
+    return c->buf + i * c->msg_size;
+}
+
+/* The slot k places after the oldest message (k < cap: no division). */
+static size_t ring_index(const struct channel *c, size_t k)
+{
+    size_t i = c->head + k;
+    return i >= c->cap ? i - c->cap : i;
+}
+
 static void ring_put(struct channel *c, const void *msg)
 {
-    size_t tail = (c->head + c->count) % c->cap;
-    memcpy(c->buf + tail * c->msg_size, msg, c->msg_size);
+    memcpy(slot(c, ring_index(c, c->count)), msg, c->msg_size);
     c->count++;
 }
 
+/* Takes the oldest message into msg. */
+static ALWAYS_INLINE void ring_take_oldest(struct channel *c, void *msg)
+{
+    memcpy(msg, slot(c, c->head), c->msg_size);
+    c->head = ring_index(c, 1);
+    c->count--;
+}
+
+/* Takes the k-th oldest message into msg. The k messages before it each
+ * move one slot up, so they keep their places counted from the head. */
+static void ring_take(struct channel *c, size_t k, void *msg)
+{
+    size_t i = ring_index(c, k);
+    memcpy(msg, slot(c, i), c->msg_size);
+    while (i != c->head) {
+        size_t prev = (i ? i : c->cap) - 1;
+        memcpy(slot(c, i), slot(c, prev), c->msg_size);
+        i = prev;
+    }
+    c->head = ring_index(c, 1);
+    c->count--;
+}
+
+/* The oldest receiver that waits: the one after the granted tasklets. */
+static struct wait_node *first_waiting(struct channel *c)
+{
+    struct wait_node *n = c->recvq.head;
+    for (size_t i = 0; i < c->reserved; i++)
+        n = n->next;
+    return n;
+}
+
+/* Grants the waiting tasklet n the message just put at the end of the
+ * reserved ones: it stays linked, and is woken to poll for it. */
+static void grant(struct channel *c, struct wait_node *n)
+{
+    struct coexec_unit_rec *u = container_of(n, struct coexec_unit_rec,
+                                             tnode);
+    /* u is linked, so alive, and this is its tag (as in coexec__wait_release). */
+    uint32_t tag = atom_load_rlx_u32(&u->wake) & ~WAKE_FLAGS;
+    n->flags |= WN_GRANTED;
+    c->reserved++;
+    coexec__wake_tagged(u, tag);
+}
+
+/* Hands the oldest unreserved message to the oldest waiting receiver.
+ * Returns false when there is no such pair. */
+static bool serve_receiver(struct channel *c)
+{
+    if (c->count == c->reserved)
+        return false;
+    struct wait_node *n = first_waiting(c);
+    if (!n)
+        return false;
+    if (node_is_tasklet(n)) {
+        /* The oldest unreserved message is the next reserved one. */
+        grant(c, n);
+        return true;
+    }
+    wlist_remove(&c->recvq, n);
+    ring_take(c, c->reserved, node_waiter(n)->data);
+    coexec__wait_release(n, WN_DONE);
+    return true;
+}
+
+/* After room was made or a message unreserved: moves waiting senders'
+ * messages into the ring and unreserved messages to waiting receivers
+ * until neither can go on. The oldest waiting sender, if a tasklet, is
+ * released to poll for the room instead (one sender per room made, as
+ * before: a newcomer may take it first, and the tasklet then waits
+ * again). */
+static void pump(struct channel *c)
+{
+    for (;;) {
+        while (serve_receiver(c))
+            ;
+        struct wait_node *n = c->sendq.head;
+        if (!n || c->count == c->cap)
+            return;
+        wlist_remove(&c->sendq, n);
+        if (node_is_tasklet(n)) {
+            coexec__wait_release(n, WN_DONE);
+            return;
+        }
+        ring_put(c, node_waiter(n)->data);
+        coexec__wait_release(n, WN_DONE);
+    }
+}
+
 /* Under the lock: put msg if there is room (COEXEC_OK), else COEXEC_EAGAIN;
- * COEXEC_ECLOSED once closed. A waiting ULT or thread receiver gets the
- * message copied straight into its buffer; a waiting tasklet is released
- * to poll for it. */
+ * COEXEC_ECLOSED once closed. The oldest waiting receiver gets it: a ULT
+ * or thread copied straight into its buffer, a tasklet as a message
+ * reserved for it in the ring. */
 static int put_locked(struct channel *c, const void *msg)
 {
     if (c->closed)
         return COEXEC_ECLOSED;
+    /* A receiver waits only while no unreserved message is queued, so it
+     * is next in line for this one. */
     struct wait_node *n = c->recvq.head;
+    if (UNLIKELY(c->reserved))
+        n = first_waiting(c);
     if (n && !node_is_tasklet(n)) {
-        /* Receivers wait only while the ring is empty: FIFO holds. */
         wlist_remove(&c->recvq, n);
         memcpy(node_waiter(n)->data, msg, c->msg_size);
         coexec__wait_release(n, WN_DONE);
@@ -94,31 +235,51 @@ static int put_locked(struct channel *c, const void *msg)
     if (c->count == c->cap)
         return COEXEC_EAGAIN;
     ring_put(c, msg);
-    if (n) {
-        wlist_remove(&c->recvq, n);
-        coexec__wait_release(n, WN_DONE);
-    }
+    if (n)
+        grant(c, n);
     return COEXEC_OK;
 }
 
-/* Under the lock: take the oldest message (COEXEC_OK), else COEXEC_EAGAIN,
- * or COEXEC_ECLOSED once closed and empty. The room it makes goes to the
- * oldest waiting sender: a ULT's or thread's message is moved into the
- * ring for it, a tasklet is released to poll. */
+/* Under the lock: take the oldest unreserved message (COEXEC_OK), else
+ * COEXEC_EAGAIN, or COEXEC_ECLOSED once closed and drained. The room it
+ * makes goes to the waiting senders. */
 static int take_locked(struct channel *c, void *msg)
 {
-    if (c->count == 0)
+    if (c->count == c->reserved)
         return c->closed ? COEXEC_ECLOSED : COEXEC_EAGAIN;
-    memcpy(msg, c->buf + c->head * c->msg_size, c->msg_size);
-    c->head = (c->head + 1) % c->cap;
-    c->count--;
-    struct wait_node *n = wlist_pop(&c->sendq);
-    if (n) {
-        if (!node_is_tasklet(n))
-            ring_put(c, node_waiter(n)->data);
-        coexec__wait_release(n, WN_DONE);
-    }
+    if (LIKELY(c->reserved == 0))
+        ring_take_oldest(c, msg);
+    else
+        ring_take(c, c->reserved, msg);
+    /* No receiver waits while this message was unreserved: the room is
+     * for the senders, if any wait. */
+    if (UNLIKELY(c->sendq.head != NULL))
+        pump(c);
     return COEXEC_OK;
+}
+
+/* Under the lock: the granted tasklet u takes the message reserved for
+ * it, the one of its rank among the granted tasklets. */
+static void take_granted(struct channel *c, struct coexec_unit_rec *u,
+                         void *msg)
+{
+    size_t k = 0;
+    for (struct wait_node *n = c->recvq.head; n != &u->tnode; n = n->next)
+        k++;
+    wlist_remove(&c->recvq, &u->tnode);
+    atom_store_rlx_ptr(&u->tnode.who, NULL);
+    ring_take(c, k, msg);
+    c->reserved--;
+    pump(c);
+}
+
+void coexec__channel_ungrant(struct wlist *l)
+{
+    struct channel *c = container_of(l, struct channel, recvq);
+    /* The grants after it move up one message each; the last reserved
+     * message is free again. */
+    c->reserved--;
+    pump(c);
 }
 
 /* send (is_send) or recv, waiting until deadline. A ULT or thread that
@@ -212,6 +373,12 @@ static int ch_poll(coexec_channel_t *ch, coexec_poll_t *cx, void *msg,
     if (cur && cur != q)
         coexec__wait_unlink_tasklet(u);
     spin_lock(&c->lock);
+    if (!is_send && atom_load_rlx_ptr(&u->tnode.who) == q &&
+        (u->tnode.flags & WN_GRANTED)) {
+        take_granted(c, u, msg);
+        spin_unlock(&c->lock);
+        return COEXEC_READY;
+    }
     int rc = is_send ? put_locked(c, msg) : take_locked(c, msg);
     if (rc == COEXEC_EAGAIN) {
         rc = coexec__wait_link_tasklet(q, u, 0);
@@ -244,7 +411,12 @@ COEXEC_API int coexec_channel_close(coexec_channel_t *ch)
     OBJ_CHECK(c, OBJ_MAGIC_CHANNEL);
     spin_lock(&c->lock);
     c->closed = 1;
-    coexec__wait_release_all(&c->recvq, WN_CLOSED);
+    /* Granted tasklets keep their messages: release the others. */
+    struct wait_node *n;
+    while ((n = first_waiting(c)) != NULL) {
+        wlist_remove(&c->recvq, n);
+        coexec__wait_release(n, WN_CLOSED);
+    }
     coexec__wait_release_all(&c->sendq, WN_CLOSED);
     spin_unlock(&c->lock);
     return COEXEC_OK;

@@ -58,12 +58,32 @@ COEXEC_API int coexec_eventual_init(coexec_eventual_t *ev, size_t size)
     if (!ev)
         return COEXEC_EINVAL;
     struct eventual *e = ev_of(ev);
-    memset(e, 0, sizeof *e);
+    void *heap = NULL;
     if (size > EV_INLINE) {
-        e->heap = malloc(size);
-        if (!e->heap)
+        heap = malloc(size);
+        if (!heap)
             return COEXEC_ENOMEM;
     }
+    /* Live (its header and list say so; a byte copy of one is not): as
+     * destroy then init, under its lock, unless waited on. */
+    if (e->magic_ == OBJ_MAGIC_EVENTUAL && e->waiters.lock == &e->lock) {
+        spin_lock(&e->lock);
+        if (!wlist_empty(&e->waiters)) {
+            spin_unlock(&e->lock);
+            free(heap);
+            return COEXEC_EBUSY;
+        }
+        void *old = e->heap;
+        e->size = size;
+        e->heap = heap;
+        atom_store_rlx_u32(&e->ready, 0);
+        wlist_init(&e->waiters, &e->lock);
+        spin_unlock(&e->lock);
+        free(old);
+        return COEXEC_OK;
+    }
+    memset(e, 0, sizeof *e);
+    e->heap = heap;
     e->size = size;
     wlist_init(&e->waiters, &e->lock);
     e->magic_ = OBJ_MAGIC_EVENTUAL;
@@ -202,16 +222,45 @@ struct future {
 };
 OBJ_CAST(coexec_future_t, struct future, fut_of)
 
+/* Waiters, or the completing set still runs the callback (lock held). */
+static bool fut_busy(struct future *x)
+{
+    return !wlist_empty(&x->waiters) ||
+           (x->count == x->n && !atom_load_rlx_u32(&x->ready));
+}
+
 COEXEC_API int coexec_future_init(coexec_future_t *f, size_t n,
                                   coexec_future_cb_t cb, void *arg)
 {
     if (!f || n == 0 || n > UINT32_MAX)
         return COEXEC_EINVAL;
     struct future *x = fut_of(f);
-    memset(x, 0, sizeof *x);
-    x->values = calloc(n, sizeof *x->values);
-    if (!x->values)
+    void **values = calloc(n, sizeof *values);
+    if (!values)
         return COEXEC_ENOMEM;
+    /* Live (as for an eventual): as destroy then init, under its lock,
+     * unless busy. */
+    if (x->magic_ == OBJ_MAGIC_FUTURE && x->waiters.lock == &x->lock) {
+        spin_lock(&x->lock);
+        if (fut_busy(x)) {
+            spin_unlock(&x->lock);
+            free(values);
+            return COEXEC_EBUSY;
+        }
+        void **old = x->values;
+        x->values = values;
+        x->n = (uint32_t)n;
+        x->count = 0;
+        x->cb = cb;
+        x->arg = arg;
+        atom_store_rlx_u32(&x->ready, 0);
+        wlist_init(&x->waiters, &x->lock);
+        spin_unlock(&x->lock);
+        free(old);
+        return COEXEC_OK;
+    }
+    memset(x, 0, sizeof *x);
+    x->values = values;
     x->n = (uint32_t)n;
     x->cb = cb;
     x->arg = arg;
@@ -338,9 +387,7 @@ COEXEC_API int coexec_future_reset(coexec_future_t *f)
     struct future *x = fut_of(f);
     OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
     spin_lock(&x->lock);
-    if (!wlist_empty(&x->waiters) ||
-        (x->count == x->n && !atom_load_rlx_u32(&x->ready))) {
-        /* Waiters, or the completing set still runs the callback. */
+    if (fut_busy(x)) {
         spin_unlock(&x->lock);
         return COEXEC_EBUSY;
     }

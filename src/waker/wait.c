@@ -239,6 +239,8 @@ void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u)
     if (atom_load_rlx_ptr(&u->tnode.who) == l) {
         wlist_remove(l, &u->tnode);
         atom_store_rlx_ptr(&u->tnode.who, NULL);
+        if (u->tnode.flags & WN_GRANTED)
+            coexec__channel_ungrant(l);
     }
     spin_unlock(l->lock);
 }

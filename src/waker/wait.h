@@ -52,6 +52,9 @@
 /* Finalize does not cancel this wait (a cond waiter locking its mutex
  * again, a service waiter: their objects release them). */
 #define WN_NOCANCEL 0x40000000u
+/* A tasklet a channel reserved a message for (src/waker/channel.c): it
+ * stays linked until it takes it, and an unlink must tell the channel. */
+#define WN_GRANTED 0x20000000u
 
 /* wait_node.state */
 #define WN_WAITING 0u
@@ -249,6 +252,9 @@ int coexec__wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
 
 /* Unlinks a tasklet's node from whatever list it is on (no lock held). */
 void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u);
+/* A granted tasklet left channel receive list l without its message (l's
+ * lock held): the channel frees one (src/waker/channel.c). */
+void coexec__channel_ungrant(struct wlist *l);
 static ALWAYS_INLINE void wait_tasklet_leave(struct coexec_unit_rec *u)
 {
     if (UNLIKELY(atom_load_rlx_ptr(&u->tnode.who) != NULL))

@@ -113,6 +113,15 @@ static struct {
 
 static void objects_init(void)
 {
+    /* Fresh memory each test: an init over an object an earlier test left
+     * held (the mutex, the rwlock) would be COEXEC_EBUSY. */
+    int r_;
+    r_ = coexec_eventual_destroy(&O.ev); /* buffers of the earlier test */
+    r_ = coexec_future_destroy(&O.fut);
+    r_ = coexec_channel_destroy(&O.full);
+    r_ = coexec_channel_destroy(&O.empty);
+    (void)r_;
+    memset(&O, 0, sizeof O);
     CH_ASSERT_OK_FATAL(coexec_eventual_init(&O.ev, sizeof(int)));
     CH_ASSERT_OK_FATAL(coexec_future_init(&O.fut, 1, NULL, NULL));
     CH_ASSERT_OK_FATAL(coexec_mutex_init(&O.mx, COEXEC_MUTEX_PLAIN));
@@ -497,6 +506,9 @@ static void locker_ult(void *arg)
 static void t_after_reinit(void)
 {
     CH_ASSERT_OK_FATAL(coexec_eventual_init(&O.ev, sizeof(int)));
+    /* The earlier test left O.mx held by a gone main ULT: an init over a
+     * held mutex is COEXEC_EBUSY, so start from fresh memory. */
+    memset(&O.mx, 0, sizeof O.mx);
     CH_ASSERT_OK_FATAL(coexec_mutex_init(&O.mx, COEXEC_MUTEX_PLAIN));
     for (int round = 0; round < 2; round++) {
         init_quiet();
@@ -528,8 +540,10 @@ static void t_after_reinit(void)
         /* Again: the same objects, and waits that are now satisfied. */
         init_quiet();
         streams_create();
-        if (got) /* its locker ended holding it: a fresh mutex */
+        if (got) { /* its locker ended holding it: a fresh mutex */
+            memset(&O.mx, 0, sizeof O.mx);
             CH_ASSERT_OK_FATAL(coexec_mutex_init(&O.mx, COEXEC_MUTEX_PLAIN));
+        }
         CH_ASSERT_OK(coexec_mutex_lock(&O.mx));
         nwts = 0;
         for (int place = 0; place <= NSTREAMS; place++)

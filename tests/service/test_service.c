@@ -902,6 +902,177 @@ static void t_request_args(void)
     ch_finalize();
 }
 
+/* A request still queued or running is not submitted again. */
+
+/* Counts its run, then holds its service thread until *gate is set. */
+typedef struct {
+    atomic_int ran;
+    atomic_int gate;
+} gated_t;
+
+static intptr_t gated_fn(void *arg)
+{
+    gated_t *g = arg;
+    atomic_fetch_add(&g->ran, 1);
+    while (!atomic_load(&g->gate))
+        usleep(20);
+    return 9;
+}
+
+enum { RS_ULTS = 2, RS_EXTS = 2, RS_SUBMITTERS = RS_ULTS + RS_EXTS + 1 };
+
+typedef struct {
+    coexec_request_t req;
+    gated_t g;
+    long rounds;
+    atomic_long go;     /* the round the submitters may race in, + 1 */
+    atomic_int stop;    /* a round failed: the submitters leave */
+    atomic_int arrived; /* submitters done with the current round */
+    atomic_int ok, busy, other;
+} resub_t;
+
+static bool resub_round(resub_t *r, long round)
+{
+    while (atomic_load(&r->go) != round + 1)
+        if (atomic_load(&r->stop))
+            return false;
+        else
+            sched_yield();
+    int rc = coexec_request_submit(&r->req, gated_fn, &r->g);
+    atomic_fetch_add(rc == COEXEC_OK ? &r->ok : rc == COEXEC_EBUSY ? &r->busy : &r->other, 1);
+    atomic_fetch_add(&r->arrived, 1);
+    return true;
+}
+
+static void resub_job(void *arg)
+{
+    resub_t *r = arg;
+    for (long i = 0; i < r->rounds && resub_round(r, i); i++)
+        ;
+}
+
+static coexec_poll_status_t resub_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    resub_job(arg);
+    return COEXEC_READY;
+}
+
+static void t_request_resubmit_busy(void)
+{
+    int p[2];
+    make_pipe(p);
+    /* one service thread that never grows */
+    svc_init(NSTREAMS, 1, 1);
+    /* A runs: submitting it again is refused, and it runs once */
+    blocker_t a = {.fd = p[0]};
+    coexec_request_t ra;
+    memset(&ra, 0, sizeof ra);
+    CH_ASSERT_OK_FATAL(coexec_request_submit(&ra, block_read_fn, &a));
+    CU_ASSERT_FATAL(CH_WAIT(atomic_load(&a.started)));
+    CH_ASSERT_RC(coexec_request_submit(&ra, block_read_fn, &a), COEXEC_EBUSY);
+    /* B is queued behind it: the same */
+    atomic_int ran = 0;
+    coexec_request_t rb;
+    memset(&rb, 0, sizeof rb);
+    CH_ASSERT_OK(coexec_request_submit(&rb, count_fn, &ran));
+    CH_ASSERT_RC(coexec_request_submit(&rb, count_fn, &ran), COEXEC_EBUSY);
+    CH_ASSERT_RC(coexec_request_submit(&rb, ret_arg_fn, (void *)7), COEXEC_EBUSY);
+    poke(p[1], 'A');
+    intptr_t ret = 0;
+    CH_ASSERT_OK(coexec_request_wait(&ra, &ret));
+    CH_ASSERT_EQ(ret, 'A');
+    CH_ASSERT_OK(coexec_request_wait(&rb, &ret));
+    CH_ASSERT_EQ(ret, 5);
+    CH_ASSERT_EQ(atomic_load(&ran), 1);
+    CH_ASSERT_EQ(atomic_load(&a.finished), 1);
+    /* completed: both may go again */
+    CH_ASSERT_OK(coexec_request_submit(&rb, count_fn, &ran));
+    CH_ASSERT_OK(coexec_request_wait(&rb, &ret));
+    CH_ASSERT_EQ(ret, 5);
+    CH_ASSERT_EQ(atomic_load(&ran), 2);
+    CH_ASSERT_OK(coexec_request_submit(&ra, ret_arg_fn, (void *)77));
+    CH_ASSERT_OK(coexec_request_wait(&ra, &ret));
+    CH_ASSERT_EQ(ret, 77);
+    /* cancelled: may go again too */
+    a.started = 0;
+    CH_ASSERT_OK(coexec_request_submit(&ra, block_read_fn, &a));
+    CU_ASSERT_FATAL(CH_WAIT(atomic_load(&a.started)));
+    CH_ASSERT_OK(coexec_request_submit(&rb, count_fn, &ran));
+    CH_ASSERT_OK(coexec_request_cancel(&rb));
+    CH_ASSERT_RC(coexec_request_wait(&rb, &ret), COEXEC_ECANCELED);
+    CH_ASSERT_OK(coexec_request_submit(&rb, count_fn, &ran));
+    CH_ASSERT_RC(coexec_request_submit(&rb, count_fn, &ran), COEXEC_EBUSY);
+    poke(p[1], 'B');
+    CH_ASSERT_OK(coexec_request_wait(&ra, &ret));
+    CH_ASSERT_EQ(ret, 'B');
+    CH_ASSERT_OK(coexec_request_wait(&rb, &ret));
+    CH_ASSERT_EQ(ret, 5);
+    CH_ASSERT_EQ(atomic_load(&ran), 3);
+    ch_finalize();
+    close_pipe(p);
+
+    /* Submitters of every kind race to submit one completed request: one
+     * wins, the others are refused, and the call runs once a round. */
+    svc_init(NSTREAMS, 0, 0);
+    resub_t *r = calloc(1, sizeof *r);
+    r->rounds = ch_iters(300, 30);
+    atomic_store(&r->g.gate, 1);
+    CH_ASSERT_OK_FATAL(coexec_request_submit(&r->req, gated_fn, &r->g));
+    CH_ASSERT_OK_FATAL(coexec_request_wait(&r->req, &ret));
+    atomic_store(&r->g.ran, 0);
+    coexec_thread_t t[RS_ULTS];
+    ext_t e[RS_EXTS];
+    coexec_tasklet_t k;
+    for (int i = 0; i < RS_ULTS; i++)
+        spawn_on(1 + i, resub_job, r, &t[i]);
+    for (int i = 0; i < RS_EXTS; i++)
+        ext_start(&e[i], resub_job, r);
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs_rank(3), resub_tasklet, r, &k));
+    long bad = 0;
+    for (long i = 0; i < r->rounds; i++) {
+        atomic_store(&r->g.gate, 0);
+        atomic_store(&r->arrived, 0);
+        atomic_store(&r->ok, 0);
+        atomic_store(&r->busy, 0);
+        atomic_store(&r->other, 0);
+        atomic_store(&r->go, i + 1);
+        if (!CH_WAIT(atomic_load(&r->arrived) == RS_SUBMITTERS)) {
+            bad++;
+            break;
+        }
+        /* the winner's call holds until every submitter tried */
+        atomic_store(&r->g.gate, 1);
+        int ok = atomic_load(&r->ok);
+        if (ok >= 1) {
+            CH_CHECK_RC(coexec_request_wait(&r->req, &ret), COEXEC_OK);
+            CH_CHECK_EQ(ret, 9);
+        }
+        /* a second winner's record is on the queue twice: its runs show */
+        usleep(ok > 1 ? 100000 : 0);
+        if (ok != 1 || atomic_load(&r->busy) != RS_SUBMITTERS - 1 ||
+            atomic_load(&r->other) || atomic_load(&r->g.ran) != i + 1) {
+            if (bad++ < 5)
+                ch_fail_at(__FILE__, __LINE__,
+                           "round %ld: %d submits OK, %d EBUSY, %d other; "
+                           "%d runs in all, expected %ld",
+                           i, ok, atomic_load(&r->busy), atomic_load(&r->other),
+                           atomic_load(&r->g.ran), i + 1);
+            break;
+        }
+    }
+    CH_ASSERT_EQ(bad, 0);
+    atomic_store(&r->stop, 1);
+    atomic_store(&r->g.gate, 1);
+    for (int i = 0; i < RS_ULTS; i++)
+        CH_ASSERT_OK(coexec_thread_free(&t[i]));
+    for (int i = 0; i < RS_EXTS; i++)
+        ext_join(&e[i]);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    free(r);
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* cancel                                                                   */
 /* ======================================================================= */
@@ -3153,6 +3324,7 @@ static const ch_test_t request_tests[] = {
     {"many_tasklets", t_request_many_tasklets},
     {"wait", t_request_wait},
     {"args", t_request_args},
+    {"resubmit_busy", t_request_resubmit_busy},
     {NULL, NULL}};
 static const ch_test_t cancel_tests[] = {
     {"queued", t_cancel_queued},

@@ -3357,6 +3357,184 @@ static void t_args_uninitialised(void)
     ch_finalize();
 }
 
+/*
+ * init over a live object: refused (COEXEC_EBUSY) while it is held or
+ * waited on, the object, its holder and its waiters left as they were;
+ * otherwise it starts afresh (a mutex may change its kind).
+ */
+typedef struct {
+    coexec_mutex_t *m;
+    coexec_cond_t *c;
+    coexec_rwlock_t *l;
+    coexec_barrier_t *b;
+    atomic_int arriving, done;
+    int rc;
+} live_t;
+
+static void live_lock(void *arg)
+{
+    live_t *w = arg;
+    atomic_store(&w->arriving, 1);
+    w->rc = coexec_mutex_lock(w->m);
+    if (w->rc == COEXEC_OK)
+        CH_CHECK_RC(coexec_mutex_unlock(w->m), COEXEC_OK);
+    atomic_store(&w->done, 1);
+}
+
+static void live_cond(void *arg)
+{
+    live_t *w = arg;
+    CH_CHECK_RC(coexec_mutex_lock(w->m), COEXEC_OK);
+    atomic_store(&w->arriving, 1);
+    w->rc = coexec_cond_wait(w->c, w->m);
+    CH_CHECK_RC(coexec_mutex_unlock(w->m), COEXEC_OK);
+    atomic_store(&w->done, 1);
+}
+
+static void live_rdlock(void *arg)
+{
+    live_t *w = arg;
+    w->rc = coexec_rwlock_rdlock(w->l);
+    if (w->rc == COEXEC_OK)
+        CH_CHECK_RC(coexec_rwlock_unlock(w->l), COEXEC_OK);
+    atomic_store(&w->done, 1);
+}
+
+/* (shared by several waiters: counts them) */
+static void live_barrier(void *arg)
+{
+    live_t *w = arg;
+    CH_CHECK_RC(coexec_barrier_wait(w->b, NULL), COEXEC_OK);
+    atomic_fetch_add(&w->done, 1);
+}
+
+static void t_args_init_live(void)
+{
+    ch_init(NSTREAMS);
+    /* mutex: held by us, then waited for by a ULT and a thread */
+    coexec_mutex_t m;
+    memset(&m, 0, sizeof m);
+    CH_ASSERT_OK_FATAL(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN));
+    CH_ASSERT_OK(coexec_mutex_lock(&m));
+    CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN), COEXEC_EBUSY);
+    live_t wu = {.m = &m, .rc = 1}, we = {.m = &m, .rc = 1};
+    coexec_thread_t t;
+    spawn_on(1, live_lock, &wu, &t);
+    wait_blocked(t);
+    CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_RECURSIVE), COEXEC_EBUSY);
+    ext_t e;
+    ext_start(&e, live_lock, &we);
+    CH_WAIT(atomic_load(&we.arriving) && atomic_load(&e.tid) != 0 &&
+            task_state((pid_t)atomic_load(&e.tid)) == 'S');
+    CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN), COEXEC_EBUSY);
+    CH_ASSERT_OK(coexec_mutex_unlock(&m)); /* still ours */
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    ext_join(&e);
+    CH_ASSERT_RC(wu.rc, COEXEC_OK);
+    CH_ASSERT_RC(we.rc, COEXEC_OK);
+    /* free: starts afresh, here as a recursive one */
+    CH_ASSERT_OK(coexec_mutex_init(&m, COEXEC_MUTEX_RECURSIVE));
+    CH_ASSERT_OK(coexec_mutex_lock(&m));
+    CH_ASSERT_OK(coexec_mutex_lock(&m));
+    CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN), COEXEC_EBUSY);
+    CH_ASSERT_OK(coexec_mutex_unlock(&m));
+    CH_ASSERT_OK(coexec_mutex_unlock(&m));
+    CH_ASSERT_RC(coexec_mutex_unlock(&m), COEXEC_EPERM);
+    CH_ASSERT_OK(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN));
+    CH_ASSERT_OK(coexec_mutex_lock(&m));
+    CH_ASSERT_RC(coexec_mutex_lock(&m), COEXEC_EDEADLK);
+    CH_ASSERT_OK(coexec_mutex_unlock(&m));
+    coexec_mutex_t sm = COEXEC_MUTEX_INITIALIZER; /* statically live */
+    CH_ASSERT_OK(coexec_mutex_init(&sm, COEXEC_MUTEX_RECURSIVE));
+    CH_ASSERT_OK(coexec_mutex_lock(&sm));
+    CH_ASSERT_OK(coexec_mutex_lock(&sm));
+    CH_ASSERT_OK(coexec_mutex_unlock(&sm));
+    CH_ASSERT_OK(coexec_mutex_unlock(&sm));
+    CH_ASSERT_OK(coexec_mutex_destroy(&sm));
+
+    /* cond: a waiter */
+    coexec_cond_t c;
+    memset(&c, 0, sizeof c);
+    CH_ASSERT_OK_FATAL(coexec_cond_init(&c));
+    live_t wc = {.m = &m, .c = &c, .rc = 1};
+    spawn_on(2, live_cond, &wc, &t);
+    CH_WAIT(atomic_load(&wc.arriving));
+    wait_blocked(t);
+    CH_ASSERT_OK(coexec_mutex_lock(&m)); /* its wait let go of m */
+    CH_CHECK_RC(coexec_cond_init(&c), COEXEC_EBUSY);
+    CH_ASSERT_OK(coexec_cond_signal(&c));
+    CH_ASSERT_OK(coexec_mutex_unlock(&m));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(wc.rc, COEXEC_OK);
+    CH_ASSERT_OK(coexec_cond_init(&c));
+    CH_ASSERT_OK(coexec_cond_broadcast(&c));
+    CH_ASSERT_OK(coexec_cond_destroy(&c));
+
+    /* rwlock: read-held, write-held, waited on */
+    coexec_rwlock_t l;
+    memset(&l, 0, sizeof l);
+    CH_ASSERT_OK_FATAL(coexec_rwlock_init(&l));
+    CH_ASSERT_OK(coexec_rwlock_rdlock(&l));
+    CH_CHECK_RC(coexec_rwlock_init(&l), COEXEC_EBUSY);
+    CH_ASSERT_OK(coexec_rwlock_unlock(&l));
+    CH_ASSERT_OK(coexec_rwlock_wrlock(&l));
+    CH_CHECK_RC(coexec_rwlock_init(&l), COEXEC_EBUSY);
+    live_t wr = {.l = &l, .rc = 1};
+    spawn_on(3, live_rdlock, &wr, &t);
+    wait_blocked(t);
+    CH_CHECK_RC(coexec_rwlock_init(&l), COEXEC_EBUSY);
+    CH_ASSERT_OK(coexec_rwlock_unlock(&l)); /* still ours */
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(wr.rc, COEXEC_OK);
+    CH_ASSERT_OK(coexec_rwlock_init(&l));
+    CH_ASSERT_OK(coexec_rwlock_trywrlock(&l));
+    CH_ASSERT_OK(coexec_rwlock_unlock(&l));
+    CH_ASSERT_OK(coexec_rwlock_destroy(&l));
+
+    /* barrier: one of two arrived */
+    coexec_barrier_t b;
+    memset(&b, 0, sizeof b);
+    CH_ASSERT_OK_FATAL(coexec_barrier_init(&b, 2));
+    live_t wb = {.b = &b, .rc = 1};
+    spawn_on(1, live_barrier, &wb, &t);
+    wait_blocked(t);
+    CH_CHECK_RC(coexec_barrier_init(&b, 3), COEXEC_EBUSY);
+    CH_ASSERT_OK(coexec_barrier_wait(&b, NULL)); /* still for two */
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_EQ(atomic_load(&wb.done), 1);
+    /* nobody inside: now for three */
+    CH_ASSERT_OK(coexec_barrier_init(&b, 3));
+    coexec_thread_t t2[2];
+    atomic_store(&wb.done, 0);
+    spawn_on(1, live_barrier, &wb, &t2[0]);
+    spawn_on(2, live_barrier, &wb, &t2[1]);
+    wait_blocked(t2[0]);
+    wait_blocked(t2[1]);
+    CH_ASSERT_EQ(atomic_load(&wb.done), 0);
+    CH_ASSERT_OK(coexec_barrier_wait(&b, NULL));
+    free_threads(t2, 2);
+    CH_ASSERT_EQ(atomic_load(&wb.done), 2);
+    CH_ASSERT_OK(coexec_barrier_destroy(&b));
+
+    /* xstream barrier: a thread inside */
+    coexec_xstream_barrier_t xb;
+    memset(&xb, 0, sizeof xb);
+    CH_ASSERT_OK_FATAL(coexec_xstream_barrier_init(&xb, 2));
+    xwait_t xw = {.b = &xb, .rc = -1};
+    ext_start(&e, xwait_body, &xw);
+    CH_WAIT(atomic_load(&xw.arriving) && atomic_load(&e.tid) != 0 &&
+            task_state((pid_t)atomic_load(&e.tid)) == 'S');
+    CH_CHECK_RC(coexec_xstream_barrier_init(&xb, 3), COEXEC_EBUSY);
+    CH_ASSERT_OK(coexec_xstream_barrier_wait(&xb)); /* still for two */
+    ext_join(&e);
+    CH_ASSERT_OK(xw.rc);
+    CH_ASSERT_OK(coexec_xstream_barrier_init(&xb, 1));
+    CH_ASSERT_OK(coexec_xstream_barrier_wait(&xb));
+    CH_ASSERT_OK(coexec_xstream_barrier_destroy(&xb));
+    CH_ASSERT_OK(coexec_mutex_destroy(&m));
+    ch_finalize();
+}
+
 /* ======================================================================= */
 
 static const ch_test_t mutex_tests[] = {
@@ -3420,6 +3598,7 @@ static const ch_test_t context_tests[] = {
 static const ch_test_t args_tests[] = {
     {"null_pointers", t_args_null},
     {"uninitialised_objects", t_args_uninitialised},
+    {"init_over_live", t_args_init_live},
     {NULL, NULL}};
 
 static const ch_suite_t suites[] = {

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "wk.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -983,6 +984,604 @@ static void t_channel_errors(void)
 }
 
 /* ======================================================================= */
+/* FIFO across receiver and sender kinds                                    */
+/* ======================================================================= */
+
+/*
+ * Receivers of every kind (ULT, polling tasklet, external thread) mixed on
+ * one channel. A tasklet released for a message must not let a ULT or a
+ * thread behind it take that message, nor a later one first: each
+ * receiver's messages arrive in the order one sender sent them, and
+ * receivers that queued one after the other get the messages in that
+ * order.
+ */
+
+enum { RK_ULT, RK_TASKLET, RK_THREAD, RK_KINDS };
+static const char *const rk_name[RK_KINDS] = {"ULT", "tasklet", "thread"};
+
+/* ---- receivers queued one after the other -------------------------------- */
+
+enum { QO_RECV = 6, QO_MSGS = QO_RECV };
+
+typedef struct qo_round qo_round_t;
+
+typedef struct {
+    qo_round_t *r;
+    int kind;
+    atomic_int entered; /* about to call recv (thread) */
+    atomic_int tid;
+    atomic_int done;
+    int rc;
+    msg_t got;
+} qo_recv_t;
+
+struct qo_round {
+    coexec_channel_t ch;
+    qo_recv_t recv[QO_RECV];
+    atomic_int sent;
+    atomic_int send_rc;
+    int next_send; /* tasklet sender's position */
+};
+
+static void qo_recv_ult(void *arg)
+{
+    qo_recv_t *q = arg;
+    q->rc = coexec_channel_recv(&q->r->ch, &q->got);
+    atomic_store(&q->done, 1);
+}
+
+static void *qo_recv_pthread(void *arg)
+{
+    qo_recv_t *q = arg;
+    atomic_store(&q->tid, (int)syscall(SYS_gettid));
+    atomic_store(&q->entered, 1);
+    q->rc = coexec_channel_recv(&q->r->ch, &q->got);
+    atomic_store(&q->done, 1);
+    return NULL;
+}
+
+static coexec_poll_status_t qo_recv_tasklet(coexec_poll_t *cx, void *arg)
+{
+    qo_recv_t *q = arg;
+    int rc = coexec_channel_poll_recv(&q->r->ch, cx, &q->got);
+    if (rc == COEXEC_PENDING)
+        return COEXEC_PENDING;
+    q->rc = rc;
+    atomic_store(&q->done, 1);
+    return COEXEC_READY;
+}
+
+static void qo_send_all(void *arg)
+{
+    qo_round_t *r = arg;
+    for (int i = 0; i < QO_MSGS; i++) {
+        msg_t m = make_msg(1, (uint64_t)i);
+        int rc = coexec_channel_send(&r->ch, &m);
+        if (rc != COEXEC_OK) {
+            atomic_store(&r->send_rc, rc);
+            break;
+        }
+        atomic_fetch_add(&r->sent, 1);
+    }
+}
+
+static void *qo_send_pthread(void *arg)
+{
+    qo_send_all(arg);
+    return NULL;
+}
+
+static coexec_poll_status_t qo_send_tasklet(coexec_poll_t *cx, void *arg)
+{
+    qo_round_t *r = arg;
+    while (r->next_send < QO_MSGS) {
+        msg_t m = make_msg(1, (uint64_t)r->next_send);
+        int rc = coexec_channel_poll_send(&r->ch, cx, &m);
+        if (rc == COEXEC_PENDING)
+            return COEXEC_PENDING;
+        if (rc != COEXEC_READY) {
+            atomic_store(&r->send_rc, rc);
+            break;
+        }
+        r->next_send++;
+        atomic_fetch_add(&r->sent, 1);
+    }
+    return COEXEC_READY;
+}
+
+static void t_fifo_queue_order(void)
+{
+    ch_init(WK_NSTREAMS);
+    bool threads = wk_futex_probe_works();
+    if (!threads)
+        fprintf(stderr, "    /proc/self/task/N/syscall unreadable: ULT and "
+                        "tasklet receivers only\n");
+    static const size_t caps[] = {1, 2, 4};
+    long rounds = ch_iters(200, 30);
+    long bad_rounds = 0;
+    uint64_t seed = 0x5eed;
+    for (long round = 0; round < rounds && bad_rounds == 0; round++) {
+        qo_round_t *r = calloc(1, sizeof *r);
+        size_t cap = caps[round % 3];
+        CH_ASSERT_OK_FATAL(coexec_channel_init(&r->ch, sizeof(msg_t), cap));
+        /* two receivers of each kind, in a shuffled order */
+        int kinds[QO_RECV];
+        for (int i = 0; i < QO_RECV; i++)
+            kinds[i] = threads ? i % RK_KINDS : i % 2;
+        for (int i = QO_RECV - 1; i > 0; i--) {
+            seed = mix64(seed + (uint64_t)round);
+            int j = (int)(seed % (uint64_t)(i + 1));
+            int t = kinds[i];
+            kinds[i] = kinds[j];
+            kinds[j] = t;
+        }
+        coexec_thread_t ult[QO_RECV];
+        coexec_tasklet_t tk[QO_RECV];
+        ch_pthread_t th[QO_RECV];
+        for (int i = 0; i < QO_RECV; i++) {
+            qo_recv_t *q = &r->recv[i];
+            q->r = r;
+            q->kind = kinds[i];
+            coexec_xstream_t xs = wk_xs(1 + i % (WK_NSTREAMS - 1));
+            /* queue it, and wait until it waits: the next one queues
+             * behind it */
+            if (q->kind == RK_ULT) {
+                CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, qo_recv_ult, q, NULL, &ult[i]));
+                CH_WAIT(wk_ult_state(ult[i]) == COEXEC_UNIT_BLOCKED);
+            } else if (q->kind == RK_TASKLET) {
+                CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, qo_recv_tasklet, q, &tk[i]));
+                CH_WAIT(wk_tasklet_state(tk[i]) == COEXEC_UNIT_BLOCKED);
+            } else {
+                ch_pthread_start(&th[i], qo_recv_pthread, q);
+                CH_WAIT(atomic_load(&q->entered) && wk_thread_in_futex(atomic_load(&q->tid)));
+            }
+        }
+        /* one sender sends 0..5: the i-th receiver queued gets message i */
+        int skind = (int)(round / 3 % 3); /* ULT on stream 1, thread, tasklet */
+        coexec_thread_t st;
+        coexec_tasklet_t sk;
+        ch_pthread_t sth;
+        if (skind == 0)
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), qo_send_all, r, NULL, &st));
+        else if (skind == 1)
+            ch_pthread_start(&sth, qo_send_pthread, r);
+        else
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), qo_send_tasklet, r, &sk));
+        bool all = true;
+        for (int i = 0; i < QO_RECV; i++)
+            all = all && CH_WAIT(atomic_load(&r->recv[i].done));
+        if (!all) /* a receiver was left waiting: release it to go on */
+            CH_ASSERT_OK(coexec_channel_close(&r->ch));
+        CH_WAIT(atomic_load(&r->sent) == QO_MSGS || atomic_load(&r->send_rc));
+        if (skind == 0)
+            CH_ASSERT_OK(coexec_thread_free(&st));
+        else if (skind == 1)
+            ch_pthread_join(&sth);
+        else {
+            CH_WAIT(wk_tasklet_state(sk) == COEXEC_UNIT_TERMINATED);
+            CH_ASSERT_OK(coexec_tasklet_free(&sk));
+        }
+        bool bad = !all || atomic_load(&r->send_rc) != 0;
+        for (int i = 0; i < QO_RECV; i++) {
+            qo_recv_t *q = &r->recv[i];
+            if (q->kind == RK_ULT)
+                CH_ASSERT_OK(coexec_thread_free(&ult[i]));
+            else if (q->kind == RK_TASKLET) {
+                CH_WAIT(wk_tasklet_state(tk[i]) == COEXEC_UNIT_TERMINATED);
+                CH_ASSERT_OK(coexec_tasklet_free(&tk[i]));
+            } else
+                ch_pthread_join(&th[i]);
+            bad = bad || q->rc != COEXEC_OK || q->got.seq != (uint64_t)i || !msg_ok(&q->got);
+        }
+        if (bad) {
+            bad_rounds++;
+            fprintf(stderr, "    round %ld, capacity %zu, sender %s:", round, cap,
+                    rk_name[skind == 0 ? RK_ULT : skind == 1 ? RK_THREAD : RK_TASKLET]);
+            for (int i = 0; i < QO_RECV; i++)
+                fprintf(stderr, " %s<-%lld(%s)", rk_name[r->recv[i].kind],
+                        r->recv[i].rc ? -1LL : (long long)r->recv[i].got.seq,
+                        coexec_err_name(r->recv[i].rc));
+            fprintf(stderr, "\n");
+        }
+        size_t cnt = 99;
+        CH_ASSERT_OK(coexec_channel_count(&r->ch, &cnt));
+        CH_ASSERT_EQ(cnt, 0);
+        CH_ASSERT_OK(coexec_channel_destroy(&r->ch));
+        free(r);
+    }
+    CH_ASSERT_EQ(bad_rounds, 0);
+    ch_finalize();
+}
+
+/* ---- receivers that loop -------------------------------------------------- */
+
+enum { LP_SEND = 3, LP_RECV = 6 };
+
+typedef struct lp_run lp_run_t;
+
+typedef struct {
+    lp_run_t *r;
+    int id, kind;
+    uint64_t last[LP_SEND]; /* seq + 1 of the last message of each sender */
+    long got;
+    atomic_int done;
+} lp_recv_t;
+
+typedef struct {
+    lp_run_t *r;
+    uint32_t id;
+    long next; /* tasklet sender's position */
+    atomic_int done;
+} lp_send_t;
+
+struct lp_run {
+    coexec_channel_t ch;
+    long per; /* messages per sender */
+    int nsend;
+    atomic_uchar *seen; /* [sender][seq] */
+    atomic_long received, bad, disorder;
+    lp_recv_t recv[LP_RECV];
+    lp_send_t send[LP_SEND];
+};
+
+/* One message taken by receiver q: false when it ends q's loop. */
+static bool lp_take(lp_recv_t *q, int rc, const msg_t *m)
+{
+    lp_run_t *r = q->r;
+    if (rc == COEXEC_ECLOSED)
+        return false;
+    if (rc != COEXEC_OK || !msg_ok(m) || m->producer >= (uint32_t)r->nsend ||
+        m->seq >= (uint64_t)r->per) {
+        if (rc != COEXEC_OK)
+            CH_CHECK_RC(rc, COEXEC_OK);
+        atomic_fetch_add(&r->bad, 1);
+        return rc == COEXEC_OK;
+    }
+    if (m->seq + 1 <= q->last[m->producer])
+        atomic_fetch_add(&r->disorder, 1);
+    q->last[m->producer] = m->seq + 1;
+    atomic_fetch_add(&r->seen[(size_t)m->producer * (size_t)r->per + m->seq], 1);
+    atomic_fetch_add(&r->received, 1);
+    q->got++;
+    return true;
+}
+
+static void lp_recv_ult(void *arg)
+{
+    lp_recv_t *q = arg;
+    for (;;) {
+        msg_t m;
+        memset(&m, 0, sizeof m);
+        if (!lp_take(q, coexec_channel_recv(&q->r->ch, &m), &m))
+            break;
+    }
+    atomic_store(&q->done, 1);
+}
+
+static void *lp_recv_pthread(void *arg)
+{
+    lp_recv_ult(arg);
+    return NULL;
+}
+
+static coexec_poll_status_t lp_recv_tasklet(coexec_poll_t *cx, void *arg)
+{
+    lp_recv_t *q = arg;
+    for (;;) {
+        msg_t m;
+        memset(&m, 0, sizeof m);
+        int rc = coexec_channel_poll_recv(&q->r->ch, cx, &m);
+        if (rc == COEXEC_PENDING)
+            return COEXEC_PENDING;
+        if (!lp_take(q, rc, &m))
+            break;
+    }
+    atomic_store(&q->done, 1);
+    return COEXEC_READY;
+}
+
+static void lp_send_ult(void *arg)
+{
+    lp_send_t *s = arg;
+    for (long i = 0; i < s->r->per; i++) {
+        msg_t m = make_msg(s->id, (uint64_t)i);
+        int rc = coexec_channel_send(&s->r->ch, &m);
+        if (rc != COEXEC_OK) {
+            CH_CHECK_RC(rc, COEXEC_OK);
+            break;
+        }
+    }
+    atomic_store(&s->done, 1);
+}
+
+static void *lp_send_pthread(void *arg)
+{
+    lp_send_ult(arg);
+    return NULL;
+}
+
+static coexec_poll_status_t lp_send_tasklet(coexec_poll_t *cx, void *arg)
+{
+    lp_send_t *s = arg;
+    while (s->next < s->r->per) {
+        msg_t m = make_msg(s->id, (uint64_t)s->next);
+        int rc = coexec_channel_poll_send(&s->r->ch, cx, &m);
+        if (rc == COEXEC_PENDING)
+            return COEXEC_PENDING;
+        if (rc != COEXEC_READY) {
+            CH_CHECK_RC(rc, COEXEC_READY);
+            break;
+        }
+        s->next++;
+    }
+    atomic_store(&s->done, 1);
+    return COEXEC_READY;
+}
+
+static void t_fifo_loop_mixed(void)
+{
+    ch_init(WK_NSTREAMS);
+    static const size_t caps[] = {1, 2, 16};
+    /* variant: 0..2 one sender of that kind, 3 one sender of each kind */
+    for (int variant = 0; variant < 4; variant++)
+        for (size_t c = 0; c < 3; c++) {
+            lp_run_t *r = calloc(1, sizeof *r);
+            r->nsend = variant < 3 ? 1 : LP_SEND;
+            r->per = ch_iters(variant < 3 ? 6000 : 2000, 300);
+            r->seen = calloc((size_t)r->nsend * (size_t)r->per, sizeof *r->seen);
+            CH_ASSERT_OK_FATAL(coexec_channel_init(&r->ch, sizeof(msg_t), caps[c]));
+            coexec_thread_t ult[LP_RECV + LP_SEND];
+            coexec_tasklet_t tk[LP_RECV + LP_SEND];
+            ch_pthread_t th[LP_RECV + LP_SEND];
+            /* receivers: two of each kind, ULTs and tasklets on streams 1-3 */
+            for (int i = 0; i < LP_RECV; i++) {
+                lp_recv_t *q = &r->recv[i];
+                q->r = r;
+                q->id = i;
+                q->kind = i % RK_KINDS;
+                coexec_xstream_t xs = wk_xs(1 + i % (WK_NSTREAMS - 1));
+                if (q->kind == RK_ULT)
+                    CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, lp_recv_ult, q, NULL, &ult[i]));
+                else if (q->kind == RK_TASKLET)
+                    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, lp_recv_tasklet, q, &tk[i]));
+                else
+                    ch_pthread_start(&th[i], lp_recv_pthread, q);
+            }
+            for (int i = 0; i < r->nsend; i++) {
+                lp_send_t *s = &r->send[i];
+                s->r = r;
+                s->id = (uint32_t)i;
+                int kind = variant < 3 ? variant : i;
+                int j = LP_RECV + i;
+                coexec_xstream_t xs = wk_xs(1 + (i + 1) % (WK_NSTREAMS - 1));
+                if (kind == RK_ULT)
+                    CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, lp_send_ult, s, NULL, &ult[j]));
+                else if (kind == RK_TASKLET)
+                    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, lp_send_tasklet, s, &tk[j]));
+                else
+                    ch_pthread_start(&th[j], lp_send_pthread, s);
+            }
+            for (int i = 0; i < r->nsend; i++)
+                CH_WAIT(atomic_load(&r->send[i].done));
+            long total = (long)r->nsend * r->per;
+            /* every message taken, then close: the receivers end */
+            CH_WAIT(atomic_load(&r->received) + atomic_load(&r->bad) >= total);
+            CH_ASSERT_OK(coexec_channel_close(&r->ch));
+            for (int i = 0; i < LP_RECV + r->nsend; i++) {
+                int kind = i < LP_RECV ? i % RK_KINDS
+                                       : variant < 3 ? variant : i - LP_RECV;
+                if (kind == RK_ULT)
+                    CH_ASSERT_OK(coexec_thread_free(&ult[i]));
+                else if (kind == RK_TASKLET) {
+                    CH_WAIT(wk_tasklet_state(tk[i]) == COEXEC_UNIT_TERMINATED);
+                    CH_ASSERT_OK(coexec_tasklet_free(&tk[i]));
+                } else
+                    ch_pthread_join(&th[i]);
+            }
+            long once = 0;
+            for (long i = 0; i < total; i++)
+                once += atomic_load(&r->seen[i]) == 1;
+            if (atomic_load(&r->disorder) || once != total)
+                fprintf(stderr, "    variant %d, capacity %zu: %ld out of order, %ld of %ld once\n",
+                        variant, caps[c], atomic_load(&r->disorder), once, total);
+            CH_ASSERT_EQ(atomic_load(&r->received), total);
+            CH_ASSERT_EQ(atomic_load(&r->bad), 0);
+            CH_ASSERT_EQ(atomic_load(&r->disorder), 0);
+            CH_ASSERT_EQ(once, total);
+            CH_ASSERT_OK(coexec_channel_destroy(&r->ch));
+            free(r->seen);
+            free(r);
+        }
+    ch_finalize();
+}
+
+/* ---- a tasklet that leaves after its message was reserved ---------------- */
+
+enum { GL_LEAVE, GL_OTHER }; /* returns READY; polls an eventual instead */
+
+typedef struct {
+    coexec_channel_t ch;
+    coexec_eventual_t ev;
+    int mode;
+    atomic_int polls;
+    atomic_int done;
+    int rc;
+    msg_t got;
+} gl_t;
+
+static coexec_poll_status_t gl_tasklet(coexec_poll_t *cx, void *arg)
+{
+    gl_t *g = arg;
+    if (atomic_fetch_add(&g->polls, 1) == 0) {
+        int rc = coexec_channel_poll_recv(&g->ch, cx, &g->got);
+        CH_CHECK_RC(rc, COEXEC_PENDING);
+        return COEXEC_PENDING;
+    }
+    /* woken for a message: walk away from it */
+    if (g->mode == GL_OTHER) {
+        int rc = coexec_eventual_poll(&g->ev, cx, NULL);
+        if (rc == COEXEC_PENDING)
+            return COEXEC_PENDING;
+        g->rc = rc;
+    }
+    atomic_store(&g->done, 1);
+    return COEXEC_READY;
+}
+
+typedef struct {
+    coexec_channel_t *ch;
+    atomic_int done;
+    int rc;
+    msg_t got;
+} gl_recv_t;
+
+static void gl_recv_ult(void *arg)
+{
+    gl_recv_t *q = arg;
+    q->rc = coexec_channel_recv(q->ch, &q->got);
+    atomic_store(&q->done, 1);
+}
+
+static void t_granted_tasklet_leaves(void)
+{
+    ch_init(WK_NSTREAMS);
+    for (int mode = GL_LEAVE; mode <= GL_OTHER; mode++) {
+        gl_t *g = calloc(1, sizeof *g);
+        g->mode = mode;
+        CH_ASSERT_OK_FATAL(coexec_channel_init(&g->ch, sizeof(msg_t), 2));
+        CH_ASSERT_OK_FATAL(coexec_eventual_init(&g->ev, 0));
+        coexec_tasklet_t k;
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(1), gl_tasklet, g, &k));
+        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        /* a ULT queues behind the tasklet */
+        gl_recv_t q = {&g->ch, 0, 1, {0}};
+        coexec_thread_t t;
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(2), gl_recv_ult, &q, NULL, &t));
+        CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+        /* message 0 is the tasklet's; it walks away, so the ULT gets it */
+        msg_t m = make_msg(3, 0);
+        CH_ASSERT_OK(coexec_channel_try_send(&g->ch, &m));
+        CH_WAIT(atomic_load(&q.done));
+        CH_ASSERT_OK(coexec_thread_free(&t));
+        CH_ASSERT_RC(q.rc, COEXEC_OK);
+        CH_ASSERT_EQ(q.got.seq, 0);
+        CU_ASSERT(msg_ok(&q.got));
+        if (mode == GL_OTHER) {
+            CH_WAIT(atomic_load(&g->polls) >= 2 && wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+            CH_ASSERT_OK(coexec_eventual_set(&g->ev, NULL, 0));
+        }
+        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(coexec_tasklet_free(&k));
+        CH_ASSERT_RC(g->rc, COEXEC_OK);
+        /* nothing left reserved: the channel works as new */
+        size_t cnt = 99;
+        CH_ASSERT_OK(coexec_channel_count(&g->ch, &cnt));
+        CH_ASSERT_EQ(cnt, 0);
+        for (int i = 1; i <= 2; i++) {
+            m = make_msg(3, (uint64_t)i);
+            CH_ASSERT_OK(coexec_channel_try_send(&g->ch, &m));
+        }
+        for (int i = 1; i <= 2; i++) {
+            CH_ASSERT_OK(coexec_channel_try_recv(&g->ch, &m));
+            CH_ASSERT_EQ(m.seq, i);
+        }
+        CH_ASSERT_OK(coexec_channel_destroy(&g->ch));
+        CH_ASSERT_OK(coexec_eventual_destroy(&g->ev));
+        free(g);
+    }
+    ch_finalize();
+}
+
+/* ---- init over a live channel -------------------------------------------- */
+
+static atomic_int il_spinning, il_release;
+
+/* Keeps its stream busy (without yielding) until released. */
+static void il_hog(void *arg)
+{
+    (void)arg;
+    atomic_store(&il_spinning, 1);
+    while (!atomic_load(&il_release))
+        sched_yield();
+}
+
+static void t_channel_init_live(void)
+{
+    ch_init(2);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    coexec_channel_t ch;
+    memset(&ch, 0, sizeof ch);
+    CH_ASSERT_OK_FATAL(coexec_channel_init(&ch, sizeof(msg_t), 2));
+    /* a waiting ULT receiver: refused, and it still gets the message */
+    gl_recv_t q = {&ch, 0, 1, {0}};
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, gl_recv_ult, &q, NULL, &t));
+    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
+    msg_t m = make_msg(4, 1);
+    CH_ASSERT_OK(coexec_channel_send(&ch, &m));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(q.rc, COEXEC_OK);
+    CH_ASSERT_EQ(q.got.seq, 1);
+    /* a tasklet with a message reserved for it, its stream kept busy so
+     * that it cannot take it yet: refused */
+    chbusy_t bk = {&ch, 1};
+    coexec_tasklet_t k;
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, chbusy_recv_tasklet, &bk, &k));
+    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    atomic_store(&il_spinning, 0);
+    atomic_store(&il_release, 0);
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, il_hog, NULL, NULL, &t));
+    CH_WAIT(atomic_load(&il_spinning));
+    m = make_msg(4, 2);
+    CH_ASSERT_OK(coexec_channel_try_send(&ch, &m));
+    CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
+    size_t cnt = 99;
+    CH_ASSERT_OK(coexec_channel_count(&ch, &cnt));
+    CH_ASSERT_EQ(cnt, 1);
+    atomic_store(&il_release, 1);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_RC(bk.rc, COEXEC_OK);
+    /* a waiting sender: refused */
+    blk_t b = {&ch, 3, 0, 0, {{0}}};
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, blk_send_ult, &b, NULL, &t));
+    CH_WAIT(atomic_load(&b.done_ops) == 2 && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
+    for (int i = 0; i < 3; i++) {
+        CH_ASSERT_OK(coexec_channel_recv(&ch, &m));
+        CH_ASSERT_EQ(m.seq, i);
+    }
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(atomic_load(&b.rc), COEXEC_OK);
+    /* nobody waits: queued messages are dropped, a closed channel opens
+     * again, with the new size */
+    m = make_msg(4, 3);
+    CH_ASSERT_OK(coexec_channel_try_send(&ch, &m));
+    CH_ASSERT_OK(coexec_channel_close(&ch));
+    CH_ASSERT_OK(coexec_channel_init(&ch, 3, 5));
+    CH_ASSERT_OK(coexec_channel_count(&ch, &cnt));
+    CH_ASSERT_EQ(cnt, 0);
+    for (int i = 0; i < 5; i++) {
+        unsigned char x[3] = {(unsigned char)i, 1, 2};
+        CH_ASSERT_OK(coexec_channel_try_send(&ch, x));
+    }
+    unsigned char x[3] = {9, 9, 9};
+    CH_ASSERT_RC(coexec_channel_try_send(&ch, x), COEXEC_EAGAIN);
+    for (int i = 0; i < 5; i++) {
+        CH_ASSERT_OK(coexec_channel_try_recv(&ch, x));
+        CH_ASSERT_EQ(x[0], i);
+    }
+    CH_ASSERT_OK(coexec_channel_destroy(&ch));
+    CH_ASSERT_OK(coexec_channel_init(&ch, 1, 1)); /* destroyed: as new */
+    CH_ASSERT_OK(coexec_channel_destroy(&ch));
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
+/* ======================================================================= */
 
 const ch_test_t wk_channel_tests[] = {
     {"fifo_spsc_ult_thread_tasklet", t_fifo_spsc},
@@ -992,4 +1591,8 @@ const ch_test_t wk_channel_tests[] = {
     {"close_releases_and_drains", t_close},
     {"timed_send_recv", t_timed},
     {"errors_busy_destroyed_contexts", t_channel_errors},
+    {"fifo_queue_order_mixed_kinds", t_fifo_queue_order},
+    {"fifo_looping_receivers_mixed_kinds", t_fifo_loop_mixed},
+    {"granted_tasklet_leaves", t_granted_tasklet_leaves},
+    {"init_over_live", t_channel_init_live},
     {NULL, NULL}};

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "wk.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -1193,6 +1194,235 @@ static void t_future_errors(void)
 
 /* ======================================================================= */
 
+/* ======================================================================= */
+/* init over a live eventual or future                                      */
+/* ======================================================================= */
+
+/* Waits on an eventual from a ULT, a tasklet or an external thread. */
+typedef struct {
+    coexec_eventual_t *ev;
+    size_t size;
+    atomic_int entered, tid, done;
+    int rc;
+    unsigned char got[64];
+} evl_t;
+
+static void evl_wait(void *arg)
+{
+    evl_t *w = arg;
+    atomic_store(&w->tid, (int)syscall(SYS_gettid));
+    atomic_store(&w->entered, 1);
+    void *v = NULL;
+    w->rc = coexec_eventual_wait(w->ev, &v);
+    if (w->rc == COEXEC_OK && v)
+        memcpy(w->got, v, w->size < sizeof w->got ? w->size : sizeof w->got);
+    atomic_store(&w->done, 1);
+}
+
+static void *evl_pthread(void *arg)
+{
+    evl_wait(arg);
+    return NULL;
+}
+
+static coexec_poll_status_t evl_tasklet(coexec_poll_t *cx, void *arg)
+{
+    evl_t *w = arg;
+    void *v = NULL;
+    int rc = coexec_eventual_poll(w->ev, cx, &v);
+    if (rc == COEXEC_PENDING)
+        return COEXEC_PENDING;
+    w->rc = rc;
+    if (rc == COEXEC_READY && v)
+        memcpy(w->got, v, w->size < sizeof w->got ? w->size : sizeof w->got);
+    atomic_store(&w->done, 1);
+    return COEXEC_READY;
+}
+
+/* Bytes the allocator has mapped for large blocks (glibc; 0 elsewhere). */
+static size_t mapped_bytes(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    return mallinfo2().hblkhd;
+#else
+    return 0;
+#endif
+}
+
+static void t_eventual_init_live(void)
+{
+    ch_init(WK_NSTREAMS);
+    bool threads = wk_futex_probe_works();
+    enum { BIG = 1 << 20 };
+    unsigned char *val = malloc(BIG);
+    fill(val, BIG, 5);
+    coexec_eventual_t ev;
+    memset(&ev, 0, sizeof ev);
+    CH_ASSERT_OK_FATAL(coexec_eventual_init(&ev, BIG));
+    /* waiters of every kind: init is refused and drops none of them */
+    evl_t w[3];
+    memset(w, 0, sizeof w);
+    coexec_thread_t t;
+    coexec_tasklet_t k;
+    ch_pthread_t th;
+    for (int i = 0; i < 3; i++) {
+        w[i].ev = &ev;
+        w[i].size = BIG;
+    }
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), evl_wait, &w[0], NULL, &t));
+    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_CHECK_RC(coexec_eventual_init(&ev, BIG), COEXEC_EBUSY);
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), evl_tasklet, &w[1], &k));
+    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_CHECK_RC(coexec_eventual_init(&ev, 8), COEXEC_EBUSY);
+    if (threads) {
+        ch_pthread_start(&th, evl_pthread, &w[2]);
+        CH_WAIT(atomic_load(&w[2].entered) && wk_thread_in_futex(atomic_load(&w[2].tid)));
+        CH_CHECK_RC(coexec_eventual_init(&ev, 0), COEXEC_EBUSY);
+    }
+    /* still the same eventual, unset, with its waiters */
+    int is_set = 7;
+    CH_ASSERT_OK(coexec_eventual_test(&ev, NULL, &is_set));
+    CH_ASSERT_EQ(is_set, 0);
+    CH_ASSERT_EQ(wk_ult_state(t), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_EQ(wk_tasklet_state(k), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK(coexec_eventual_set(&ev, val, BIG));
+    for (int i = 0; i < (threads ? 3 : 2); i++) {
+        CH_WAIT(atomic_load(&w[i].done));
+        CH_ASSERT_RC(w[i].rc, COEXEC_OK);
+        CU_ASSERT(check_fill(w[i].got, sizeof w[i].got, 5));
+    }
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    if (threads)
+        ch_pthread_join(&th);
+    /* nobody waits: init starts it afresh, unset, with the new size */
+    CH_ASSERT_OK(coexec_eventual_init(&ev, 8));
+    CH_ASSERT_OK(coexec_eventual_test(&ev, NULL, &is_set));
+    CH_ASSERT_EQ(is_set, 0);
+    CH_ASSERT_RC(coexec_eventual_set(&ev, val, 9), COEXEC_EINVAL);
+    CH_ASSERT_OK(coexec_eventual_set(&ev, val, 8));
+    void *v = NULL;
+    CH_ASSERT_OK(coexec_eventual_wait(&ev, &v));
+    CU_ASSERT(v && memcmp(v, val, 8) == 0);
+    /* and its old buffer is not leaked (LeakSanitizer checks this in the
+     * sanitizer builds): re-initialising a set one of 4 MiB many times
+     * maps no more */
+    CH_ASSERT_OK(coexec_eventual_init(&ev, 4u << 20));
+    size_t before = mapped_bytes();
+    for (int i = 0; i < 16; i++) {
+        CH_ASSERT_OK(coexec_eventual_set(&ev, val, 16));
+        CH_ASSERT_OK(coexec_eventual_init(&ev, 4u << 20));
+    }
+    size_t after = mapped_bytes();
+    if (!CH_SANITIZER)
+        CU_ASSERT(after <= before + (4u << 20));
+    CH_ASSERT_OK(coexec_eventual_destroy(&ev));
+    /* a destroyed one is initialised as new memory */
+    CH_ASSERT_OK(coexec_eventual_init(&ev, 0));
+    CH_ASSERT_OK(coexec_eventual_destroy(&ev));
+    free(val);
+    ch_finalize();
+}
+
+typedef struct {
+    coexec_future_t *f;
+    atomic_int done;
+    int rc;
+} fl_wait_t;
+
+static void fl_wait(void *arg)
+{
+    fl_wait_t *w = arg;
+    w->rc = coexec_future_wait(w->f);
+    atomic_store(&w->done, 1);
+}
+
+static coexec_poll_status_t fl_poll(coexec_poll_t *cx, void *arg)
+{
+    fl_wait_t *w = arg;
+    int rc = coexec_future_poll(w->f, cx);
+    if (rc == COEXEC_PENDING)
+        return COEXEC_PENDING;
+    w->rc = rc;
+    atomic_store(&w->done, 1);
+    return COEXEC_READY;
+}
+
+/* A callback that holds the completing set until released. */
+static atomic_int fl_in_cb, fl_release;
+
+static void fl_slow_cb(void **values, size_t n, void *arg)
+{
+    (void)values;
+    (void)n;
+    (void)arg;
+    atomic_store(&fl_in_cb, 1);
+    while (!atomic_load(&fl_release))
+        ch_relax();
+}
+
+static void fl_set(void *arg)
+{
+    CH_CHECK_RC(coexec_future_set(arg, (void *)7), COEXEC_OK);
+}
+
+static void t_future_init_live(void)
+{
+    ch_init(WK_NSTREAMS);
+    coexec_future_t f;
+    memset(&f, 0, sizeof f);
+    CH_ASSERT_OK_FATAL(coexec_future_init(&f, 2, NULL, NULL));
+    /* a ULT and a tasklet wait: init is refused and drops neither */
+    fl_wait_t wu = {&f, 0, 1}, wk = {&f, 0, 1};
+    coexec_thread_t t;
+    coexec_tasklet_t k;
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), fl_wait, &wu, NULL, &t));
+    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK(coexec_future_set(&f, (void *)1));
+    CH_CHECK_RC(coexec_future_init(&f, 2, NULL, NULL), COEXEC_EBUSY);
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), fl_poll, &wk, &k));
+    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_CHECK_RC(coexec_future_init(&f, 5, NULL, NULL), COEXEC_EBUSY);
+    void *v = NULL;
+    CH_ASSERT_OK(coexec_future_get(&f, 0, &v));
+    CH_ASSERT_EQ((intptr_t)v, 1); /* its first value was kept */
+    CH_ASSERT_OK(coexec_future_set(&f, (void *)2));
+    CH_WAIT(atomic_load(&wu.done) && atomic_load(&wk.done));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_RC(wu.rc, COEXEC_OK);
+    CH_ASSERT_RC(wk.rc, COEXEC_READY);
+    /* complete, nobody waits: init starts it afresh */
+    CH_ASSERT_OK(coexec_future_init(&f, 3, fl_slow_cb, NULL));
+    int ready = 7;
+    CH_ASSERT_OK(coexec_future_test(&f, &ready));
+    CH_ASSERT_EQ(ready, 0);
+    v = (void *)1;
+    CH_ASSERT_OK(coexec_future_get(&f, 2, &v));
+    CH_ASSERT_EQ((intptr_t)v, 0);
+    CH_ASSERT_RC(coexec_future_get(&f, 3, &v), COEXEC_EINVAL);
+    /* while the completing set runs the callback: refused too */
+    CH_ASSERT_OK(coexec_future_set(&f, (void *)5));
+    CH_ASSERT_OK(coexec_future_set(&f, (void *)6));
+    atomic_store(&fl_in_cb, 0);
+    atomic_store(&fl_release, 0);
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), fl_set, &f, NULL, &t));
+    CH_WAIT(atomic_load(&fl_in_cb));
+    CH_CHECK_RC(coexec_future_init(&f, 1, NULL, NULL), COEXEC_EBUSY);
+    atomic_store(&fl_release, 1);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(coexec_future_test(&f, &ready));
+    CH_ASSERT_EQ(ready, 1);
+    CH_ASSERT_OK(coexec_future_get(&f, 2, &v));
+    CH_ASSERT_EQ((intptr_t)v, 7);
+    CH_ASSERT_OK(coexec_future_init(&f, 1, NULL, NULL));
+    CH_ASSERT_OK(coexec_future_set(&f, (void *)9));
+    CH_ASSERT_OK(coexec_future_wait(&f));
+    CH_ASSERT_OK(coexec_future_destroy(&f));
+    ch_finalize();
+}
+
 const ch_test_t wk_eventual_tests[] = {
     {"sizes_set_wait_test_reset", t_sizes_roundtrip},
     {"wait_from_ult_thread_tasklet", t_wait_everywhere},
@@ -1200,6 +1430,7 @@ const ch_test_t wk_eventual_tests[] = {
     {"many_waiters_one_set", t_many_waiters},
     {"timed_wait", t_timed},
     {"errors_busy_destroyed_contexts", t_eventual_errors},
+    {"init_over_live", t_eventual_init_live},
     {NULL, NULL}};
 
 const ch_test_t wk_future_tests[] = {
@@ -1208,4 +1439,5 @@ const ch_test_t wk_future_tests[] = {
     {"wait_all_poll_all", t_wait_all},
     {"timed_wait", t_future_timed},
     {"errors_busy_destroyed_contexts", t_future_errors},
+    {"init_over_live", t_future_init_live},
     {NULL, NULL}};

@@ -7,7 +7,10 @@
 
 #include "harness.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Streams used by tests that want more streams than the machine's cores. */
 #define WK_NSTREAMS 4
@@ -46,6 +49,40 @@ static inline void wk_relax_n(int n)
 {
     for (int i = 0; i < n; i++)
         ch_relax();
+}
+
+/*
+ * Whether OS thread tid sleeps in futex(). A helper thread that said it
+ * is about to wait on an object has linked its wait node once it does:
+ * that is the wait's only futex sleep (the objects' locks spin and yield).
+ */
+static inline bool wk_thread_in_futex(pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    long nr = -1;
+    int n = fscanf(f, "%ld", &nr);
+    fclose(f);
+    return n == 1 && nr == SYS_futex;
+}
+
+/* Whether wk_thread_in_futex can see anything here (our own thread is
+ * inside read() while it looks). */
+static inline bool wk_futex_probe_works(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall",
+             (int)syscall(SYS_gettid));
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    long nr = -1;
+    bool ok = fscanf(f, "%ld", &nr) == 1 && nr == SYS_read;
+    fclose(f);
+    return ok;
 }
 
 /* Suites of test_waker, defined in the other sources. */
