@@ -1745,6 +1745,9 @@ static void op_offload(driver_t *d)
         int cancelled[MAXR];
         int nr = 1 + (int)rndn(&d->rng, MAXR);
         memset(j, 0, sizeof j);
+        /* Fresh requests: this stack memory may hold requests of an
+         * earlier operation, which submit would take for live ones. */
+        memset(req, 0, sizeof req);
         set_step(d, "request submit");
         for (int i = 0; i < nr; i++) {
             j[i].x = (long)rndn(&d->rng, 1000000);
