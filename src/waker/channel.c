@@ -230,6 +230,11 @@ static int put_locked(struct channel *c, const void *msg)
         wlist_remove(&c->recvq, n);
         memcpy(node_waiter(n)->data, msg, c->msg_size);
         coexec__wait_release(n, WN_DONE);
+        /* The ring's room, which a sender released to poll for it may have
+         * been woken for, is still free: pass it on to the next waiting
+         * sender, or that one would wait with the ring empty. */
+        if (UNLIKELY(c->sendq.head != NULL))
+            pump(c);
         return COEXEC_OK;
     }
     if (c->count == c->cap)
