@@ -93,4 +93,18 @@ static ALWAYS_INLINE void vg_user_stack_end(const void *lo, size_t bytes)
 #endif
 }
 
+/* An init reads the memory it is given to tell a live object from fresh
+ * memory: whatever bytes are there are its input, so memcheck is told
+ * they count as defined (they are never used as anything but that). */
+static inline void vg_init_reads(const void *obj, size_t bytes)
+{
+#ifdef COEXEC_HAVE_VALGRIND
+    if (obj)
+        VALGRIND_MAKE_MEM_DEFINED(obj, bytes);
+#else
+    (void)obj;
+    (void)bytes;
+#endif
+}
+
 #endif /* COEXEC_CORE_VALGRIND_H */

@@ -55,6 +55,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
+#include "core/valgrind.h"
 #include "arch/clock.h"
 #include "arch/futex.h"
 #include "core/config.h"
@@ -821,6 +822,7 @@ static void watchdog_arm(struct coexec_xstream_rec *xs)
 COEXEC_API int coexec_request_submit(coexec_request_t *req,
                                      coexec_offload_fn_t fn, void *arg)
 {
+    vg_init_reads(req, sizeof *req);
     if (!req || !fn)
         return COEXEC_EINVAL;
     RT_CHECK();

@@ -31,6 +31,7 @@
  */
 #include <string.h>
 
+#include "core/valgrind.h"
 #include "arch/clock.h"
 #include "waker/wait.h"
 
@@ -79,6 +80,7 @@ static bool mx_recursive(struct mutex *m)
 
 COEXEC_API int coexec_mutex_init(coexec_mutex_t *mp, coexec_mutex_kind_t kind)
 {
+    vg_init_reads(mp, sizeof *mp);
     if (!mp || (kind != COEXEC_MUTEX_PLAIN && kind != COEXEC_MUTEX_RECURSIVE))
         return COEXEC_EINVAL;
     struct mutex *m = mx_of(mp);
@@ -358,6 +360,7 @@ static int cv_check(struct cond *c)
 
 COEXEC_API int coexec_cond_init(coexec_cond_t *cp)
 {
+    vg_init_reads(cp, sizeof *cp);
     if (!cp)
         return COEXEC_EINVAL;
     struct cond *c = cv_of(cp);

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "core/valgrind.h"
 #include "arch/clock.h"
 #include "arch/futex.h"
 #include "waker/wait.h"
@@ -40,6 +41,7 @@ static int rw_check(struct rwlock *l)
 
 COEXEC_API int coexec_rwlock_init(coexec_rwlock_t *lp)
 {
+    vg_init_reads(lp, sizeof *lp);
     if (!lp)
         return COEXEC_EINVAL;
     struct rwlock *l = rw_of(lp);
@@ -215,6 +217,7 @@ OBJ_CAST(coexec_barrier_t, struct barrier, bar_of)
 
 COEXEC_API int coexec_barrier_init(coexec_barrier_t *bp, unsigned n)
 {
+    vg_init_reads(bp, sizeof *bp);
     if (!bp || n == 0)
         return COEXEC_EINVAL;
     struct barrier *b = bar_of(bp);
@@ -302,6 +305,7 @@ OBJ_CAST(coexec_xstream_barrier_t, struct xbarrier, xbar_of)
 COEXEC_API int coexec_xstream_barrier_init(coexec_xstream_barrier_t *bp,
                                            unsigned n)
 {
+    vg_init_reads(bp, sizeof *bp);
     if (!bp || n == 0)
         return COEXEC_EINVAL;
     struct xbarrier *b = xbar_of(bp);

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/valgrind.h"
 #include "arch/clock.h"
 #include "waker/wait.h"
 
@@ -48,6 +49,7 @@ OBJ_CAST(coexec_channel_t, struct channel, ch_of)
 COEXEC_API int coexec_channel_init(coexec_channel_t *ch, size_t msg_size,
                                    size_t capacity)
 {
+    vg_init_reads(ch, sizeof *ch);
     if (!ch || !msg_size || !capacity || capacity > SIZE_MAX / msg_size)
         return COEXEC_EINVAL;
     struct channel *c = ch_of(ch);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/valgrind.h"
 #include "arch/clock.h"
 #include "waker/wait.h"
 
@@ -55,6 +56,7 @@ static void tasklet_prepare(struct coexec_unit_rec *u, struct wlist *l)
 
 COEXEC_API int coexec_eventual_init(coexec_eventual_t *ev, size_t size)
 {
+    vg_init_reads(ev, sizeof *ev);
     if (!ev)
         return COEXEC_EINVAL;
     struct eventual *e = ev_of(ev);
@@ -232,6 +234,7 @@ static bool fut_busy(struct future *x)
 COEXEC_API int coexec_future_init(coexec_future_t *f, size_t n,
                                   coexec_future_cb_t cb, void *arg)
 {
+    vg_init_reads(f, sizeof *f);
     if (!f || n == 0 || n > UINT32_MAX)
         return COEXEC_EINVAL;
     struct future *x = fut_of(f);
