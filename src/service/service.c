@@ -55,11 +55,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "core/valgrind.h"
 #include "arch/clock.h"
 #include "arch/futex.h"
 #include "core/config.h"
 #include "core/process.h"
+#include "core/valgrind.h"
 #include "service/ring.h"
 #include "service/service.h"
 #include "waker/wait.h"

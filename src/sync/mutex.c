@@ -31,8 +31,8 @@
  */
 #include <string.h>
 
-#include "core/valgrind.h"
 #include "arch/clock.h"
+#include "core/valgrind.h"
 #include "waker/wait.h"
 
 #define M_LOCKED 1u

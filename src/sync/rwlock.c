@@ -16,9 +16,9 @@
 #include <limits.h>
 #include <string.h>
 
-#include "core/valgrind.h"
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "core/valgrind.h"
 #include "waker/wait.h"
 
 #define RW_WRITE WN_USER /* a queued writer; else a reader */

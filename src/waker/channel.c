@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/valgrind.h"
 #include "arch/clock.h"
+#include "core/valgrind.h"
 #include "waker/wait.h"
 
 struct channel {

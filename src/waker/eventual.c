@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/valgrind.h"
 #include "arch/clock.h"
+#include "core/valgrind.h"
 #include "waker/wait.h"
 
 #define EV_INLINE 16
