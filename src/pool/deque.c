@@ -102,7 +102,7 @@ static void side_unlink(struct deque *d, struct coexec_unit_rec *u)
     else
         d->side_tail = u->prev;
     u->next = u->prev = NULL;
-    u->in_pool = 0;
+    unit_inpool_set(u, 0);
     atom_store_rlx_u64(&d->side_n, atom_load_rlx_u64(&d->side_n) - 1);
 }
 
@@ -229,7 +229,7 @@ static bool dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
                     int how)
 {
     struct deque *d = dq_of(p);
-    u->in_pool = INPOOL_LIST;
+    unit_inpool_set(u, INPOOL_LIST);
     /* No switch happens in here: the inline thread-local read is safe. */
     bool mine = dq_is_owner(d, xs_self_entry());
     if (how != PUSH_YIELD && mine) {
@@ -257,7 +257,7 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
          * oldest units, like a thief, but anything it may run. */
         u = take_top(p, d, xs, false);
         if (u) {
-            u->in_pool = 0;
+            unit_inpool_set(u, 0);
             return u;
         }
         return side_take(p, d, xs, false);
@@ -273,7 +273,7 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
     }
     while ((u = dq_take_bottom(d)) != NULL) {
         if (LIKELY(pool_may_take(u, xs))) {
-            u->in_pool = 0;
+            unit_inpool_set(u, 0);
             return u;
         }
         side_park(p, d, u); /* bound elsewhere: its stream takes it there */
@@ -336,7 +336,7 @@ static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
         /* Nothing in the deque: the side queue's oldest. */
         return side_take(p, d, xs, true);
     }
-    u->in_pool = 0;
+    unit_inpool_set(u, 0);
     if (!d->steal_half || !into)
         return u;
     /* Half of what was there: this one and avail / 2 - 1 more, into the
@@ -349,7 +349,7 @@ static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
             side_park(p, d, x);
             continue;
         }
-        x->in_pool = 0;
+        unit_inpool_set(x, 0);
         coexec__pool_push(into, x, PUSH_NEW);
     }
     return u;
@@ -366,7 +366,7 @@ static struct coexec_unit_rec *dq_drain(struct coexec_pool_rec *p)
             continue;
         if (!u)
             break;
-        u->in_pool = 0;
+        unit_inpool_set(u, 0);
         u->next = NULL;
         if (last)
             last->next = u;
@@ -377,7 +377,7 @@ static struct coexec_unit_rec *dq_drain(struct coexec_pool_rec *p)
     }
     pool_lock(p);
     for (struct coexec_unit_rec *u = d->side_head; u; u = u->next) {
-        u->in_pool = 0;
+        unit_inpool_set(u, 0);
         n++;
     }
     if (last)

@@ -127,7 +127,7 @@ static ALWAYS_INLINE bool dq_owner_push(struct coexec_pool_rec *p,
     if (!dq_is_owner(d, xs) || atom_load_rlx_ptr(&p->forward) != NULL)
         return false;
     atom_store_rlx_ptr(&u->pool, p);
-    u->in_pool = INPOOL_LIST;
+    unit_inpool_set(u, INPOOL_LIST);
     if (UNLIKELY(!dq_push_bottom(d, u)))
         return false;
     pool_wake_sleepers_relaxed(p);
@@ -149,7 +149,7 @@ dq_owner_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
         return NULL;
     struct coexec_unit_rec *u = dq_take_bottom(d);
     if (LIKELY(u != NULL) && LIKELY(pool_may_take(u, xs))) {
-        u->in_pool = 0;
+        unit_inpool_set(u, 0);
         return u;
     }
     if (u)
@@ -182,7 +182,7 @@ static ALWAYS_INLINE int dq_owner_remove(struct coexec_pool_rec *p,
         coexec__deque_put_back(p, u);
         return 0;
     }
-    u->in_pool = 0;
+    unit_inpool_set(u, 0);
     return 1;
 }
 

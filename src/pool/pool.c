@@ -139,7 +139,7 @@ static struct coexec_unit_rec *pool_take_all(struct coexec_pool_rec *p)
     pool_lock(p);
     struct coexec_unit_rec *u = p->head;
     for (struct coexec_unit_rec *v = u; v; v = v->next)
-        v->in_pool = 0;
+        unit_inpool_set(v, 0);
     p->head = p->tail = NULL;
     atom_store_rlx_u64(&p->size, 0);
     pool_unlock(p);
@@ -792,8 +792,8 @@ COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
     struct coexec_unit_rec *u = unit.p;
     if (u->kind == UNIT_MAIN)
         return COEXEC_EPERM;
-    bool wrapped = u == wrap_push_unit && u->in_pool == INPOOL_USER;
-    if (!wrapped && (unit_pool(u) != NULL || u->in_pool ||
+    bool wrapped = u == wrap_push_unit && unit_inpool(u) == INPOOL_USER;
+    if (!wrapped && (unit_pool(u) != NULL || unit_inpool(u) ||
                      atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY))
         return COEXEC_ESTATE;
     if ((rc = check_access(pool.p, true)))

@@ -82,7 +82,7 @@ struct coexec_pool_rec {
  *    Returns true when the pusher is the stream that owns p (a DEQUE's
  *    owner): a pool is only retired or forwarded by its owner's thread,
  *    so such a push cannot race with that and skips the re-check.
- *  - pop(p, xs): the next unit xs may run (pool_may_take), or NULL; clears
+ *  - pop(p, xs): the next unit xs may run (pool_may_take), or NULL); clears
  *    u->in_pool. xs is NULL for an external thread.
  *  - remove(p, u): takes u out if it is queued in p and has not started
  *    (RF_STARTED clear); false otherwise. NULL: never removable.
@@ -143,7 +143,7 @@ static ALWAYS_INLINE void list_push_head(struct coexec_pool_rec *p,
     else
         p->tail = u;
     p->head = u;
-    u->in_pool = 1;
+    unit_inpool_set(u, 1);
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
 }
 
@@ -157,7 +157,7 @@ static ALWAYS_INLINE void list_push_tail(struct coexec_pool_rec *p,
     else
         p->head = u;
     p->tail = u;
-    u->in_pool = 1;
+    unit_inpool_set(u, 1);
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
 }
 
@@ -173,7 +173,7 @@ static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
     else
         p->tail = u->prev;
     u->next = u->prev = NULL;
-    u->in_pool = 0;
+    unit_inpool_set(u, 0);
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) - 1);
 }
 
@@ -448,13 +448,13 @@ static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
         return p->impl->remove && p->impl->remove(p, u);
     }
     if (!p->shared) {
-        if (!u->in_pool || unit_pool(u) != p || (u->rflags & RF_STARTED))
+        if (!unit_inpool(u) || unit_pool(u) != p || (u->rflags & RF_STARTED))
             return false;
         list_unlink(p, u);
         return true;
     }
     pool_lock(p);
-    bool ok = u->in_pool && unit_pool(u) == p && !(u->rflags & RF_STARTED);
+    bool ok = unit_inpool(u) && unit_pool(u) == p && !(u->rflags & RF_STARTED);
     if (ok)
         list_unlink(p, u);
     pool_unlock(p);

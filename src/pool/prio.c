@@ -106,7 +106,7 @@ static ALWAYS_INLINE void level_unlink(struct coexec_pool_rec *p,
     if (!u->prev && !u->next)
         st->nonempty &= ~(1ull << l);
     u->next = u->prev = NULL;
-    u->in_pool = 0;
+    unit_inpool_set(u, 0);
     size_add(p, -1);
 }
 
@@ -133,7 +133,7 @@ static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
             st->next_due = st->clock + st->aging;
     }
     lv->tail = u;
-    u->in_pool = INPOOL_LIST;
+    unit_inpool_set(u, INPOOL_LIST);
     size_add(p, 1);
     if (p->shared && UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_locked(p);
@@ -228,7 +228,7 @@ static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
     prio_lock(p);
     /* RF_STARTED is read under the lock that the runner's later push
      * released (as in coexec__pool_remove). */
-    bool ok = u->in_pool == INPOOL_LIST && unit_pool(u) == p &&
+    bool ok = unit_inpool(u) == INPOOL_LIST && unit_pool(u) == p &&
               !(u->rflags & RF_STARTED);
     if (ok)
         level_unlink(p, st, -1, u);
@@ -269,7 +269,7 @@ static struct coexec_unit_rec *prio_drain(struct coexec_pool_rec *p)
         int l = top_level(m);
         m &= ~(1ull << l);
         for (struct coexec_unit_rec *u = st->lv[l].head; u; u = u->next)
-            u->in_pool = 0;
+            unit_inpool_set(u, 0);
         if (last)
             last->next = st->lv[l].head;
         else

@@ -39,7 +39,7 @@ static bool up_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     struct user_pool *up = up_of(p);
     struct coexec_unit_rec *su;
     struct coexec_pool_rec *sp;
-    u->in_pool = INPOOL_USER;
+    unit_inpool_set(u, INPOOL_USER);
     atom_fadd_rlx_u64(&p->size, 1);
     coexec__pool_wrap_enter(u, NULL, &su, &sp);
     up->ops.push(up->state, handle_of(u), (coexec_push_kind_t)how);
@@ -55,7 +55,7 @@ static struct coexec_unit_rec *taken(struct coexec_pool_rec *p,
     struct coexec_unit_rec *u = h.p;
     if (!u)
         return NULL;
-    u->in_pool = 0;
+    unit_inpool_set(u, 0);
     atom_store_rlx_ptr(&u->pool, p);
     atom_fsub_rlx_u64(&p->size, 1);
     return u;
@@ -87,7 +87,7 @@ static struct coexec_unit_rec *up_pop(struct coexec_pool_rec *p,
 static bool up_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 {
     struct user_pool *up = up_of(p);
-    if (!up->ops.remove || u->in_pool != INPOOL_USER ||
+    if (!up->ops.remove || unit_inpool(u) != INPOOL_USER ||
         (u->rflags & RF_STARTED))
         return false;
     if (!up->ops.remove(up->state, handle_of(u)))

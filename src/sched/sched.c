@@ -962,7 +962,7 @@ COEXEC_API int coexec_sched_run_unit(coexec_sched_t sched, coexec_unit_t unit)
     if ((rc = CHECK_HANDLE(unit)) != 0)
         return rc;
     struct coexec_unit_rec *u = unit.p;
-    if (u->kind == UNIT_MAIN || u->in_pool ||
+    if (u->kind == UNIT_MAIN || unit_inpool(u) ||
         atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
         join_finished(atom_load_acq_uptr(&u->join)))
         return COEXEC_ESTATE;

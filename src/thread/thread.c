@@ -68,7 +68,7 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
      * sees the new generation (join_unit re-checks it). */
     atom_store_rel_uptr(&u->join, 0);
     u->kind = (uint8_t)kind;
-    u->in_pool = 0;
+    unit_inpool_set(u, 0);
     u->flags = 0;
     u->rflags = 0;
     u->sp = NULL;
@@ -993,7 +993,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
             if (p)
                 claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
                           coexec__pool_remove_as(p, u, xs);
-            else if (!u->in_pool && !(u->rflags & RF_STARTED)) {
+            else if (!unit_inpool(u) && !(u->rflags & RF_STARTED)) {
                 /* Popped out of its pool by the user: ours to run. It needs
                  * a home pool in case it yields or parks: the joiner's. */
                 atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
@@ -1498,7 +1498,7 @@ static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
         bool ok;
         if (p->shared)
             pool_lock(p);
-        ok = u->in_pool && unit_pool(u) == p;
+        ok = unit_inpool(u) && unit_pool(u) == p;
         if (ok)
             list_unlink(p, u);
         if (p->shared)
@@ -1623,7 +1623,7 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
         struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
         if (p && p->shared && !p->impl) {
             pool_lock(p);
-            bool ok = u->in_pool && unit_pool(u) == p;
+            bool ok = unit_inpool(u) && unit_pool(u) == p;
             if (ok)
                 list_unlink(p, u);
             pool_unlock(p);

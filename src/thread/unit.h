@@ -155,6 +155,23 @@ struct coexec_unit_rec {
 #define DEST_BOUND ((uintptr_t)2)
 #define DEST_TAGS ((uintptr_t)3)
 
+/* unit->in_pool is written under the lock of the pool that holds the unit
+ * and read by others too (a joiner or a migration checking, under another
+ * pool's lock, whether the unit is queued where it thinks): atomic, set
+ * with release after the unit's home (u->pool) was set, read with acquire
+ * before the home, so a reader that sees it set sees the home it was set
+ * for. Plain moves on x86. */
+static ALWAYS_INLINE uint8_t unit_inpool(const struct coexec_unit_rec *u)
+{
+    return __atomic_load_n(&u->in_pool, __ATOMIC_ACQUIRE);
+}
+
+static ALWAYS_INLINE void unit_inpool_set(struct coexec_unit_rec *u,
+                                          uint8_t v)
+{
+    __atomic_store_n(&u->in_pool, v, __ATOMIC_RELEASE);
+}
+
 static ALWAYS_INLINE unsigned unit_prio(struct coexec_unit_rec *u)
 {
     return atom_load_rlx_u32(&u->attrs) & UA_PRIO_MASK;
