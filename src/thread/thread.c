@@ -390,6 +390,12 @@ static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
             return;
     }
     old = atom_xchg_ar_uptr(&u->join, JOIN_WAKING);
+    if (UNLIKELY(old == 0)) {
+        /* A timed joiner took its registration back meanwhile: nobody to
+         * wake. */
+        atom_store_rel_uptr(&u->join, JOIN_DONE);
+        return;
+    }
     struct join_waiter *w = (struct join_waiter *)old;
     if (w->ult) {
         coexec__wake_unit(w->ult);
