@@ -40,6 +40,18 @@ typedef struct ch_suite {
 /* The CUnit main: registers suites (NULL-terminated by name == NULL). */
 int ch_main(int argc, char **argv, const ch_suite_t *suites);
 
+/* A 64-bit mix (the murmur3 finalizer): the expected output of a test
+ * unit from its input, cheap and without collisions in practice. */
+static inline uint64_t ch_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
 /* ---- scale ------------------------------------------------------------- */
 
 /* COEXEC_TEST_SCALE (float, default 1.0, clamped to [0.001, 1000]). */

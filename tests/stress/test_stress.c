@@ -20,16 +20,6 @@
 
 #define NSTREAMS 4
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 /* ======================================================================= */
 /* create_join                                                              */
 /* ======================================================================= */
@@ -41,7 +31,7 @@ typedef struct {
 static void slot_ult(void *arg)
 {
     slot_t *s = arg;
-    s->out = mix64(s->in);
+    s->out = ch_mix64(s->in);
 }
 
 static coexec_poll_status_t slot_tasklet(coexec_poll_t *cx, void *arg)
@@ -90,7 +80,7 @@ static void driver_ult(void *arg)
                 CH_CHECK_RC(rc, COEXEC_OK);
                 return;
             }
-            bad += s[i].out != mix64(s[i].in);
+            bad += s[i].out != ch_mix64(s[i].in);
         }
         done += n;
         batch++;
@@ -154,7 +144,7 @@ static void t_create_join_from_main(void)
         }
         for (int i = n - 1; i >= 0; i--) {
             CH_ASSERT_OK_FATAL(coexec_thread_free(&t[i]));
-            bad += s[i].out != mix64(s[i].in);
+            bad += s[i].out != ch_mix64(s[i].in);
         }
         done += n;
     }

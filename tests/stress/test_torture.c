@@ -165,16 +165,6 @@ static uint64_t g_seed;
                        g_seed, #a, t_a_, #b, t_b_);                            \
     } while (0)
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static uint64_t rnd(uint64_t *s)
 {
     /* splitmix64 */
@@ -384,7 +374,7 @@ static void cell_body(cell_t *c, int ult)
         if (rc == COEXEC_OK) {
             TCHECK_RC(coexec_thread_free(&t), COEXEC_OK);
             TCHECK_EQ(atomic_load(&sub.runs), 1);
-            TCHECK(sub.out == mix64(sub.in));
+            TCHECK(sub.out == ch_mix64(sub.in));
         }
         break;
     }
@@ -408,7 +398,7 @@ static void cell_body(cell_t *c, int ult)
     default:
         break;
     }
-    c->out = mix64(c->in);
+    c->out = ch_mix64(c->in);
     finish_once(&c->runs);
 }
 
@@ -425,13 +415,13 @@ static void cell_check(cell_t *c)
 {
     TCHECK_EQ(atomic_load(&c->entered), 1);
     TCHECK_EQ(atomic_load(&c->runs), 1);
-    TCHECK(c->out == mix64(c->in));
+    TCHECK(c->out == ch_mix64(c->in));
 }
 
 /* Detached units: a record per unit, kept by its driver. */
 static void det_body(det_t *r)
 {
-    r->out = mix64(r->in);
+    r->out = ch_mix64(r->in);
     int prev = atomic_fetch_add_explicit(&r->runs, 1, memory_order_release);
     TCHECK_EQ(prev, 0);
     atomic_fetch_add_explicit(&g.det_ran, 1, memory_order_acq_rel);
@@ -1382,7 +1372,7 @@ typedef struct chend {
 static chmsg_t ch_make(chop_t *op, int sender, int seq)
 {
     chmsg_t m = {(uint32_t)sender, (uint32_t)seq,
-                 mix64(op->salt ^ ((uint64_t)sender << 32) ^ (uint64_t)seq)};
+                 ch_mix64(op->salt ^ ((uint64_t)sender << 32) ^ (uint64_t)seq)};
     return m;
 }
 
@@ -2315,7 +2305,7 @@ static long default_ops(void)
 static unsigned run_seed(uint64_t seed, long ops)
 {
     unsigned fails0 = ch_remote_failures();
-    uint64_t cfg_rng = mix64(seed ^ 0x746f7274757265ULL);
+    uint64_t cfg_rng = ch_mix64(seed ^ 0x746f7274757265ULL);
     memset(&g, 0, sizeof g);
     g_seed = seed;
 
@@ -2369,7 +2359,7 @@ static unsigned run_seed(uint64_t seed, long ops)
         driver_t *d = &g.drv[i];
         d->id = i;
         d->external = i >= NULTDRV;
-        d->rng = mix64(seed * NDRIVERS + (uint64_t)i + 1);
+        d->rng = ch_mix64(seed * NDRIVERS + (uint64_t)i + 1);
         d->nops = ops;
         atomic_store(&d->op, -1);
         atomic_store(&d->step, "not started");
@@ -2434,7 +2424,7 @@ static unsigned run_seed(uint64_t seed, long ops)
             det_t *next = r->next;
             for (int j = 0; j < r->n; j++, det++) {
                 TCHECK_EQ(atomic_load(&r[j].runs), 1);
-                TCHECK(r[j].out == mix64(r[j].in));
+                TCHECK(r[j].out == ch_mix64(r[j].in));
             }
             free(r);
             r = next;

@@ -23,25 +23,15 @@ typedef struct {
     uint64_t check;
 } msg_t;
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static msg_t make_msg(uint32_t producer, uint64_t seq)
 {
-    msg_t m = {seq, producer, 0xabcd, mix64(seq ^ ((uint64_t)producer << 48))};
+    msg_t m = {seq, producer, 0xabcd, ch_mix64(seq ^ ((uint64_t)producer << 48))};
     return m;
 }
 
 static int msg_ok(const msg_t *m)
 {
-    return m->pad == 0xabcd && m->check == mix64(m->seq ^ ((uint64_t)m->producer << 48));
+    return m->pad == 0xabcd && m->check == ch_mix64(m->seq ^ ((uint64_t)m->producer << 48));
 }
 
 /* ======================================================================= */
@@ -1109,7 +1099,7 @@ static void t_fifo_queue_order(void)
         for (int i = 0; i < QO_RECV; i++)
             kinds[i] = threads ? i % RK_KINDS : i % 2;
         for (int i = QO_RECV - 1; i > 0; i--) {
-            seed = mix64(seed + (uint64_t)round);
+            seed = ch_mix64(seed + (uint64_t)round);
             int j = (int)(seed % (uint64_t)(i + 1));
             int t = kinds[i];
             kinds[i] = kinds[j];
