@@ -120,17 +120,19 @@ static void side_park(struct coexec_pool_rec *p, struct deque *d,
 
 /*
  * The oldest side-queue unit xs may take (thief: may steal), or NULL. A
- * thief looks at SIDE_SCAN units at most; a consumer scans the whole queue
- * (a unit deep in it may be the only one this stream may run).
+ * thief looks at SIDE_SCAN units at most, and with STEAL_TRY passes a held
+ * lock by; a consumer scans the whole queue (a unit deep in it may be the
+ * only one this stream may run).
  */
 static struct coexec_unit_rec *side_take(struct coexec_pool_rec *p,
                                          struct deque *d,
                                          struct coexec_xstream_rec *xs,
-                                         bool thief)
+                                         bool thief, int mode)
 {
     if (atom_load_rlx_u64(&d->side_n) == 0)
         return NULL;
-    pool_lock(p);
+    if (!pool_lock_steal(p, thief ? mode : STEAL_WAIT))
+        return NULL;
     struct coexec_unit_rec *u = d->side_head;
     for (int n = 0; u; u = u->next, n++) {
         if (thief ? pool_may_steal(u, xs) : pool_may_take(u, xs))
@@ -260,13 +262,13 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
             unit_inpool_set(u, 0);
             return u;
         }
-        return side_take(p, d, xs, false);
+        return side_take(p, d, xs, false, STEAL_WAIT);
     }
     /* The owner's own tick: relaxed load and store, no locked operation. */
     uint32_t tick = atom_load_rlx_u32(&d->tick) + 1;
     if (UNLIKELY(tick >= SIDE_EVERY) && atom_load_rlx_u64(&d->side_n)) {
         atom_store_rlx_u32(&d->tick, 0);
-        if ((u = side_take(p, d, xs, false)) != NULL)
+        if ((u = side_take(p, d, xs, false, STEAL_WAIT)) != NULL)
             return u;
     } else {
         atom_store_rlx_u32(&d->tick, tick);
@@ -279,7 +281,7 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
         side_park(p, d, u); /* bound elsewhere: its stream takes it there */
     }
     atom_store_rlx_u32(&d->tick, 0);
-    return side_take(p, d, xs, false);
+    return side_take(p, d, xs, false, STEAL_WAIT);
 }
 
 void coexec__deque_put_back(struct coexec_pool_rec *p,
@@ -327,14 +329,14 @@ static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 
 static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
                                         struct coexec_xstream_rec *xs,
-                                        struct coexec_pool_rec *into)
+                                        struct coexec_pool_rec *into, int mode)
 {
     struct deque *d = dq_of(p);
     uint64_t avail = dq_span(d);
     struct coexec_unit_rec *u = take_top(p, d, xs, true);
     if (!u) {
         /* Nothing in the deque: the side queue's oldest. */
-        return side_take(p, d, xs, true);
+        return side_take(p, d, xs, true, mode);
     }
     unit_inpool_set(u, 0);
     if (!d->steal_half || !into)

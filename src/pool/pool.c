@@ -398,7 +398,11 @@ static void thief_sweep(void)
          * parks now, and stays. */
         if (!p || !atom_load_rlx_u32(&p->has_sleepers))
             continue;
-        pool_lock(p);
+        /* A busy pool keeps its mark: the next push of a unit thieves may
+         * take drops it (with no thief parked it is not linked again), and
+         * a sweep that waited could starve behind the owner (STEAL_TRY). */
+        if (!pool_lock_steal(p, STEAL_TRY))
+            continue;
         if (p->thief_mark.linked && !thieves_parked())
             sleeper_unlink(p, &p->thief_mark);
         pool_unlock(p);
@@ -430,6 +434,8 @@ void coexec__thief_unpark(struct sleeper *s)
 static void wake_sleepers(struct coexec_pool_rec *p, bool thief)
 {
     struct sleeper *s = p->sleepers;
+    if (!thief && s == &p->thief_mark && !s->next)
+        return; /* only thieves wait, and they may not take the unit */
     p->sleepers = NULL;
     atom_store_rlx_u32(&p->has_sleepers, 0);
     bool mark = false, woke_stream = false;
@@ -489,15 +495,17 @@ static struct coexec_unit_rec *list_steal(struct coexec_pool_rec *p,
 
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
-                                           struct coexec_pool_rec *into)
+                                           struct coexec_pool_rec *into,
+                                           int mode)
 {
     if (pool_size(p) == 0)
         return NULL;
     if (p->impl)
-        return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
+        return p->impl->steal ? p->impl->steal(p, xs, into, mode) : NULL;
     if (!p->shared)
         return NULL; /* a private pool is its owner's alone */
-    pool_lock(p);
+    if (!pool_lock_steal(p, mode))
+        return NULL;
     struct coexec_unit_rec *u = list_steal(p, xs);
     pool_unlock(p);
     return u;
@@ -510,8 +518,9 @@ struct coexec_unit_rec *coexec__pool_steal_registered(struct coexec_pool_rec *p,
     if (pool_size(p) == 0)
         return NULL;
     if (p->impl) /* default impl pools keep their state: see pool_new */
-        return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
-    pool_lock(p);
+        return p->impl->steal ? p->impl->steal(p, xs, into, STEAL_TRY) : NULL;
+    if (!pool_lock_steal(p, STEAL_TRY))
+        return NULL;
     struct coexec_unit_rec *u = p->stealable ? list_steal(p, xs) : NULL;
     pool_unlock(p);
     return u;
@@ -836,7 +845,7 @@ static int take_public(coexec_pool_t pool, coexec_unit_t *out, bool steal)
     if (!steal && (rc = check_access(pool.p, false)))
         return rc;
     struct coexec_xstream_rec *xs = coexec__xs_self();
-    struct coexec_unit_rec *u = steal ? coexec__pool_steal(pool.p, xs, NULL)
+    struct coexec_unit_rec *u = steal ? coexec__pool_steal(pool.p, xs, NULL, STEAL_WAIT)
                                       : coexec__pool_pop(pool.p, xs);
     if (u)
         handed_out(pool.p, u);

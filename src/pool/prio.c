@@ -239,14 +239,16 @@ static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 /* A thief takes the oldest unit of the least urgent level it may steal. */
 static struct coexec_unit_rec *prio_steal(struct coexec_pool_rec *p,
                                           struct coexec_xstream_rec *xs,
-                                          struct coexec_pool_rec *into)
+                                          struct coexec_pool_rec *into,
+                                          int mode)
 {
     (void)into;
     if (!p->shared || atom_load_rlx_u64(&p->size) == 0)
         return NULL;
     struct prio_state *st = st_of(p);
     struct coexec_unit_rec *u = NULL;
-    pool_lock(p);
+    if (!pool_lock_steal(p, mode))
+        return NULL;
     for (uint64_t m = st->nonempty; m && !u; m &= m - 1) {
         int l = __builtin_ctzll(m);
         for (u = st->lv[l].head; u && !pool_may_steal(u, xs); u = u->next)

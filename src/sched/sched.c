@@ -249,7 +249,7 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
             }
             struct coexec_unit_rec *u =
                 registry ? coexec__pool_steal_registered(v, xs, s->pools[0])
-                         : coexec__pool_steal(v, xs, s->pools[0]);
+                         : coexec__pool_steal(v, xs, s->pools[0], STEAL_TRY);
             if (u) {
                 /* A stolen unit moves: when it yields or is woken, it comes
                  * back here, not to the stream it was taken from. Release:
@@ -326,6 +326,12 @@ static bool pools_empty(struct coexec_sched_rec *s)
         if (pool_size(s->pools[i]) != 0)
             return false;
     return true;
+}
+
+bool coexec__sched_has_work(struct coexec_xstream_rec *xs)
+{
+    return !pools_empty(xs->cur_sched) || xs_events_pending(xs) ||
+           xs->run_next;
 }
 
 /* Sleeper nodes one parking scheduler puts on pools: its own pools (at

@@ -257,20 +257,38 @@ fail_setup:
     return rc;
 }
 
-/* Waits until xs's OS thread left its loop; a ULT caller keeps its stream
- * busy with other units meanwhile. */
-static void wait_done(struct coexec_xstream_rec *xs)
+/* How long a ULT waiting for another stream's exit sleeps on the word when
+ * its own stream has nothing else to run: a unit pushed meanwhile waits at
+ * most this long. */
+#define STREAM_WAIT_NAP_NS 50000
+
+/*
+ * Waits while *word == busy; whoever changes it wakes the futex. A ULT
+ * caller lets its stream run the other units it has (one of them may be
+ * what the other stream waits for), and sleeps on the word when there are
+ * none. It does not just yield in a loop: a ULT that keeps yielding keeps
+ * retaking its pool's lock, and a thread that needs that lock can starve
+ * while this one holds the CPU (more streams than cores, or valgrind, which
+ * runs one thread at a time).
+ */
+static void wait_word(atom_u32_t *word, uint32_t busy)
 {
     struct coexec_xstream_rec *me = coexec__xs_self();
     bool ult = me && me->cur && me->cur->kind != UNIT_TASKLET;
-    while (atom_load_acq_u32(&xs->done) == 0) {
-        if (ult) {
+    while (atom_load_acq_u32(word) == busy) {
+        if (ult && coexec__sched_has_work(me)) {
             IGNORE_RESULT(coexec_yield());
-            cpu_relax();
         } else {
-            coexec__futex_wait(&xs->done, 0, NULL);
+            struct timespec nap = {0, STREAM_WAIT_NAP_NS};
+            coexec__futex_wait(word, busy, ult ? &nap : NULL);
         }
     }
+}
+
+/* Waits until xs's OS thread left its loop. */
+static void wait_done(struct coexec_xstream_rec *xs)
+{
+    wait_word(&xs->done, 0);
 }
 
 int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
@@ -330,15 +348,10 @@ static void xs_join_once(struct coexec_xstream_rec *x)
         if (!x->joined)
             coexec__xstream_stop_and_join(x);
         atom_store_rel_u32(&x->join_claim, 2);
+        coexec__futex_wake(&x->join_claim, 1 << 30);
         return;
     }
-    bool ult = coexec__xs_self() != NULL;
-    while (atom_load_acq_u32(&x->join_claim) != 2) {
-        if (ult)
-            IGNORE_RESULT(coexec_yield());
-        else
-            sched_yield();
-    }
+    wait_word(&x->join_claim, 1);
 }
 
 /* ---- the primary ---------------------------------------------------------- */
