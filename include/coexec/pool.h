@@ -3,14 +3,15 @@
  *
  * Kinds: FIFO (oldest first) and LIFO (newest first). Whatever the kind, a
  * unit that yields is queued behind every other unit of its pool, so yield
- * is fair; stealing takes the unit the owner would take last.
+ * is fair; stealing takes the unit the owner would take last (the oldest).
  *
  * PRIO: N priority levels (coexec_pool_config_t.levels, default 8). A unit
  * is queued at the level of its priority (coexec_unit_set_priority, clamped
  * to levels - 1; higher is more urgent) and pop serves the most urgent
  * non-empty level, FIFO within a level. Aging: a non-empty level that has
  * been passed over for `aging` pops (default 64) is served next, so no unit
- * starves under a constant stream of more urgent work.
+ * starves under a constant stream of more urgent work. A thief takes the
+ * oldest unit of the most urgent level (the unit whose wait matters most).
  *
  * DEQUE: a work-stealing deque. The stream whose scheduler uses it (its
  * owner) pushes and pops at one end without locked instructions on the

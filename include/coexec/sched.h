@@ -21,7 +21,10 @@
  *
  * With stealing on, a BASIC/BASIC_WAIT/PRIO scheduler whose pools are empty
  * takes the oldest unit from the default pools of the other streams (the
- * default setup turns it on). Pinned units are never stolen. Every
+ * default setup turns it on; from a PRIO pool, the oldest of its most
+ * urgent level). Pinned units are never stolen, and a parked stealing
+ * scheduler is woken by a push into a victim only when the unit pushed is
+ * one it may take. Every
  * event_freq iterations the scheduler checks its stream's events (remote
  * wakes, timers, stop and replacement requests).
  *

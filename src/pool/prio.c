@@ -6,8 +6,10 @@
  * next push); a higher level is more urgent. Each level is a FIFO,
  * doubly-linked through u->next/u->prev, so remove() of a queued unit (join
  * in place) is O(1). `nonempty` has bit l set while level l holds units:
- * pop finds the most urgent level with one count-leading-zeros, a thief the
- * least urgent one with count-trailing-zeros.
+ * pop finds the most urgent level with one count-leading-zeros. A thief
+ * takes from the most urgent level too, its oldest unit: a unit stolen is
+ * one the busy owner could not run yet, and the most urgent of those is
+ * the one whose wait matters most.
  *
  * Aging: `clock` counts the units pop handed out; a level's `since` is the
  * clock when it last became non-empty or was last served. A non-empty level
@@ -236,7 +238,8 @@ static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
     return ok;
 }
 
-/* A thief takes the oldest unit of the least urgent level it may steal. */
+/* A thief takes the oldest unit it may steal of the most urgent level that
+ * has one. */
 static struct coexec_unit_rec *prio_steal(struct coexec_pool_rec *p,
                                           struct coexec_xstream_rec *xs,
                                           struct coexec_pool_rec *into,
@@ -249,8 +252,9 @@ static struct coexec_unit_rec *prio_steal(struct coexec_pool_rec *p,
     struct coexec_unit_rec *u = NULL;
     if (!pool_lock_steal(p, mode))
         return NULL;
-    for (uint64_t m = st->nonempty; m && !u; m &= m - 1) {
-        int l = __builtin_ctzll(m);
+    for (uint64_t m = st->nonempty; m && !u;) {
+        int l = top_level(m);
+        m &= ~(1ull << l);
         for (u = st->lv[l].head; u && !pool_may_steal(u, xs); u = u->next)
             ;
         if (u)

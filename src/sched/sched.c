@@ -308,8 +308,10 @@ static struct coexec_unit_rec *prio_next(struct coexec_xstream_rec *xs,
 static ALWAYS_INLINE struct coexec_unit_rec *
 next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
 {
-    if (UNLIKELY(s->kind == COEXEC_SCHED_PRIO))
-        return prio_next(xs, s);
+    if (UNLIKELY(s->kind == COEXEC_SCHED_PRIO)) {
+        struct coexec_unit_rec *u = prio_next(xs, s);
+        return u || !steals(s) ? u : steal_one(xs, s);
+    }
     int n = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
     for (int i = 0; i < n; i++) {
         struct coexec_unit_rec *u = coexec__pool_pop(s->pools[i], xs);

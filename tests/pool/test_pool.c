@@ -1250,21 +1250,31 @@ static void push_prio(coexec_pool_t pool, const unit_set_t *s, long i, int prio)
 }
 
 /* Pops one unit and returns its index in s (-1: empty, -2: foreign). */
-static long pop_index(coexec_pool_t pool, const unit_set_t *s)
+static long take_index(coexec_pool_t pool, const unit_set_t *s, bool steal)
 {
     coexec_unit_t u;
-    CH_ASSERT_OK(coexec_pool_pop(pool, &u));
+    CH_ASSERT_OK(steal ? coexec_pool_steal(pool, &u) : coexec_pool_pop(pool, &u));
     if (CH_IS_NULL(u))
         return -1;
     long i = unit_index(s, u);
     return i < 0 ? -2 : i;
 }
 
-/* Most urgent level first, FIFO within a level, priorities clamped. */
+static long pop_index(coexec_pool_t pool, const unit_set_t *s)
+{
+    return take_index(pool, s, false);
+}
+
+/* Most urgent level first, FIFO within a level, priorities clamped; a
+ * thief takes in the same order (a PRIV pool has no thieves). */
 static void t_prio_order(void)
 {
     ch_init(1);
-    for (int acc = COEXEC_ACCESS_PRIV; acc <= COEXEC_ACCESS_MPMC; acc++) {
+    for (int k2 = 0; k2 < 2 * (COEXEC_ACCESS_MPMC + 1); k2++) {
+        int acc = k2 / 2;
+        bool steal = k2 % 2;
+        if (steal && acc == COEXEC_ACCESS_PRIV)
+            continue;
         enum { N = 24 };
         unit_set_t s;
         unit_set_make(&s, N);
@@ -1281,8 +1291,8 @@ static void t_prio_order(void)
                 if ((i % 6 > 3 ? 3 : i % 6) == lvl)
                     expect[k++] = i;
         for (k = 0; k < N; k++)
-            CH_ASSERT_EQ(pop_index(pool, &s), expect[k]);
-        CH_ASSERT_EQ(pop_index(pool, &s), -1);
+            CH_ASSERT_EQ(take_index(pool, &s, steal), expect[k]);
+        CH_ASSERT_EQ(take_index(pool, &s, steal), -1);
         CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
         CH_ASSERT_EQ(sz, 0);
         CH_ASSERT_OK(coexec_pool_free(&pool));

@@ -446,11 +446,13 @@ static void busy_ult(void *arg)
         ;
 }
 
-static void t_steal_oldest(void)
+/* BASIC streams spin, so the idle one keeps looking for work; BASIC_WAIT
+ * and PRIO ones park as thieves, and the pushes into the busy stream's
+ * pool must wake one to take them. The main ULT waits by sleeping: the
+ * primary takes nothing meanwhile. */
+static void steal_oldest(coexec_sched_kind_t kind)
 {
-    /* BASIC streams spin, so the idle one keeps looking for work. The main
-     * ULT waits by sleeping: the primary takes nothing meanwhile. */
-    ch_init_ex(3, COEXEC_SCHED_BASIC, 1);
+    ch_init_ex(3, kind, 1);
     coexec_xstream_t x1;
     CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
     atomic_store(&g_steal_n, 0);
@@ -485,6 +487,10 @@ static void t_steal_oldest(void)
     }
     ch_finalize();
 }
+
+static void t_steal_oldest(void) { steal_oldest(COEXEC_SCHED_BASIC); }
+static void t_steal_oldest_wait(void) { steal_oldest(COEXEC_SCHED_BASIC_WAIT); }
+static void t_steal_oldest_prio(void) { steal_oldest(COEXEC_SCHED_PRIO); }
 
 /* ======================================================================= */
 /* busy                                                                     */
@@ -657,6 +663,8 @@ static const ch_test_t priority_tests[] = {
     {"basic_wait_pool0_first", t_priority_basic_wait},
     {"pool_shared_by_two_streams", t_shared_pool},
     {"steal_takes_oldest", t_steal_oldest},
+    {"steal_takes_oldest_basic_wait", t_steal_oldest_wait},
+    {"steal_takes_oldest_prio", t_steal_oldest_prio},
     {NULL, NULL}};
 static const ch_test_t wait_tests[] = {
     {"idle_stream_parks", t_wait_parks},
