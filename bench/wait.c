@@ -635,6 +635,138 @@ out:
     return r->error[0] ? -1 : 0;
 }
 
+/* ---- timer lateness on busy streams ------------------------------------ */
+
+/*
+ * Streams 1 and 3 share a CPU and each runs a hog that computes for
+ * LAT_HOG_NS between yields; streams 0 and 2 share the other CPU and are
+ * idle (the main ULT sleeps between spawns). Every LAT_SPAWN_NS the main
+ * ULT starts a sleeper on stream 1 or 3, pinned so that it starts there;
+ * it unpins itself (its timer goes in the busy stream's heap), sleeps
+ * LAT_SLEEP_NS and records how late it ran again. The figure is the
+ * median or the 99th percentile of a rep's sleepers, in microseconds.
+ */
+#define LAT_SLEEP_NS 1000000ull
+#define LAT_SPAWN_NS 250000ull
+#define LAT_HOG_NS 100000ull
+#define LAT_REP_NS 100000000ull
+#define LAT_MAX (LAT_REP_NS / LAT_SPAWN_NS + 16)
+
+static struct {
+    atomic_int stop;
+    atomic_int slot; /* entries of late[] taken */
+    atomic_int n;    /* entries written */
+    atomic_int rc;   /* the first error of a sleeper or hog */
+    double late[LAT_MAX];
+} lat;
+
+static void lat_hog(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&lat.stop, memory_order_relaxed)) {
+        uint64_t t = bench_now_ns() + LAT_HOG_NS;
+        while (bench_now_ns() < t)
+            ;
+        note_rc(&lat.rc, coexec_yield());
+    }
+}
+
+static void lat_sleeper(void *arg)
+{
+    (void)arg;
+    coexec_thread_t self;
+    int rc = coexec_thread_self(&self);
+    if (rc == COEXEC_OK)
+        rc = coexec_unit_set_pinned(coexec_thread_unit(self), 0);
+    uint64_t dl = bench_now_ns() + LAT_SLEEP_NS;
+    if (rc == COEXEC_OK)
+        rc = coexec_sleep_until(dl);
+    double late = (double)(bench_now_ns() - dl) / 1e3;
+    note_rc(&lat.rc, rc);
+    int i = atomic_fetch_add(&lat.slot, 1);
+    if (i < (int)LAT_MAX)
+        lat.late[i] = late;
+    atomic_fetch_add(&lat.n, 1); /* after the entry: the reader's count */
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int timer_lateness(bench_run_t *r, double pct)
+{
+    coexec_pool_t pool0;
+    coexec_thread_t hogs[2] = {{0}, {0}};
+    coexec_xstream_t busy[2];
+    memset(&lat, 0, sizeof lat);
+    if (bench_ncpus < 2)
+        return bench_fail(r, "needs 2 CPUs, the process may use %d",
+                          bench_ncpus);
+    if (bench_rt_start(r, 4, &pool0) != 0)
+        return -1;
+    coexec_thread_attr_t a;
+    CK(coexec_thread_attr_init(&a));
+    a.pinned = 1;
+    CK(coexec_xstream_by_rank(1, &busy[0]));
+    CK(coexec_xstream_by_rank(3, &busy[1]));
+    for (int k = 0; k < 2; k++)
+        CK(coexec_thread_create_on(busy[k], lat_hog, NULL, &a, &hogs[k]));
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        int spawned = 0;
+        atomic_store(&lat.slot, 0);
+        atomic_store(&lat.n, 0);
+        uint64_t end = bench_now_ns() + LAT_REP_NS;
+        while (bench_now_ns() < end && spawned < (int)LAT_MAX) {
+            CK(coexec_thread_create_on(busy[spawned % 2], lat_sleeper, NULL,
+                                       &a, NULL));
+            spawned++;
+            CK(coexec_sleep_ns(LAT_SPAWN_NS));
+        }
+        uint64_t give_up = bench_now_ns() + 10000000000ull;
+        while (atomic_load(&lat.n) < spawned && bench_now_ns() < give_up)
+            CK(coexec_sleep_ns(LAT_SPAWN_NS));
+        int n = atomic_load(&lat.n);
+        if (n < spawned) {
+            bench_fail(r, "%d of %d sleepers did not come back", spawned - n,
+                       spawned);
+            goto out;
+        }
+        int rc = atomic_load(&lat.rc);
+        if (rc != COEXEC_OK) {
+            bench_fail(r, "a sleeper or hog: %s", coexec_err_name(rc));
+            goto out;
+        }
+        qsort(lat.late, (size_t)n, sizeof lat.late[0], cmp_double);
+        if (rep >= r->warmups)
+            bench_sample(r, lat.late[(int)((n - 1) * pct)]);
+    }
+    bench_append_setup(r, "streams 1 and 3 share a CPU, each busy with a hog "
+                          "that yields every 100 us; 0 and 2 idle; a ULT "
+                          "started on 1 or 3 every 250 us sleeps 1 ms there; "
+                          "lateness of its wake, per rep of 100 ms");
+out:
+    atomic_store(&lat.stop, 1);
+    for (int k = 0; k < 2; k++)
+        if (hogs[k].p && coexec_thread_free(&hogs[k]) != COEXEC_OK)
+            bench_fail(r, "coexec_thread_free failed");
+    (void)bench_rt_stop(r);
+    if (r->error[0])
+        r->nsamples = 0;
+    return r->error[0] ? -1 : 0;
+}
+
+static int bench_timer_lateness_p50(bench_run_t *r)
+{
+    return timer_lateness(r, 0.50);
+}
+
+static int bench_timer_lateness_p99(bench_run_t *r)
+{
+    return timer_lateness(r, 0.99);
+}
+
 /* Goals and peers' figures: BENCH.md, "The figures to beat". */
 const bench_def_t bench_wait_defs[] = {
     {"eventual_pingpong_2es", "ns/roundtrip",
@@ -659,5 +791,14 @@ const bench_def_t bench_wait_defs[] = {
      "message through two capacity-1 channels",
      bench_channel_pingpong_2es, 1, 0,
      "no goal in BENCH.md; peer: pthread_channel_pingpong_2t"},
+    {"timer_lateness_busy_p50", "us",
+     "1 ms sleeps of ULTs on two busy streams sharing a CPU, idle streams "
+     "beside them: median lateness",
+     bench_timer_lateness_p50, 1, 0,
+     "no goal in BENCH.md; a busy stream firing only its own timers: ms "
+     "(its next event check, or its next time on the CPU)"},
+    {"timer_lateness_busy_p99", "us",
+     "the same: 99th percentile",
+     bench_timer_lateness_p99, 1, 0, NULL},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };

@@ -65,6 +65,9 @@ struct coexec__global {
     struct coexec_xstream_rec *xs_free;
     struct coexec_xstream_rec *xs_all[MAX_XSTREAMS];
     int num_xs_all;
+    /* num_xs_all for readers without the lock (the timer keeper): stored
+     * (release) once the new record's timer heap is ready. */
+    atom_u32_t num_xs_seen;
 };
 
 extern struct coexec__global coexec__g;

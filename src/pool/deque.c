@@ -120,19 +120,17 @@ static void side_park(struct coexec_pool_rec *p, struct deque *d,
 
 /*
  * The oldest side-queue unit xs may take (thief: may steal), or NULL. A
- * thief looks at SIDE_SCAN units at most, and with STEAL_TRY passes a held
- * lock by; a consumer scans the whole queue (a unit deep in it may be the
- * only one this stream may run).
+ * thief looks at SIDE_SCAN units at most; a consumer scans the whole queue
+ * (a unit deep in it may be the only one this stream may run).
  */
 static struct coexec_unit_rec *side_take(struct coexec_pool_rec *p,
                                          struct deque *d,
                                          struct coexec_xstream_rec *xs,
-                                         bool thief, int mode)
+                                         bool thief)
 {
     if (atom_load_rlx_u64(&d->side_n) == 0)
         return NULL;
-    if (!pool_lock_steal(p, thief ? mode : STEAL_WAIT))
-        return NULL;
+    pool_lock(p);
     struct coexec_unit_rec *u = d->side_head;
     for (int n = 0; u; u = u->next, n++) {
         if (thief ? pool_may_steal(u, xs) : pool_may_take(u, xs))
@@ -262,13 +260,13 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
             unit_inpool_set(u, 0);
             return u;
         }
-        return side_take(p, d, xs, false, STEAL_WAIT);
+        return side_take(p, d, xs, false);
     }
     /* The owner's own tick: relaxed load and store, no locked operation. */
     uint32_t tick = atom_load_rlx_u32(&d->tick) + 1;
     if (UNLIKELY(tick >= SIDE_EVERY) && atom_load_rlx_u64(&d->side_n)) {
         atom_store_rlx_u32(&d->tick, 0);
-        if ((u = side_take(p, d, xs, false, STEAL_WAIT)) != NULL)
+        if ((u = side_take(p, d, xs, false)) != NULL)
             return u;
     } else {
         atom_store_rlx_u32(&d->tick, tick);
@@ -281,7 +279,7 @@ static struct coexec_unit_rec *dq_pop(struct coexec_pool_rec *p,
         side_park(p, d, u); /* bound elsewhere: its stream takes it there */
     }
     atom_store_rlx_u32(&d->tick, 0);
-    return side_take(p, d, xs, false, STEAL_WAIT);
+    return side_take(p, d, xs, false);
 }
 
 void coexec__deque_put_back(struct coexec_pool_rec *p,
@@ -329,14 +327,14 @@ static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 
 static struct coexec_unit_rec *dq_steal(struct coexec_pool_rec *p,
                                         struct coexec_xstream_rec *xs,
-                                        struct coexec_pool_rec *into, int mode)
+                                        struct coexec_pool_rec *into)
 {
     struct deque *d = dq_of(p);
     uint64_t avail = dq_span(d);
     struct coexec_unit_rec *u = take_top(p, d, xs, true);
     if (!u) {
         /* Nothing in the deque: the side queue's oldest. */
-        return side_take(p, d, xs, true, mode);
+        return side_take(p, d, xs, true);
     }
     unit_inpool_set(u, 0);
     if (!d->steal_half || !into)

@@ -334,9 +334,9 @@ static bool thieves_parked(void)
     return any;
 }
 
-/* Takes the newest parked thief out of the set and wakes it; true if others
- * still park. */
-static bool thief_wake_one(void)
+/* Takes the newest parked thief out of the set and wakes it (*woke: one
+ * was there); true if others still park. */
+static bool thief_pop_kick(bool *woke)
 {
     spin_lock(&thieves.lock);
     struct sleeper *s = thieves.head;
@@ -353,7 +353,21 @@ static bool thief_wake_one(void)
     if (xs)
         coexec__xs_kick(xs); /* records are type-stable: a late kick is
                                 a spurious wake at worst */
+    *woke = xs != NULL;
     return more;
+}
+
+static bool thief_wake_one(void)
+{
+    bool woke;
+    return thief_pop_kick(&woke);
+}
+
+bool coexec__thief_kick_one(void)
+{
+    bool woke;
+    thief_pop_kick(&woke);
+    return woke;
 }
 
 static void mark_link(struct coexec_pool_rec *p)
@@ -399,9 +413,11 @@ static void thief_sweep(void)
         if (!p || !atom_load_rlx_u32(&p->has_sleepers))
             continue;
         /* A busy pool keeps its mark: the next push of a unit thieves may
-         * take drops it (with no thief parked it is not linked again), and
-         * a sweep that waited could starve behind the owner (STEAL_TRY). */
-        if (!pool_lock_steal(p, STEAL_TRY))
+         * take drops it (with no thief parked it is not linked again). A
+         * sweep that waited could starve behind an owner that keeps
+         * retaking the lock while its thread holds the CPU (valgrind runs
+         * one thread at a time). */
+        if (!spin_trylock(&p->lock))
             continue;
         if (p->thief_mark.linked && !thieves_parked())
             sleeper_unlink(p, &p->thief_mark);
@@ -495,17 +511,15 @@ static struct coexec_unit_rec *list_steal(struct coexec_pool_rec *p,
 
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
-                                           struct coexec_pool_rec *into,
-                                           int mode)
+                                           struct coexec_pool_rec *into)
 {
     if (pool_size(p) == 0)
         return NULL;
     if (p->impl)
-        return p->impl->steal ? p->impl->steal(p, xs, into, mode) : NULL;
+        return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
     if (!p->shared)
         return NULL; /* a private pool is its owner's alone */
-    if (!pool_lock_steal(p, mode))
-        return NULL;
+    pool_lock(p);
     struct coexec_unit_rec *u = list_steal(p, xs);
     pool_unlock(p);
     return u;
@@ -518,9 +532,8 @@ struct coexec_unit_rec *coexec__pool_steal_registered(struct coexec_pool_rec *p,
     if (pool_size(p) == 0)
         return NULL;
     if (p->impl) /* default impl pools keep their state: see pool_new */
-        return p->impl->steal ? p->impl->steal(p, xs, into, STEAL_TRY) : NULL;
-    if (!pool_lock_steal(p, STEAL_TRY))
-        return NULL;
+        return p->impl->steal ? p->impl->steal(p, xs, into) : NULL;
+    pool_lock(p);
     struct coexec_unit_rec *u = p->stealable ? list_steal(p, xs) : NULL;
     pool_unlock(p);
     return u;
@@ -845,7 +858,7 @@ static int take_public(coexec_pool_t pool, coexec_unit_t *out, bool steal)
     if (!steal && (rc = check_access(pool.p, false)))
         return rc;
     struct coexec_xstream_rec *xs = coexec__xs_self();
-    struct coexec_unit_rec *u = steal ? coexec__pool_steal(pool.p, xs, NULL, STEAL_WAIT)
+    struct coexec_unit_rec *u = steal ? coexec__pool_steal(pool.p, xs, NULL)
                                       : coexec__pool_pop(pool.p, xs);
     if (u)
         handed_out(pool.p, u);

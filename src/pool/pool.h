@@ -86,11 +86,10 @@ struct coexec_pool_rec {
  *    u->in_pool. xs is NULL for an external thread.
  *  - remove(p, u): takes u out if it is queued in p and has not started
  *    (RF_STARTED clear); false otherwise. NULL: never removable.
- *  - steal(p, xs, into, mode): a unit for thief xs from the end the owner
- *    reaches last, skipping units pool_may_steal refuses; with a steal-half
- *    option the impl may take more and push the extra ones into `into` (the
- *    thief's pool; coexec__pool_push). With mode STEAL_TRY it returns NULL
- *    rather than wait for p's lock. NULL: thieves never take from p.
+ *  - steal(p, xs, into): a unit for thief xs from the end the owner reaches
+ *    last, skipping units pool_may_steal refuses; with a steal-half option
+ *    the impl may take more and push the extra ones into `into` (the
+ *    thief's pool; coexec__pool_push). NULL: thieves never take from p.
  *  - drain(p): takes every queued unit, whatever its binding, and returns
  *    them linked through u->next, NULL-terminated; p is left empty.
  *  - fini(p): frees p->istate; p is empty.
@@ -105,7 +104,7 @@ struct pool_impl {
     bool (*remove)(struct coexec_pool_rec *p, struct coexec_unit_rec *u);
     struct coexec_unit_rec *(*steal)(struct coexec_pool_rec *p,
                                      struct coexec_xstream_rec *xs,
-                                     struct coexec_pool_rec *into, int mode);
+                                     struct coexec_pool_rec *into);
     struct coexec_unit_rec *(*drain)(struct coexec_pool_rec *p);
     void (*fini)(struct coexec_pool_rec *p);
     /* Optional: the number queued, for an impl that does not keep p->size
@@ -131,25 +130,6 @@ static ALWAYS_INLINE void pool_lock(struct coexec_pool_rec *p)
 static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
 {
     spin_unlock(&p->lock);
-}
-
-/*
- * How a steal meets a victim whose lock is held. A scheduler's thief
- * (STEAL_TRY) passes it by: another victim may be free, and a thief that
- * waits for a lock the victim's owner keeps retaking can starve while the
- * owner's thread holds the CPU (more streams than cores, or valgrind, which
- * runs one thread at a time). coexec_pool_steal waits (STEAL_WAIT), so
- * that on a quiet pool it takes what a thief may take.
- */
-enum { STEAL_WAIT = 0, STEAL_TRY = 1 };
-
-/* Takes p's lock for a steal; false when STEAL_TRY found it held. */
-static ALWAYS_INLINE bool pool_lock_steal(struct coexec_pool_rec *p, int mode)
-{
-    if (mode == STEAL_TRY)
-        return spin_trylock(&p->lock);
-    pool_lock(p);
-    return true;
 }
 
 /* List operations; the caller holds the lock (or owns a private pool). */
@@ -224,11 +204,9 @@ void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p);
  * take u (pool_may_steal). */
 void coexec__pool_wake_sleepers_for(struct coexec_pool_rec *p,
                                     struct coexec_unit_rec *u);
-/* mode: STEAL_TRY or STEAL_WAIT (above). */
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
-                                           struct coexec_pool_rec *into,
-                                           int mode);
+                                           struct coexec_pool_rec *into);
 bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
                                  struct sleeper *s);
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
@@ -237,6 +215,8 @@ void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
  * checks its victims, marks each victim while seeing it empty (false: it
  * has work), and leaves the set once awake. */
 void coexec__thief_park(struct sleeper *s);
+/* Wakes one parked thief, if any; true if it did. */
+bool coexec__thief_kick_one(void);
 bool coexec__pool_thief_mark(struct coexec_pool_rec *p);
 void coexec__thief_unpark(struct sleeper *s);
 struct coexec_pool_rec *coexec__pool_new(int kind, int access);

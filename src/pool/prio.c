@@ -242,16 +242,14 @@ static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
  * has one. */
 static struct coexec_unit_rec *prio_steal(struct coexec_pool_rec *p,
                                           struct coexec_xstream_rec *xs,
-                                          struct coexec_pool_rec *into,
-                                          int mode)
+                                          struct coexec_pool_rec *into)
 {
     (void)into;
     if (!p->shared || atom_load_rlx_u64(&p->size) == 0)
         return NULL;
     struct prio_state *st = st_of(p);
     struct coexec_unit_rec *u = NULL;
-    if (!pool_lock_steal(p, mode))
-        return NULL;
+    pool_lock(p);
     for (uint64_t m = st->nonempty; m && !u;) {
         int l = top_level(m);
         m &= ~(1ull << l);

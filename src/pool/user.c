@@ -98,11 +98,9 @@ static bool up_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 
 static struct coexec_unit_rec *up_steal(struct coexec_pool_rec *p,
                                         struct coexec_xstream_rec *xs,
-                                        struct coexec_pool_rec *into,
-                                        int mode)
+                                        struct coexec_pool_rec *into)
 {
     (void)into;
-    (void)mode; /* the user's steal decides how it waits */
     struct user_pool *up = up_of(p);
     if (!up->ops.steal)
         return NULL;

@@ -249,7 +249,7 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
             }
             struct coexec_unit_rec *u =
                 registry ? coexec__pool_steal_registered(v, xs, s->pools[0])
-                         : coexec__pool_steal(v, xs, s->pools[0], STEAL_TRY);
+                         : coexec__pool_steal(v, xs, s->pools[0]);
             if (u) {
                 /* A stolen unit moves: when it yields or is woken, it comes
                  * back here, not to the stream it was taken from. Release:
@@ -451,15 +451,24 @@ static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *
     if (!r.abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
         !atom_load_sc_ptr(&xs->sched_req) &&
         (next == UINT64_MAX || next > now_ns() + PARK_EARLY_NS)) {
+        /* Idle: keep the timers of busy streams too (timer.c). */
+        bool held;
+        uint64_t keep = coexec__timers_keep(xs, &held);
         struct timespec until;
         struct timespec *ts = NULL;
+        if (next != UINT64_MAX)
+            next -= PARK_EARLY_NS;
+        if (keep < next)
+            next = keep;
         if (next != UINT64_MAX) {
-            until = clock_until(next - PARK_EARLY_NS);
+            until = clock_until(next);
             ts = &until;
         }
         atom_store_rlx_u32(&xs->sleeping, 1);
         coexec__futex_wait(&xs->park_word, 0, ts);
         atom_store_rlx_u32(&xs->sleeping, 0);
+        /* A kick is work (or a stop) unless it came from a timer add. */
+        coexec__timers_unkeep(xs, held, atom_load_rlx_u32(&xs->park_word));
     }
     sleep_unregister_all(&r);
 }

@@ -209,6 +209,15 @@ static void kick_one(void)
     }
 }
 
+bool coexec__service_kick_idle(void)
+{
+    if (!atom_load_sc_u32(&svc.sleepers))
+        return false;
+    atom_fadd_sc_u32(&svc.seq, 1);
+    coexec__futex_wake(&svc.seq, INT_MAX);
+    return true;
+}
+
 static void kick_all(void)
 {
     atom_fadd_sc_u32(&svc.seq, 1);
@@ -367,13 +376,31 @@ static void *worker_main(void *arg)
             worker_leave(w);
             return NULL;
         }
-        /* Park: the event count makes "check, then sleep" race-free. */
+        /* Park: the event count makes "check, then sleep" race-free. A
+         * base worker keeps the timers of busy streams meanwhile (the
+         * keeper, src/xstream/timer.c): it wakes for the next one. */
         uint32_t seq = atom_load_sc_u32(&svc.seq);
         atom_fadd_sc_u32(&svc.sleepers, 1);
         if (!atom_load_sc_ptr(&svc.inbox) && !atom_load_sc_u32(&svc.queued) &&
             !atom_load_sc_u32(&svc.stop)) {
             struct timespec ts = {0, (long)(IDLE_EXIT_NS / 2)};
-            coexec__futex_wait(&svc.seq, seq, w->extra ? &ts : NULL);
+            bool held = false;
+            uint64_t until = w->extra ? UINT64_MAX
+                                      : coexec__timers_keep(NULL, &held);
+            if (until != UINT64_MAX) {
+                uint64_t t = clock_now_ns();
+                ts = (struct timespec){0, 0};
+                if (until > t) {
+                    ts.tv_sec = (time_t)((until - t) / 1000000000ull);
+                    ts.tv_nsec = (long)((until - t) % 1000000000ull);
+                }
+            }
+            coexec__futex_wait(&svc.seq, seq,
+                               w->extra || until != UINT64_MAX ? &ts : NULL);
+            if (!w->extra)
+                coexec__timers_unkeep(NULL, held,
+                                      atom_load_sc_ptr(&svc.inbox) ||
+                                          atom_load_sc_u32(&svc.queued));
         }
         atom_fsub_sc_u32(&svc.sleepers, 1);
     }

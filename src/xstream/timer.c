@@ -11,6 +11,27 @@
  * Lock order: timer heap, then a wait list, then a pool. At finalize a
  * stopping stream fires its timers early, as cancelled: a sleep or timed
  * wait then ends with COEXEC_ECANCELED instead of holding the stop.
+ *
+ * The keeper. A stream busy in a long unit, or whose OS thread the kernel
+ * does not run, cannot fire its timers. So one idle thread (a parked
+ * stream or a parked service worker) holds the keeper's role (`keeper`):
+ * before it sleeps it fires the timers of other streams that are
+ * KEEP_GRACE_NS overdue (any thread may: the fire functions release a wait
+ * and wake a unit, which works from anywhere) and sleeps no longer than
+ * the earliest deadline of the others plus KEEP_GRACE_NS. The woken unit
+ * goes to its home pool like any woken unit, where an idle thief may take
+ * it. The role:
+ *  - claimed by a thread about to sleep when nobody holds it; the claimer
+ *    stores until = 0, reads every heap, then stores when it will wake;
+ *  - a timer that becomes its heap's earliest kicks the keeper when it is
+ *    due before the keeper's wake (Dekker, seq_cst: either the keeper's
+ *    read sees the timer, or the adder sees until = 0 or the final value);
+ *  - given up when the keeper wakes; if it leaves to run work while other
+ *    streams have timers, or a timer is added while nobody holds the role
+ *    and some thread sleeps without it, a sleeping thread (the service
+ *    stream first, else a parked thief) is woken to take it up.
+ * Idle threads are the only keepers: a thread that keeps costs nothing to
+ * the work, and a workload with no timers never sees the keeper at all.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -18,7 +39,55 @@
 #include "arch/clock.h"
 #include "core/internal.h"
 #include "core/spin.h"
+#include "service/service.h"
 #include "waker/wait.h"
+
+/* How overdue a timer is before a thread other than its stream fires it
+ * (its own stream fires it at its next event check, normally far sooner),
+ * and the shortest nap of the keeper. */
+#define KEEP_GRACE_NS 200000ull
+
+static struct {
+    atom_u32_t claim;   /* 1 while some thread holds the role */
+    atom_u32_t standby; /* threads asleep without it */
+    atom_u32_t recruit; /* 1: a sleeper was woken to take the role */
+    atom_u64_t until;   /* the keeper wakes by then; 0 while it reads */
+    atom_ptr_t xs;      /* the keeper stream; NULL: a service worker */
+} keeper = {.until = {UINT64_MAX}};
+
+static void keeper_kick(void)
+{
+    struct coexec_xstream_rec *xs = atom_load_acq_ptr(&keeper.xs);
+    if (xs)
+        coexec__xs_kick(xs); /* records are type-stable: a late kick is a
+                                spurious wake at worst */
+    else
+        coexec__service_kick_idle();
+}
+
+/* Wakes a sleeping thread to take the role up, once until it does. */
+static void keeper_recruit(void)
+{
+    uint32_t exp = 0;
+    if (!atom_cas_ar_u32(&keeper.recruit, &exp, 1))
+        return;
+    if (!coexec__service_kick_idle() && !coexec__thief_kick_one())
+        atom_store_rel_u32(&keeper.recruit, 0); /* nobody to wake */
+}
+
+/* A timer became its heap's earliest (the heap's next is published). */
+static void keeper_note(uint64_t deadline)
+{
+    atom_fence_sc(); /* Dekker with coexec__timers_keep: see the plaque */
+    if (!atom_load_rlx_u32(&keeper.claim)) {
+        if (atom_load_rlx_u32(&keeper.standby))
+            keeper_recruit();
+        return;
+    }
+    uint64_t until = atom_load_rlx_u64(&keeper.until);
+    if (until == 0 || deadline + KEEP_GRACE_NS < until)
+        keeper_kick();
+}
 
 static void heap_set(struct timer_heap *h, uint32_t i, struct timer *t)
 {
@@ -91,7 +160,10 @@ int coexec__timer_add(struct coexec_xstream_rec *xs, struct timer *t)
     heap_set(h, h->n++, t);
     heap_up(h, t->idx);
     heap_publish(h);
+    bool first = t->idx == 0;
     spin_unlock(&h->lock);
+    if (first)
+        keeper_note(t->deadline);
     return COEXEC_OK;
 }
 
@@ -108,19 +180,100 @@ bool coexec__timer_cancel(struct timer *t)
     return in;
 }
 
-uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now)
+/* Fires h's expired timers; h's lock is held. Returns the next deadline. */
+static uint64_t run_locked(struct timer_heap *h, uint64_t now)
 {
-    struct timer_heap *h = &xs->timers;
-    spin_lock(&h->lock);
     while (h->n && h->a[0]->deadline <= now) {
         struct timer *t = h->a[0];
         heap_remove(h, t);
         t->fire(t, false);
     }
     heap_publish(h);
-    uint64_t next = h->n ? h->a[0]->deadline : UINT64_MAX;
+    return h->n ? h->a[0]->deadline : UINT64_MAX;
+}
+
+uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now)
+{
+    struct timer_heap *h = &xs->timers;
+    spin_lock(&h->lock);
+    uint64_t next = run_locked(h, now);
     spin_unlock(&h->lock);
     return next;
+}
+
+/* Fires the timers of streams other than self that are KEEP_GRACE_NS
+ * overdue; returns the earliest deadline left in those heaps. A heap
+ * whose lock is held is passed by (its owner or another helper is in it):
+ * its deadline still counts. */
+static uint64_t help_others(struct coexec_xstream_rec *self, uint64_t now)
+{
+    uint32_t n = atom_load_acq_u32(&coexec__g.num_xs_seen);
+    uint64_t min = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        struct coexec_xstream_rec *xs = coexec__g.xs_all[i];
+        if (xs == self)
+            continue;
+        struct timer_heap *h = &xs->timers;
+        uint64_t next = atom_load_sc_u64(&h->next);
+        if (next != UINT64_MAX && next + KEEP_GRACE_NS <= now &&
+            spin_trylock(&h->lock)) {
+            next = run_locked(h, now);
+            spin_unlock(&h->lock);
+        }
+        if (next < min)
+            min = next;
+    }
+    return min;
+}
+
+uint64_t coexec__timers_keep(struct coexec_xstream_rec *self, bool *held)
+{
+    uint64_t now = clock_now_ns();
+    uint32_t exp = 0;
+    *held = atom_cas_ar_u32(&keeper.claim, &exp, 1);
+    if (!*held) {
+        /* The keeper looks at every heap; the others stand by (a scan per
+         * park of each of hundreds of idle streams would cost more than
+         * the timers it serves). */
+        atom_fadd_sc_u32(&keeper.standby, 1);
+        return UINT64_MAX;
+    }
+    atom_store_rel_u32(&keeper.recruit, 0);
+    atom_store_rel_ptr(&keeper.xs, self);
+    atom_store_sc_u64(&keeper.until, 0);
+    uint64_t next = help_others(self, now);
+    uint64_t until = UINT64_MAX;
+    if (next != UINT64_MAX) {
+        until = next + KEEP_GRACE_NS;
+        if (until < now + KEEP_GRACE_NS)
+            until = now + KEEP_GRACE_NS;
+    }
+    atom_store_sc_u64(&keeper.until, until);
+    return until;
+}
+
+void coexec__timers_unkeep(struct coexec_xstream_rec *self, bool held,
+                           bool for_work)
+{
+    if (!held) {
+        atom_fsub_sc_u32(&keeper.standby, 1);
+        return;
+    }
+    atom_store_sc_u64(&keeper.until, UINT64_MAX);
+    atom_store_rel_u32(&keeper.claim, 0);
+    /* Leaving to run work: hand the role over if others have timers. */
+    if (for_work && atom_load_sc_u32(&keeper.standby) &&
+        help_others(self, 0) != UINT64_MAX)
+        keeper_recruit();
+}
+
+void coexec__timers_atfork_child(void)
+{
+    atom_store_rlx_u32(&keeper.claim, 0);
+    atom_store_rlx_u32(&keeper.standby, 0);
+    atom_store_rlx_u32(&keeper.recruit, 0);
+    atom_store_rlx_u64(&keeper.until, UINT64_MAX);
+    atom_store_rlx_ptr(&keeper.xs, NULL);
 }
 
 void coexec__timers_cancel_all(struct coexec_xstream_rec *xs)

@@ -4,6 +4,7 @@
  * stream API.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +41,7 @@ static struct coexec_xstream_rec *xs_record_new(void)
 {
     struct coexec_xstream_rec *xs = coexec__g.xs_free;
     uint64_t gen;
+    bool fresh = !xs;
     if (xs) {
         coexec__g.xs_free = xs->free_next;
         gen = gen_next(atom_load_rlx_u64(&xs->gen));
@@ -52,21 +54,22 @@ static struct coexec_xstream_rec *xs_record_new(void)
         coexec__g.xs_all[coexec__g.num_xs_all++] = xs;
         gen = gen_first();
         xs->wdir = NULL;
-        xs->timers.a = NULL;
-        xs->timers.cap = 0;
     }
     /* The waker pages and the timer array outlive a stream, so a late
      * waker of a stopped one never touches freed memory. */
     struct wdir *wdir = xs->wdir;
-    struct timer **ta = xs->timers.a;
-    uint32_t tcap = xs->timers.cap;
-    memset(xs, 0, sizeof *xs);
+    /* The timer heap is left alone: the timer keeper (timer.c) may be
+     * reading it. A stopped stream's heap is empty and stays valid. */
+    memset(xs, 0, offsetof(struct coexec_xstream_rec, timers));
     if (wdir)
         memset(wdir, 0, sizeof *wdir);
     xs->wdir = wdir;
-    xs->timers.a = ta;
-    xs->timers.cap = tcap;
-    atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
+    if (fresh) {
+        memset(&xs->timers, 0, sizeof xs->timers);
+        atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
+        atom_store_rel_u32(&coexec__g.num_xs_seen,
+                           (uint32_t)coexec__g.num_xs_all);
+    }
     atom_store_rlx_u64(&xs->gen, gen);
     memset(xs->dist, 0xff, sizeof xs->dist);
     return xs;
@@ -476,6 +479,7 @@ void coexec__primary_teardown(void)
     pthread_mutex_lock(&coexec__g.lock);
     coexec__g.xs_by_rank[0] = NULL;
     coexec__g.num_xs = 0;
+    atom_store_rel_u32(&coexec__g.num_xs_seen, 0);
     for (int i = 0; i < coexec__g.num_xs_all; i++) {
         coexec__xs_events_free(coexec__g.xs_all[i]);
         free(coexec__g.xs_all[i]);
@@ -502,9 +506,11 @@ void coexec__xstream_atfork_child(bool reclaim)
     memset(coexec__g.xs_by_rank, 0, sizeof coexec__g.xs_by_rank);
     coexec__g.num_xs = 0;
     coexec__g.num_xs_all = 0;
+    atom_store_rlx_u32(&coexec__g.num_xs_seen, 0);
     coexec__g.xs_free = NULL;
     coexec__g.primary = NULL;
     coexec__g.main_unit = NULL;
+    coexec__timers_atfork_child();
 }
 
 /* ---- public API ------------------------------------------------------------ */

@@ -170,6 +170,15 @@ bool coexec__timer_cancel(struct timer *t);
 uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now);
 /* Finalize: fires every timer of xs now, as cancelled (on xs's thread). */
 void coexec__timers_cancel_all(struct coexec_xstream_rec *xs);
+/* An idle thread (stream self, or NULL: a service worker) about to sleep:
+ * fires other streams' overdue timers and, if no other thread keeps them,
+ * takes the keeper's role (*held): returns when to wake up at the latest
+ * (UINT64_MAX: no limit). After the sleep, coexec__timers_unkeep, with
+ * for_work when it leaves to run something. */
+uint64_t coexec__timers_keep(struct coexec_xstream_rec *self, bool *held);
+void coexec__timers_unkeep(struct coexec_xstream_rec *self, bool held,
+                           bool for_work);
+void coexec__timers_atfork_child(void);
 static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
 {
     return atom_load_acq_u64(&xs->timers.next);

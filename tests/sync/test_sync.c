@@ -3077,6 +3077,89 @@ static void race_run(race_t *R, void (*fn)(void *), int nu, int ne)
 }
 
 /*
+ * A stream busy in one long unit cannot fire its own timers. A hog pinned
+ * to stream 1 yields until a timed waiter, pinned there too, has unpinned
+ * itself and is about to wait (so its timer goes in stream 1's heap), then
+ * computes without yielding until the waiter has returned. An idle thread
+ * must fire the timer and an idle stream steal the woken waiter: otherwise
+ * the hog gives up after HOG_CAP_S and the waiter returns only after it.
+ * (On a very slow run stream 1 may fire the timer itself before the hog
+ * starts computing; the test then proves less, but still passes.)
+ */
+#define HOG_CAP_S 20.0
+
+typedef struct {
+    int sleep; /* 1: coexec_sleep_ns; 0: a timed eventual wait */
+    atomic_int waiting, hog_computing, woke_while_hog;
+    atomic_int rank_woken, rc, done, hog_saw_done;
+} busy_timer_t;
+
+static void busy_timed_waiter(void *arg)
+{
+    busy_timer_t *b = arg;
+    coexec_thread_t self;
+    CH_CHECK_RC(coexec_thread_self(&self), COEXEC_OK);
+    /* Running on stream 1, so the wait parks there; once woken it may be
+     * stolen like any ready unit. */
+    CH_CHECK_RC(coexec_unit_set_pinned(coexec_thread_unit(self), 0), COEXEC_OK);
+    coexec_eventual_t ev;
+    CH_CHECK_RC(coexec_eventual_init(&ev, 0), COEXEC_OK);
+    atomic_store(&b->waiting, 1);
+    int rc = b->sleep ? coexec_sleep_ns(50 * MS)
+                      : coexec_eventual_wait_timed(&ev, 50 * MS, NULL);
+    atomic_store(&b->woke_while_hog, atomic_load(&b->hog_computing));
+    CH_CHECK_RC(coexec_eventual_destroy(&ev), COEXEC_OK);
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    atomic_store(&b->rank_woken, r);
+    atomic_store(&b->rc, rc);
+    atomic_store(&b->done, 1);
+}
+
+static void busy_hog(void *arg)
+{
+    busy_timer_t *b = arg;
+    while (!atomic_load(&b->waiting))
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    atomic_store(&b->hog_computing, 1);
+    double t0 = ch_now();
+    while (!atomic_load(&b->done) && ch_now() - t0 < HOG_CAP_S)
+        ;
+    atomic_store(&b->hog_saw_done, atomic_load(&b->done));
+}
+
+static void busy_stream_timer(int sleep)
+{
+    ch_init(NSTREAMS);
+    int proved = 0, rounds = ch_iters(3, 1);
+    for (int round = 0; round < rounds; round++) {
+        busy_timer_t b = {.sleep = sleep};
+        coexec_thread_attr_t a;
+        CH_ASSERT_OK(coexec_thread_attr_init(&a));
+        a.pinned = 1;
+        coexec_thread_t w, h;
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs_rank(1), busy_hog, &b, &a, &h));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs_rank(1), busy_timed_waiter,
+                                                   &b, &a, &w));
+        CH_ASSERT_OK(coexec_thread_free(&w));
+        CH_ASSERT_OK(coexec_thread_free(&h));
+        CH_ASSERT_EQ(atomic_load(&b.hog_saw_done), 1);
+        CH_ASSERT_EQ(atomic_load(&b.rc), sleep ? COEXEC_OK : COEXEC_ETIMEDOUT);
+        if (atomic_load(&b.woke_while_hog)) {
+            CU_ASSERT(atomic_load(&b.rank_woken) != 1);
+            proved++;
+        }
+    }
+    fprintf(stderr, "    %d of %d rounds woken while the stream was busy\n",
+            proved, rounds);
+    ch_finalize();
+}
+
+static void t_timeout_busy_stream(void) { busy_stream_timer(0); }
+static void t_sleep_busy_stream(void) { busy_stream_timer(1); }
+
+
+/*
  * Short timeouts (0-175 us) under contention, so that timeouts race with
  * unlocks that hand the lock over and with signals. Every result must be
  * consistent: a lock that returned OK is owned, one that timed out is not;
@@ -3586,10 +3669,12 @@ static const ch_test_t sleep_tests[] = {
     {"idle_stream_parks", t_sleep_idle_stream_parks},
     {"deadline_order", t_sleep_deadline_order},
     {"waker_does_not_cut_short", t_sleep_waker_no_cut},
+    {"busy_stream_fired_by_idle", t_sleep_busy_stream},
     {NULL, NULL}};
 static const ch_test_t timeout_tests[] = {
     {"many_kinds_never_early", t_timeout_many},
     {"races_with_handoff", t_timeout_races},
+    {"busy_stream_fired_by_idle", t_timeout_busy_stream},
     {NULL, NULL}};
 static const ch_test_t context_tests[] = {
     {"tasklet_calls", t_context_tasklet},
