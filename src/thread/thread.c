@@ -780,13 +780,11 @@ static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *x
     return pool_may_take(u, xs);
 }
 
-/* Runs the not-started unit u (just removed from its pool) in place. */
+/* Runs the not-started unit u (just removed from its pool, and our
+ * registration as its joiner in u->join) in place. */
 static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
-                         struct coexec_unit_rec *u, struct join_waiter *w)
+                         struct coexec_unit_rec *u)
 {
-    /* u is in no pool and not running: nobody else can see it, so plain
-     * stores suffice to register ourselves as its waiter. */
-    atom_store_rlx_uptr(&u->join, (uintptr_t)w);
     if (u->kind == UNIT_TASKLET) {
         xs->cur = u;
         atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
@@ -1012,7 +1010,18 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
             return COEXEC_EHANDLE;
         }
         if (claimed) {
-            run_in_place(xs, self, u, &w);
+            /* A CAS, not a store: another joiner may have registered
+             * between our look at the join word and our claim. */
+            uintptr_t none = 0;
+            if (UNLIKELY(!atom_cas_ar_uptr(&u->join, &none, (uintptr_t)&w))) {
+                /* That one waits for u to finish. We were about to run
+                 * u: our stream runs it (its own pool may be served by
+                 * nobody), and its finish wakes the other joiner. */
+                atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
+                coexec__enqueue(u, false);
+                return COEXEC_EBUSY;
+            }
+            run_in_place(xs, self, u);
             return join_wait_ult(u, self, &w, deadline);
         }
     }

@@ -286,7 +286,70 @@ static void t_join_free(void)
     ch_finalize();
 }
 
+/*
+ * Two ULTs on two streams join one ULT that sits, not started, in a pool
+ * no scheduler serves: either may take it out to run it in place while
+ * the other registers as its joiner. One join runs it (COEXEC_OK); the
+ * other is refused with COEXEC_EBUSY, or sees it done (COEXEC_OK); none
+ * hangs, and the unit runs once.
+ */
+static struct {
+    coexec_thread_t target;
+    atomic_int go, ready, rc[2], ran;
+} g_jj;
+
+static void jj_joiner(void *arg)
+{
+    int k = (int)(intptr_t)arg;
+    atomic_fetch_add(&g_jj.ready, 1);
+    while (!atomic_load(&g_jj.go))
+        ;
+    atomic_store(&g_jj.rc[k], coexec_thread_join(g_jj.target));
+}
+
+static void t_join_join(void)
+{
+    ch_init(3);
+    coexec_pool_t idle;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &idle));
+    coexec_xstream_t xs[2];
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &xs[0]));
+    CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(2, &xs[1]));
+    coexec_thread_attr_t pin;
+    CH_ASSERT_OK(coexec_thread_attr_init(&pin));
+    pin.pinned = 1;
+    long rounds = ch_iters(500, 50);
+    int busy = 0;
+    for (long i = 0; i < rounds; i++) {
+        atomic_store(&g_jj.ran, 0);
+        atomic_store(&g_jj.go, 0);
+        atomic_store(&g_jj.ready, 0);
+        CH_ASSERT_OK_FATAL(coexec_thread_create(idle, nop_ult, &g_jj.ran,
+                                                NULL, &g_jj.target));
+        coexec_thread_t j[2];
+        for (int k = 0; k < 2; k++)
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs[k], jj_joiner,
+                                                       (void *)(intptr_t)k,
+                                                       &pin, &j[k]));
+        CH_WAIT(atomic_load(&g_jj.ready) == 2);
+        atomic_store(&g_jj.go, 1);
+        for (int k = 0; k < 2; k++)
+            CH_ASSERT_OK(coexec_thread_free(&j[k]));
+        int a = atomic_load(&g_jj.rc[0]), b = atomic_load(&g_jj.rc[1]);
+        CU_ASSERT(a == COEXEC_OK || b == COEXEC_OK);
+        CU_ASSERT(a == COEXEC_OK || a == COEXEC_EBUSY);
+        CU_ASSERT(b == COEXEC_OK || b == COEXEC_EBUSY);
+        busy += a == COEXEC_EBUSY || b == COEXEC_EBUSY;
+        CH_ASSERT_OK(coexec_thread_free(&g_jj.target));
+        CH_ASSERT_EQ(atomic_load(&g_jj.ran), 1);
+    }
+    fprintf(stderr, "    %d of %ld rounds: one join refused\n", busy, rounds);
+    CH_ASSERT_OK(coexec_pool_free(&idle));
+    ch_finalize();
+}
+
 static const ch_test_t join_free_tests[] = {{"join_while_free", t_join_free},
+                                            {"join_while_join", t_join_join},
                                             {NULL, NULL}};
 
 /* ---- stale handles ------------------------------------------------------ */
