@@ -813,12 +813,19 @@ static ALWAYS_INLINE int join_result(const struct coexec_unit_rec *u)
 }
 
 /* The registered joiner of u, which finished (join word j), leaves: the
- * result is read first, JOIN_DONE is its last touch of u. */
-static ALWAYS_INLINE int join_leave(struct coexec_unit_rec *u, uintptr_t j)
+ * result is read first, JOIN_DONE is its last touch of u. A free keeps
+ * JOIN_HANDED instead (w->held): while it stays, every other free is
+ * EBUSY, so the free releases u with no atomic read-modify-write. */
+static ALWAYS_INLINE int join_leave(struct coexec_unit_rec *u, uintptr_t j,
+                                    struct join_waiter *w)
 {
     int rc = join_result(u);
-    if (j == JOIN_HANDED)
-        atom_store_rel_uptr(&u->join, JOIN_DONE);
+    if (j == JOIN_HANDED) {
+        if (w->keep)
+            w->held = true;
+        else
+            atom_store_rel_uptr(&u->join, JOIN_DONE);
+    }
     return rc;
 }
 
@@ -896,7 +903,7 @@ static NOINLINE int join_wait_ult_timed(struct coexec_unit_rec *u,
     if (deadline != UINT64_MAX)
         coexec__timer_cancel(&jt.t);
     coexec__wake_clear(self);
-    return timed_out ? COEXEC_ETIMEDOUT : join_leave(u, j);
+    return timed_out ? COEXEC_ETIMEDOUT : join_leave(u, j, w);
 }
 
 static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self,
@@ -922,7 +929,7 @@ static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self
             park_self(coexec__xs_self(), self);
     }
     coexec__wake_clear(self);
-    return join_leave(u, j);
+    return join_leave(u, j, w);
 }
 
 /* Does the descriptor still serve the handle's unit? (A stale handle's
@@ -963,14 +970,15 @@ static int join_wait_external(struct coexec_unit_rec *u, struct join_waiter *w,
         struct timespec ts = clock_until(deadline);
         coexec__futex_wait(&w->futex, 0, &ts);
     }
-    return join_leave(u, j);
+    return join_leave(u, j, w);
 }
 
 /* Waits for u until deadline (UINT64_MAX: none); gen is the caller's
  * handle generation. for_free: the caller will release u if this returns
  * COEXEC_OK or COEXEC_ENOMEM, so it must be the only one left touching u. */
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
-                                   bool for_free, uint64_t deadline)
+                                   bool for_free, uint64_t deadline,
+                                   bool *held)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -987,7 +995,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
     if (LIKELY(j == JOIN_DONE) || j == JOIN_HANDED)
         return join_done_result(u, gen, j, for_free);
 
-    struct join_waiter w = {self, ATOM_INIT(0)};
+    struct join_waiter w = {self, ATOM_INIT(0), for_free, false};
     if (self) {
         /* Acquire: pairs with a thief's release of u's new home. */
         struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
@@ -1022,7 +1030,9 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                 return COEXEC_EBUSY;
             }
             run_in_place(xs, self, u);
-            return join_wait_ult(u, self, &w, deadline);
+            int rc = join_wait_ult(u, self, &w, deadline);
+            *held = w.held;
+            return rc;
         }
     }
     uintptr_t exp = 0;
@@ -1050,7 +1060,13 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         deadline = UINT64_MAX; /* only waiting out a finisher */
     int rc = self ? join_wait_ult(u, self, &w, deadline)
                   : join_wait_external(u, &w, deadline);
-    return stale ? COEXEC_EHANDLE : rc;
+    if (!stale) {
+        *held = w.held;
+        return rc;
+    }
+    if (w.held) /* not ours: its own free must find it done */
+        atom_store_rel_uptr(&u->join, JOIN_DONE);
+    return COEXEC_EHANDLE;
 }
 
 /* ---- public ULT and tasklet calls ------------------------------------- */
@@ -1276,7 +1292,7 @@ static int check_unit(struct coexec_unit_rec *p, uint64_t gen, bool tasklet)
 
 static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
                                      bool tasklet, bool for_free,
-                                     uint64_t deadline)
+                                     uint64_t deadline, bool *held)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -1289,16 +1305,19 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
             return COEXEC_ECONTEXT;
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return join_unit(p, gen, for_free, deadline);
+    return join_unit(p, gen, for_free, deadline, held);
 }
 
 static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 {
-    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX);
+    bool held = false;
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
-    if (!unit_release_handle(coexec__xs_self(), *pp, *gp))
+    if (held)
+        coexec__unit_release(coexec__xs_self(), *pp); /* ours alone */
+    else if (!unit_release_handle(coexec__xs_self(), *pp, *gp))
         return COEXEC_EHANDLE; /* another free of the same handle won */
     *pp = NULL;
     *gp = 0;
@@ -1307,12 +1326,15 @@ static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 
 COEXEC_API int coexec_thread_join(coexec_thread_t t)
 {
-    return join_common(t.p, t.gen, false, false, UINT64_MAX);
+    bool held;
+    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held);
 }
 
 COEXEC_API int coexec_thread_join_timed(coexec_thread_t t, uint64_t timeout_ns)
 {
-    return join_common(t.p, t.gen, false, false, clock_deadline(timeout_ns));
+    bool held;
+    return join_common(t.p, t.gen, false, false, clock_deadline(timeout_ns),
+                       &held);
 }
 
 COEXEC_API int coexec_thread_free(coexec_thread_t *t)
@@ -1324,13 +1346,16 @@ COEXEC_API int coexec_thread_free(coexec_thread_t *t)
 
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
 {
-    return join_common(k.p, k.gen, true, false, UINT64_MAX);
+    bool held;
+    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held);
 }
 
 COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
                                          uint64_t timeout_ns)
 {
-    return join_common(k.p, k.gen, true, false, clock_deadline(timeout_ns));
+    bool held;
+    return join_common(k.p, k.gen, true, false, clock_deadline(timeout_ns),
+                       &held);
 }
 
 COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
@@ -1431,7 +1456,8 @@ COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k)
 
 int coexec__join_unit(struct coexec_unit_rec *u)
 {
-    return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX);
+    bool held;
+    return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX, &held);
 }
 
 /* ---- stacked schedulers' units -------------------------------------------- */

@@ -103,6 +103,8 @@ struct wait_node {
 struct join_waiter {
     struct coexec_unit_rec *ult; /* the waiting ULT, or NULL: external */
     atom_u32_t futex;            /* external thread: 1 once the unit is done */
+    bool keep; /* a free: leave JOIN_HANDED in place (thread.c, join_leave) */
+    bool held; /* ... and it did: no one else can release the unit */
 };
 
 struct coexec_unit_rec {
