@@ -1022,11 +1022,14 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
              * between our look at the join word and our claim. */
             uintptr_t none = 0;
             if (UNLIKELY(!atom_cas_ar_uptr(&u->join, &none, (uintptr_t)&w))) {
-                /* That one waits for u to finish. We were about to run
-                 * u: our stream runs it (its own pool may be served by
-                 * nobody), and its finish wakes the other joiner. */
-                atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
-                coexec__enqueue(u, false);
+                /* That one waits for u to finish. If we took u out of a
+                 * pool, our stream runs it (its own pool may be served by
+                 * nobody) and its finish wakes the other joiner; a unit
+                 * the user popped is the winner's to run. */
+                if (p) {
+                    atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
+                    coexec__enqueue(u, false);
+                }
                 return COEXEC_EBUSY;
             }
             run_in_place(xs, self, u);
