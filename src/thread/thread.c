@@ -995,49 +995,9 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
     if (LIKELY(j == JOIN_DONE) || j == JOIN_HANDED)
         return join_done_result(u, gen, j, for_free);
 
+    /* Registered first, claimed second: of racing joiners only the one
+     * whose CAS wins may take the unit out of its pool to run it. */
     struct join_waiter w = {self, ATOM_INIT(0), for_free, false};
-    if (self) {
-        /* Acquire: pairs with a thief's release of u's new home. */
-        struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
-        bool claimed = false;
-        if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
-            may_run_here(u, xs)) {
-            if (p)
-                claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
-                          coexec__pool_remove_as(p, u, xs);
-            else if (!unit_inpool(u) && !(u->rflags & RF_STARTED)) {
-                /* Popped out of its pool by the user: ours to run. It needs
-                 * a home pool in case it yields or parks: the joiner's. */
-                atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
-                claimed = true;
-            }
-        }
-        if (claimed && UNLIKELY(!gen_is(u, gen))) {
-            /* Another unit now: not ours to run; put it back. */
-            coexec__enqueue(u, false);
-            return COEXEC_EHANDLE;
-        }
-        if (claimed) {
-            /* A CAS, not a store: another joiner may have registered
-             * between our look at the join word and our claim. */
-            uintptr_t none = 0;
-            if (UNLIKELY(!atom_cas_ar_uptr(&u->join, &none, (uintptr_t)&w))) {
-                /* That one waits for u to finish. If we took u out of a
-                 * pool, our stream runs it (its own pool may be served by
-                 * nobody) and its finish wakes the other joiner; a unit
-                 * the user popped is the winner's to run. */
-                if (p) {
-                    atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
-                    coexec__enqueue(u, false);
-                }
-                return COEXEC_EBUSY;
-            }
-            run_in_place(xs, self, u);
-            int rc = join_wait_ult(u, self, &w, deadline);
-            *held = w.held;
-            return rc;
-        }
-    }
     uintptr_t exp = 0;
     if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w)) {
         if (exp == JOIN_WAKING) {
@@ -1058,6 +1018,26 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
             return COEXEC_EHANDLE;
         /* It finished meanwhile and its finisher is waking us: let it. */
         stale = true;
+    }
+    if (self && !stale) {
+        /* Still queued: run it in place. Acquire: pairs with a thief's
+         * release of u's new home. */
+        struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
+        bool claimed = false;
+        if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
+            may_run_here(u, xs)) {
+            if (p)
+                claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
+                          coexec__pool_remove_as(p, u, xs);
+            else if (!unit_inpool(u) && !(u->rflags & RF_STARTED)) {
+                /* Popped out of its pool by the user: ours to run. It needs
+                 * a home pool in case it yields or parks: the joiner's. */
+                atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
+                claimed = true;
+            }
+        }
+        if (claimed)
+            run_in_place(xs, self, u);
     }
     if (stale)
         deadline = UINT64_MAX; /* only waiting out a finisher */
