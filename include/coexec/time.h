@@ -7,7 +7,11 @@
  * grow, the wait returns COEXEC_ENOMEM at once.
  * A sleeping ULT is parked on its stream's timer heap: the stream keeps
  * running other units meanwhile, and a stream whose units all sleep parks
- * its OS thread until the earliest deadline (it burns no CPU).
+ * its OS thread until the earliest deadline (it burns no CPU). The stream
+ * fires its timers at its event checks and when idle; when it is too busy
+ * (a long unit, or its thread off the CPU), an idle stream or the service
+ * stream fires them about 200 us late, and the woken ULT, unless pinned,
+ * may then run on whichever stream takes it first.
  */
 #ifndef COEXEC_TIME_H
 #define COEXEC_TIME_H
