@@ -270,17 +270,34 @@ void coexec__pool_atfork_child(void)
     thieves.head = NULL;
 }
 
+/* Sleeper lists (a pool's sleepers, the parked thieves): doubly linked,
+ * newest first; the caller holds the list's lock. */
+static void slist_push(struct sleeper **head, struct sleeper *s)
+{
+    s->prev = NULL;
+    s->next = *head;
+    if (*head)
+        (*head)->prev = s;
+    *head = s;
+    s->linked = true;
+}
+
+static void slist_unlink(struct sleeper **head, struct sleeper *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        *head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->linked = false;
+}
+
 /* Unlinks s from p's sleepers if it is still linked; p's lock held. */
 static void sleeper_unlink(struct coexec_pool_rec *p, struct sleeper *s)
 {
     if (s->linked) {
-        if (s->prev)
-            s->prev->next = s->next;
-        else
-            p->sleepers = s->next;
-        if (s->next)
-            s->next->prev = s->prev;
-        s->linked = false;
+        slist_unlink(&p->sleepers, s);
         if (!p->sleepers)
             atom_store_rlx_u32(&p->has_sleepers, 0);
     }
@@ -317,12 +334,7 @@ void coexec__thief_park(struct sleeper *s)
 {
     s->unit = NULL;
     spin_lock(&thieves.lock);
-    s->prev = NULL;
-    s->next = thieves.head;
-    if (thieves.head)
-        thieves.head->prev = s;
-    thieves.head = s;
-    s->linked = true;
+    slist_push(&thieves.head, s);
     spin_unlock(&thieves.lock);
 }
 
@@ -342,10 +354,7 @@ static bool thief_pop_kick(bool *woke)
     struct sleeper *s = thieves.head;
     struct coexec_xstream_rec *xs = NULL;
     if (s) {
-        thieves.head = s->next;
-        if (s->next)
-            s->next->prev = NULL;
-        s->linked = false;
+        slist_unlink(&thieves.head, s);
         xs = s->xs; /* s may be gone once the lock is released */
     }
     bool more = thieves.head != NULL;
@@ -375,12 +384,7 @@ static void mark_link(struct coexec_pool_rec *p)
     struct sleeper *m = &p->thief_mark;
     m->xs = NULL;
     m->unit = NULL;
-    m->prev = NULL;
-    m->next = p->sleepers;
-    if (p->sleepers)
-        p->sleepers->prev = m;
-    p->sleepers = m;
-    m->linked = true;
+    slist_push(&p->sleepers, m);
     atom_store_rlx_u32(&p->has_sleepers, 1);
 }
 
@@ -428,15 +432,8 @@ static void thief_sweep(void)
 void coexec__thief_unpark(struct sleeper *s)
 {
     spin_lock(&thieves.lock);
-    if (s->linked) {
-        if (s->prev)
-            s->prev->next = s->next;
-        else
-            thieves.head = s->next;
-        if (s->next)
-            s->next->prev = s->prev;
-        s->linked = false;
-    }
+    if (s->linked)
+        slist_unlink(&thieves.head, s);
     bool last = thieves.head == NULL;
     spin_unlock(&thieves.lock);
     if (last)
@@ -544,12 +541,7 @@ bool coexec__pool_sleep_register(struct coexec_pool_rec *p, struct sleeper *s)
     pool_lock(p);
     bool empty = pool_size(p) == 0;
     if (empty) {
-        s->prev = NULL;
-        s->next = p->sleepers;
-        if (p->sleepers)
-            p->sleepers->prev = s;
-        p->sleepers = s;
-        s->linked = true;
+        slist_push(&p->sleepers, s);
         atom_store_rlx_u32(&p->has_sleepers, 1);
     }
     pool_unlock(p);

@@ -387,14 +387,8 @@ static void *worker_main(void *arg)
             bool held = false;
             uint64_t until = w->extra ? UINT64_MAX
                                       : coexec__timers_keep(NULL, &held);
-            if (until != UINT64_MAX) {
-                uint64_t t = clock_now_ns();
-                ts = (struct timespec){0, 0};
-                if (until > t) {
-                    ts.tv_sec = (time_t)((until - t) / 1000000000ull);
-                    ts.tv_nsec = (long)((until - t) % 1000000000ull);
-                }
-            }
+            if (until != UINT64_MAX)
+                ts = clock_until(until);
             coexec__futex_wait(&svc.seq, seq,
                                w->extra || until != UINT64_MAX ? &ts : NULL);
             if (!w->extra)
