@@ -209,7 +209,9 @@ static void kick_one(void)
     }
 }
 
-bool coexec__service_kick_idle(void)
+/* The timer keeper's way to wake the workers that sleep (they keep timers
+ * too: src/xstream/timer.c); true if one slept. */
+static bool kick_idle(void)
 {
     if (!atom_load_sc_u32(&svc.sleepers))
         return false;
@@ -217,6 +219,8 @@ bool coexec__service_kick_idle(void)
     coexec__futex_wake(&svc.seq, INT_MAX);
     return true;
 }
+
+static const struct timer_helper timer_helper = {kick_idle};
 
 static void kick_all(void)
 {
@@ -453,6 +457,7 @@ int coexec__service_start(void)
     svc.spin_ns = (uint64_t)c->service_spin_us * 1000;
     pthread_mutex_lock(&svc.qlock);
     int rc = COEXEC_OK;
+    coexec__timers_set_helper(&timer_helper); /* before a worker parks */
     for (int i = 0; i < svc.base && rc == COEXEC_OK; i++)
         rc = worker_spawn_locked(0);
     pthread_mutex_unlock(&svc.qlock);
@@ -634,6 +639,7 @@ void coexec__service_stop(void)
         coexec__rq_complete(r, -ECANCELED, RQ_CANCELED);
         r = n;
     }
+    coexec__timers_set_helper(NULL);
     svc.started = 0;
 }
 

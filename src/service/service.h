@@ -18,9 +18,6 @@ int coexec__service_start(void);
 void coexec__service_close(void);
 /* Finalize, last step: stops and joins the service threads. */
 void coexec__service_stop(void);
-/* Wakes the service workers that sleep, if any (the timer keeper's
- * recruiting, src/xstream/timer.c); true if one did. */
-bool coexec__service_kick_idle(void);
 
 /* True when the caller is a ULT on a compute stream and the service
  * stream takes requests: the wrappers offload then, else run directly. */

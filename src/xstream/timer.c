@@ -39,7 +39,6 @@
 #include "arch/clock.h"
 #include "core/internal.h"
 #include "core/spin.h"
-#include "service/service.h"
 #include "waker/wait.h"
 
 /* How overdue a timer is before a thread other than its stream fires it
@@ -55,6 +54,21 @@ static struct {
     atom_ptr_t xs;      /* the keeper stream; NULL: a service worker */
 } keeper = {.until = {UINT64_MAX}};
 
+/* The service stream sits above the streams: it registers how to wake its
+ * sleeping workers (coexec__timers_set_helper). */
+static atom_ptr_t helper; /* const struct timer_helper *, or NULL */
+
+void coexec__timers_set_helper(const struct timer_helper *h)
+{
+    atom_store_rel_ptr(&helper, (void *)h);
+}
+
+static bool helper_kick(void)
+{
+    const struct timer_helper *h = atom_load_acq_ptr(&helper);
+    return h && h->kick_idle();
+}
+
 static void keeper_kick(void)
 {
     struct coexec_xstream_rec *xs = atom_load_acq_ptr(&keeper.xs);
@@ -62,7 +76,7 @@ static void keeper_kick(void)
         coexec__xs_kick(xs); /* records are type-stable: a late kick is a
                                 spurious wake at worst */
     else
-        coexec__service_kick_idle();
+        helper_kick();
 }
 
 /* Wakes a sleeping thread to take the role up, once until it does. */
@@ -71,7 +85,7 @@ static void keeper_recruit(void)
     uint32_t exp = 0;
     if (!atom_cas_ar_u32(&keeper.recruit, &exp, 1))
         return;
-    if (!coexec__service_kick_idle() && !coexec__thief_kick_one())
+    if (!helper_kick() && !coexec__thief_kick_one())
         atom_store_rel_u32(&keeper.recruit, 0); /* nobody to wake */
 }
 
@@ -274,6 +288,7 @@ void coexec__timers_atfork_child(void)
     atom_store_rlx_u32(&keeper.recruit, 0);
     atom_store_rlx_u64(&keeper.until, UINT64_MAX);
     atom_store_rlx_ptr(&keeper.xs, NULL);
+    atom_store_rlx_ptr(&helper, NULL);
 }
 
 void coexec__timers_cancel_all(struct coexec_xstream_rec *xs)

@@ -179,6 +179,13 @@ uint64_t coexec__timers_keep(struct coexec_xstream_rec *self, bool *held);
 void coexec__timers_unkeep(struct coexec_xstream_rec *self, bool held,
                            bool for_work);
 void coexec__timers_atfork_child(void);
+/* Another kind of idle thread that may keep timers (the service stream's
+ * workers): kick_idle wakes those that sleep, true if one did. NULL
+ * unregisters. */
+struct timer_helper {
+    bool (*kick_idle)(void);
+};
+void coexec__timers_set_helper(const struct timer_helper *h);
 static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
 {
     return atom_load_acq_u64(&xs->timers.next);
