@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/compiler.h" /* COEXEC_TSAN */
+#include "arch/compiler.h" /* COEXEC_TSAN */
 
 typedef struct { _Atomic uint32_t v; } atom_u32_t;
 typedef struct { _Atomic uint64_t v; } atom_u64_t;

@@ -21,7 +21,7 @@
 
 #include "arch/atomic.h"
 #include "coexec.h"
-#include "core/compiler.h"
+#include "arch/compiler.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
 #include "thread/unit.h"

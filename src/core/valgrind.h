@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/compiler.h"
+#include "arch/compiler.h"
 
 #ifdef COEXEC_HAVE_VALGRIND
 #include <valgrind/memcheck.h>

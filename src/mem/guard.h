@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/compiler.h"
+#include "arch/compiler.h"
 
 struct coexec_unit_rec;
 struct coexec_xstream_rec;

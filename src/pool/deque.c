@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
 #include "core/internal.h"
 
 #define DQ_INITIAL_CAP 64
@@ -81,27 +82,13 @@ static struct dq_array *array_new(uint64_t cap)
 
 static void side_link(struct deque *d, struct coexec_unit_rec *u)
 {
-    u->next = NULL;
-    u->prev = d->side_tail;
-    if (d->side_tail)
-        d->side_tail->next = u;
-    else
-        d->side_head = u;
-    d->side_tail = u;
+    DL_PUSH_TAIL(d->side_head, d->side_tail, u);
     atom_store_rlx_u64(&d->side_n, atom_load_rlx_u64(&d->side_n) + 1);
 }
 
 static void side_unlink(struct deque *d, struct coexec_unit_rec *u)
 {
-    if (u->prev)
-        u->prev->next = u->next;
-    else
-        d->side_head = u->next;
-    if (u->next)
-        u->next->prev = u->prev;
-    else
-        d->side_tail = u->prev;
-    u->next = u->prev = NULL;
+    DL_UNLINK(d->side_head, d->side_tail, u);
     unit_inpool_set(u, 0);
     atom_store_rlx_u64(&d->side_n, atom_load_rlx_u64(&d->side_n) - 1);
 }

@@ -2,10 +2,10 @@
  * src/pool/pool.c: pools: the public API, the access-mode checks, and the
  * shared-pool operations (locking, stealing, waking parked schedulers).
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
 #include "core/internal.h"
 #include "core/process.h"
 
@@ -17,20 +17,6 @@ static struct coexec_pool_rec *pool_free;
  * as their home, so such a record is only ever reused as another default
  * pool (MPMC LIFO, where a late push is at home). */
 static struct coexec_pool_rec *pool_retired;
-
-void coexec__spin_lock_slow(atom_u32_t *l)
-{
-    unsigned spins = 0;
-    for (;;) {
-        uint32_t exp = 0;
-        if (atom_load_rlx_u32(l) == 0 && atom_cas_acq_u32(l, &exp, 1))
-            return;
-        if (++spins < 128)
-            cpu_relax();
-        else
-            sched_yield(); /* the holder may have been preempted */
-    }
-}
 
 /* Makes p's impl for its kind (PRIO, DEQUE); plain lists need none. */
 static int impl_init(struct coexec_pool_rec *p, int kind,
@@ -274,22 +260,13 @@ void coexec__pool_atfork_child(void)
  * newest first; the caller holds the list's lock. */
 static void slist_push(struct sleeper **head, struct sleeper *s)
 {
-    s->prev = NULL;
-    s->next = *head;
-    if (*head)
-        (*head)->prev = s;
-    *head = s;
+    DL_HEAD_PUSH(*head, s);
     s->linked = true;
 }
 
 static void slist_unlink(struct sleeper **head, struct sleeper *s)
 {
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        *head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    DL_HEAD_UNLINK(*head, s);
     s->linked = false;
 }
 

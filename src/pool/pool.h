@@ -23,8 +23,9 @@
 #include <stddef.h>
 
 #include "arch/atomic.h"
-#include "core/compiler.h"
-#include "core/spin.h"
+#include "arch/compiler.h"
+#include "base/list.h"
+#include "base/spin.h"
 #include "thread/unit.h"
 
 /* A parked scheduler waiting for a push: a stream (kicked) or, for a
@@ -136,13 +137,7 @@ static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
 static ALWAYS_INLINE void list_push_head(struct coexec_pool_rec *p,
                                          struct coexec_unit_rec *u)
 {
-    u->prev = NULL;
-    u->next = p->head;
-    if (p->head)
-        p->head->prev = u;
-    else
-        p->tail = u;
-    p->head = u;
+    DL_PUSH_HEAD(p->head, p->tail, u);
     unit_inpool_set(u, 1);
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
 }
@@ -150,13 +145,7 @@ static ALWAYS_INLINE void list_push_head(struct coexec_pool_rec *p,
 static ALWAYS_INLINE void list_push_tail(struct coexec_pool_rec *p,
                                          struct coexec_unit_rec *u)
 {
-    u->next = NULL;
-    u->prev = p->tail;
-    if (p->tail)
-        p->tail->next = u;
-    else
-        p->head = u;
-    p->tail = u;
+    DL_PUSH_TAIL(p->head, p->tail, u);
     unit_inpool_set(u, 1);
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
 }
@@ -164,15 +153,7 @@ static ALWAYS_INLINE void list_push_tail(struct coexec_pool_rec *p,
 static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
                                       struct coexec_unit_rec *u)
 {
-    if (u->prev)
-        u->prev->next = u->next;
-    else
-        p->head = u->next;
-    if (u->next)
-        u->next->prev = u->prev;
-    else
-        p->tail = u->prev;
-    u->next = u->prev = NULL;
+    DL_UNLINK(p->head, p->tail, u);
     unit_inpool_set(u, 0);
     atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) - 1);
 }

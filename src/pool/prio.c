@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/list.h"
 #include "core/internal.h"
 
 #define PRIO_MAX_LEVELS 64
@@ -97,17 +98,9 @@ static ALWAYS_INLINE void level_unlink(struct coexec_pool_rec *p,
 {
     if ((!u->prev || !u->next) && l < 0)
         l = level_of_end(st, u);
-    if (u->prev)
-        u->prev->next = u->next;
-    else
-        st->lv[l].head = u->next;
-    if (u->next)
-        u->next->prev = u->prev;
-    else
-        st->lv[l].tail = u->prev;
-    if (!u->prev && !u->next)
+    DL_UNLINK(st->lv[l].head, st->lv[l].tail, u);
+    if (!st->lv[l].head)
         st->nonempty &= ~(1ull << l);
-    u->next = u->prev = NULL;
     unit_inpool_set(u, 0);
     size_add(p, -1);
 }
@@ -122,19 +115,15 @@ static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
         l = st->levels - 1;
     prio_lock(p);
     struct prio_level *lv = &st->lv[l];
-    u->next = NULL;
-    u->prev = lv->tail;
-    if (lv->tail) {
-        lv->tail->next = u;
-    } else {
-        lv->head = u;
+    bool was_empty = lv->head == NULL;
+    DL_PUSH_TAIL(lv->head, lv->tail, u);
+    if (was_empty) {
         st->nonempty |= 1ull << l;
         /* It starts waiting now. */
         lv->since = st->clock;
         if (st->aging && st->clock + st->aging < st->next_due)
             st->next_due = st->clock + st->aging;
     }
-    lv->tail = u;
     unit_inpool_set(u, INPOOL_LIST);
     size_add(p, 1);
     if (p->shared && UNLIKELY(p->sleepers != NULL))

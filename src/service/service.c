@@ -57,6 +57,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "base/list.h"
 #include "core/config.h"
 #include "core/process.h"
 #include "core/valgrind.h"
@@ -174,13 +175,7 @@ static void drain_inbox_locked(void)
     struct request *rev = rq_reverse(atom_xchg_acq_ptr(&svc.inbox, NULL));
     while (rev) {
         struct request *n = rev->next;
-        rev->next = NULL;
-        rev->prev = svc.qtail;
-        if (svc.qtail)
-            svc.qtail->next = rev;
-        else
-            svc.qhead = rev;
-        svc.qtail = rev;
+        DL_PUSH_TAIL(svc.qhead, svc.qtail, rev);
         /* seq_cst: against a parking worker's check (see take). */
         atom_store_sc_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) + 1);
         rev = n;
@@ -190,15 +185,7 @@ static void drain_inbox_locked(void)
 static void fifo_unlink_locked(struct request *r)
 {
     atom_store_sc_u32(&svc.queued, atom_load_rlx_u32(&svc.queued) - 1);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        svc.qhead = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        svc.qtail = r->prev;
-    r->next = r->prev = NULL;
+    DL_UNLINK(svc.qhead, svc.qtail, r);
 }
 
 static void kick_one(void)

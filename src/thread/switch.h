@@ -11,7 +11,7 @@
 #define COEXEC_THREAD_SWITCH_H
 
 #include "arch/context.h"
-#include "core/compiler.h"
+#include "arch/compiler.h"
 
 #ifdef COEXEC_ASAN
 #include <sanitizer/common_interface_defs.h>

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "arch/atomic.h"
-#include "core/compiler.h"
+#include "arch/compiler.h"
 #include "coexec.h"
 
 enum unit_kind {

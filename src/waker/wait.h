@@ -37,8 +37,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/list.h"
+#include "base/spin.h"
 #include "core/internal.h"
-#include "core/spin.h"
 
 /* wait_node.flags: the kind in the low bits; owners use WN_USER and up. */
 #define WN_ULT 1u
@@ -89,26 +90,12 @@ static inline bool wlist_empty(const struct wlist *l)
 
 static inline void wlist_push(struct wlist *l, struct wait_node *n)
 {
-    n->next = NULL;
-    n->prev = l->tail;
-    if (l->tail)
-        l->tail->next = n;
-    else
-        l->head = n;
-    l->tail = n;
+    DL_PUSH_TAIL(l->head, l->tail, n);
 }
 
 static inline void wlist_remove(struct wlist *l, struct wait_node *n)
 {
-    if (n->prev)
-        n->prev->next = n->next;
-    else
-        l->head = n->next;
-    if (n->next)
-        n->next->prev = n->prev;
-    else
-        l->tail = n->prev;
-    n->next = n->prev = NULL;
+    DL_UNLINK(l->head, l->tail, n);
 }
 
 static inline struct wait_node *wlist_pop(struct wlist *l)

@@ -38,7 +38,7 @@
 
 #include "arch/clock.h"
 #include "core/internal.h"
-#include "core/spin.h"
+#include "base/spin.h"
 #include "waker/wait.h"
 
 /* How overdue a timer is before a thread other than its stream fires it

@@ -46,6 +46,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "base/list.h"
 #include "core/process.h"
 #include "core/valgrind.h"
 #include "service/ring.h"
@@ -100,27 +101,13 @@ static struct {
 static void rq_append(struct request **head, struct request **tail,
                         struct request *r)
 {
-    r->next = NULL;
-    r->prev = *tail;
-    if (*tail)
-        (*tail)->next = r;
-    else
-        *head = r;
-    *tail = r;
+    DL_PUSH_TAIL(*head, *tail, r);
 }
 
 static void rq_unlink(struct request **head, struct request **tail,
                         struct request *r)
 {
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        *head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        *tail = r->prev;
-    r->next = r->prev = NULL;
+    DL_UNLINK(*head, *tail, r);
 }
 
 /* ---- completion --------------------------------------------------------------- */

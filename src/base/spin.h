@@ -1,18 +1,19 @@
 /*
- * src/core/spin.h: the runtime's short-hold spin lock (test and
+ * src/base/spin.h: the runtime's short-hold spin lock (test and
  * test-and-set), used for pools, wait lists and timer heaps.
  *
  * Held for a few dozen instructions at most; a waiter spins, then yields
  * the CPU so a preempted holder can finish (streams may outnumber cores).
  */
-#ifndef COEXEC_CORE_SPIN_H
-#define COEXEC_CORE_SPIN_H
+#ifndef COEXEC_BASE_SPIN_H
+#define COEXEC_BASE_SPIN_H
 
 #include <stdbool.h>
 
 #include "arch/atomic.h"
-#include "core/compiler.h"
+#include "arch/compiler.h"
 
+/* Spins, then yields the CPU, until the lock is taken (base/spin.c). */
 void coexec__spin_lock_slow(atom_u32_t *l);
 
 static ALWAYS_INLINE void spin_lock(atom_u32_t *l)
@@ -35,4 +36,4 @@ static ALWAYS_INLINE void spin_unlock(atom_u32_t *l)
     atom_store_rel_u32(l, 0);
 }
 
-#endif /* COEXEC_CORE_SPIN_H */
+#endif /* COEXEC_BASE_SPIN_H */

@@ -1,8 +1,8 @@
 /*
- * src/core/compiler.h: compiler helpers used across the runtime.
+ * src/arch/compiler.h: compiler helpers used across the runtime.
  */
-#ifndef COEXEC_CORE_COMPILER_H
-#define COEXEC_CORE_COMPILER_H
+#ifndef COEXEC_ARCH_COMPILER_H
+#define COEXEC_ARCH_COMPILER_H
 
 #include <stddef.h>
 
@@ -43,4 +43,4 @@
 #endif
 #endif
 
-#endif /* COEXEC_CORE_COMPILER_H */
+#endif /* COEXEC_ARCH_COMPILER_H */
