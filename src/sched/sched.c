@@ -28,6 +28,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "base/lfstack.h"
 #include "core/internal.h"
 #include "core/process.h"
 
@@ -484,11 +485,8 @@ void coexec__xs_kick(struct coexec_xstream_rec *xs)
 void coexec__xs_inbox_push(struct coexec_xstream_rec *xs,
                            struct coexec_unit_rec *u)
 {
-    void *head = atom_load_rlx_ptr(&xs->inbox);
-    do {
-        u->next = head;
-        /* Release on success: the unit's fields travel with it. */
-    } while (!atom_cas_sc_ptr(&xs->inbox, &head, u));
+    /* The unit's fields travel with it (base/lfstack.h). */
+    LFS_PUSH(&xs->inbox, u);
     coexec__xs_kick(xs);
 }
 

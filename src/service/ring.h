@@ -54,19 +54,6 @@ struct fop {
     const intptr_t *a;
 };
 
-/* Reverses a list linked by next (an inbox, newest first): oldest first. */
-static inline struct request *rq_reverse(struct request *r)
-{
-    struct request *rev = NULL;
-    while (r) {
-        struct request *n = r->next;
-        r->next = rev;
-        rev = r;
-        r = n;
-    }
-    return rev;
-}
-
 /* Completes r with v and final state fin (service.c); see its plaque. The
  * record may be gone when it returns. */
 void coexec__rq_complete(struct request *r, intptr_t v, uint32_t fin);

@@ -57,6 +57,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "base/lfstack.h"
 #include "base/list.h"
 #include "core/config.h"
 #include "core/process.h"
@@ -172,7 +173,8 @@ void coexec__rq_complete(struct request *r, intptr_t v, uint32_t fin)
 /* Moves the inbox onto the FIFO, oldest first (qlock held). */
 static void drain_inbox_locked(void)
 {
-    struct request *rev = rq_reverse(atom_xchg_acq_ptr(&svc.inbox, NULL));
+    struct request *rev = lfs_take_all(&svc.inbox);
+    LFS_REVERSE(rev);
     while (rev) {
         struct request *n = rev->next;
         DL_PUSH_TAIL(svc.qhead, svc.qtail, rev);
@@ -663,11 +665,8 @@ static int rq_init(struct request *r, coexec_offload_fn_t fn, void *arg)
 /* Pushes the filled record r for the workers. */
 static void rq_push(struct request *r)
 {
-    void *head = atom_load_rlx_ptr(&svc.inbox);
-    do {
-        r->next = head;
-        /* seq_cst: ordered before the sleepers check in kick_one. */
-    } while (!atom_cas_sc_ptr(&svc.inbox, &head, r));
+    /* seq_cst: ordered before the sleepers check in kick_one. */
+    LFS_PUSH(&svc.inbox, r);
     kick_one();
 }
 

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lfstack.h"
 #include "core/internal.h"
 
 uintptr_t coexec__events_slot_take(struct coexec_xstream_rec *xs,
@@ -100,15 +101,9 @@ bool coexec__xs_drain_events(struct coexec_xstream_rec *xs)
     if (atom_load_rlx_ptr(&xs->inbox)) {
         /* Acquire: pairs with the release in coexec__xs_inbox_push, so the
          * units' fields written by the wakers are visible. */
-        struct coexec_unit_rec *u = atom_xchg_acq_ptr(&xs->inbox, NULL);
+        struct coexec_unit_rec *rev = lfs_take_all(&xs->inbox);
         /* The inbox is a stack: reverse it to queue in arrival order. */
-        struct coexec_unit_rec *rev = NULL;
-        while (u) {
-            struct coexec_unit_rec *n = u->next;
-            u->next = rev;
-            rev = u;
-            u = n;
-        }
+        LFS_REVERSE(rev);
         while (rev) {
             struct coexec_unit_rec *n = rev->next;
             coexec__enqueue_woken(rev);

@@ -46,6 +46,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "base/lfstack.h"
 #include "base/list.h"
 #include "core/process.h"
 #include "core/valgrind.h"
@@ -343,7 +344,8 @@ static bool take_inbox(void)
     /* Only read while empty: the submitters keep the line. */
     if (!atom_load_rlx_ptr(&rg.inbox))
         return false;
-    struct request *rev = rq_reverse(atom_xchg_acq_ptr(&rg.inbox, NULL));
+    struct request *rev = lfs_take_all(&rg.inbox);
+    LFS_REVERSE(rev);
     while (rev) {
         struct request *n = rev->next;
         rq_append(&rg.wait_head, &rg.wait_tail, rev);
@@ -580,11 +582,8 @@ unsigned coexec__ring_kinds(void) { return rg.running ? rg.kinds : 0; }
 void coexec__ring_push(struct request *r)
 {
     atom_fadd_sc_u32(&rg.busy, 1);
-    void *head = atom_load_rlx_ptr(&rg.inbox);
-    do {
-        r->next = head;
-        /* seq_cst: ordered before the sleeping check in ring_kick. */
-    } while (!atom_cas_sc_ptr(&rg.inbox, &head, r));
+    /* seq_cst: ordered before the sleeping check in ring_kick. */
+    LFS_PUSH(&rg.inbox, r);
     ring_kick();
 }
 
@@ -612,7 +611,7 @@ void coexec__ring_cancel_queued(void)
         return;
     /* What is on the inbox now is cancelled here; what the thread already
      * took, and anything pushed later, by the thread. */
-    struct request *r = atom_xchg_acq_ptr(&rg.inbox, NULL);
+    struct request *r = lfs_take_all(&rg.inbox);
     while (r) {
         struct request *n = r->next;
         r->next = NULL;
@@ -651,7 +650,7 @@ void coexec__ring_stop(void)
     else
         pthread_join(rg.thread, NULL);
     /* Requests that slipped in after close. */
-    struct request *r = atom_xchg_acq_ptr(&rg.inbox, NULL);
+    struct request *r = lfs_take_all(&rg.inbox);
     while (r) {
         struct request *n = r->next;
         done(r, -ECANCELED, RQ_CANCELED);
