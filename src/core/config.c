@@ -11,8 +11,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/global.h"
 #include "core/config.h"
-#include "core/internal.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 static char init_error[256];
 
@@ -547,7 +552,7 @@ COEXEC_API int coexec_print_config(void *fp)
     pthread_mutex_lock(&coexec__g.lock);
     fprintf(f, "coexec placement: %s;", coexec__affinity_describe());
     for (int r = 0; r < MAX_XSTREAMS; r++) {
-        struct coexec_xstream_rec *xs = coexec__g.xs_by_rank[r];
+        struct coexec_xstream_rec *xs = coexec__xsr.by_rank[r];
         if (xs)
             fprintf(f, " xs%d->cpu%d", r, xs->cpu);
     }

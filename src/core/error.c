@@ -2,7 +2,8 @@
  * src/core/error.c: coexec_strerror and coexec_err_name, generated from the
  * one table in coexec/error.h.
  */
-#include "core/internal.h"
+
+#include "coexec.h"
 
 COEXEC_API const char *coexec_strerror(int code)
 {

@@ -24,14 +24,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/global.h"
 #include "core/config.h"
-#include "core/internal.h"
 #include "core/process.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
 #include "service/service.h"
-
-struct coexec__global coexec__g = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-};
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 /* Serialises init and finalize against each other. */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -43,36 +44,6 @@ void coexec__init_atfork_child(void)
     atom_store_rlx_u32(&coexec__g.state, RT_OFF);
     pthread_mutex_init(&init_lock, NULL);
     pthread_mutex_init(&coexec__g.lock, NULL);
-}
-
-void coexec__warn(const char *fmt, ...)
-{
-    if (coexec__g.cfg.quiet)
-        return;
-    char buf[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "coexec: warning: %s\n", buf);
-}
-
-static __thread char thread_token_;
-
-void *coexec__thread_token(void)
-{
-    return &thread_token_;
-}
-
-static __thread uintptr_t thread_owner_;
-static atom_u64_t thread_owners;
-
-void *coexec__thread_owner(void)
-{
-    if (UNLIKELY(!thread_owner_))
-        thread_owner_ =
-            (uintptr_t)((atom_fadd_rlx_u64(&thread_owners, 1) + 1) << 1) | 1;
-    return (void *)thread_owner_;
 }
 
 COEXEC_API int coexec_initialized(void)
@@ -183,9 +154,9 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     coexec__g.stack_size = (cfg.stack_size + page - 1) & ~(page - 1);
     coexec__g.guard_size = (cfg.guard_size + page - 1) & ~(page - 1);
     coexec__g.idle_spin_ns = (uint64_t)cfg.idle_spin_us * 1000;
-    memset(coexec__g.xs_by_rank, 0, sizeof coexec__g.xs_by_rank);
-    coexec__g.num_xs = 0;
-    atom_store_rlx_u32(&coexec__g.num_steal_pools, 0);
+    memset(coexec__xsr.by_rank, 0, sizeof coexec__xsr.by_rank);
+    coexec__xsr.num = 0;
+    atom_store_rlx_u32(&coexec__steal.num, 0);
     atom_store_rlx_u64(&coexec__g.live_units, 0);
     atom_store_rlx_u64(&coexec__g.next_unit_id, 1);
     coexec__keys_reset();
@@ -205,16 +176,16 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
         if ((rc = coexec__xstream_start(NULL, -1, &xs)) != COEXEC_OK) {
             atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
             for (int r = 1; r < MAX_XSTREAMS; r++)
-                if (coexec__g.xs_by_rank[r])
-                    coexec__xstream_stop_and_join(coexec__g.xs_by_rank[r]);
+                if (coexec__xsr.by_rank[r])
+                    coexec__xstream_stop_and_join(coexec__xsr.by_rank[r]);
             goto fail;
         }
     }
     if ((rc = coexec__service_start()) != COEXEC_OK) {
         atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
         for (int r = 1; r < MAX_XSTREAMS; r++)
-            if (coexec__g.xs_by_rank[r])
-                coexec__xstream_stop_and_join(coexec__g.xs_by_rank[r]);
+            if (coexec__xsr.by_rank[r])
+                coexec__xstream_stop_and_join(coexec__xsr.by_rank[r]);
         goto fail;
     }
     pthread_mutex_unlock(&init_lock);
@@ -254,7 +225,7 @@ COEXEC_API int coexec_finalize(void)
      * ends its sleeps and timed waits rather than wait for them. */
     atom_store_rel_u32(&coexec__g.fin, FIN_TIMERS);
     for (int r = MAX_XSTREAMS - 1; r >= 1; r--) {
-        struct coexec_xstream_rec *s = coexec__g.xs_by_rank[r];
+        struct coexec_xstream_rec *s = coexec__xsr.by_rank[r];
         if (s)
             coexec__xstream_stop_and_join(s);
     }

@@ -9,8 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/global.h"
 #include "core/process.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 /* ---- the library's OS threads -------------------------------------------- */
 

@@ -2,11 +2,11 @@
  * src/core/valgrind.c: whether valgrind runs the process, and the ids of
  * the user-given stacks registered with it (see core/valgrind.h).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
 #include "core/valgrind.h"
 
 bool coexec__on_valgrind(void)

@@ -7,10 +7,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "base/global.h"
 #include "core/process.h"
 #include "core/valgrind.h"
 #include "mem/guard.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 #ifdef COEXEC_ASAN
 #include <sanitizer/asan_interface.h>

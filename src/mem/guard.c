@@ -9,9 +9,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "base/global.h"
 #include "mem/cache.h"
 #include "mem/guard.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102

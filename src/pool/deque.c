@@ -56,8 +56,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/global.h"
 #include "base/list.h"
-#include "core/internal.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 #define DQ_INITIAL_CAP 64
 /* How far a remove() or a thief looks into the side queue from each end. */

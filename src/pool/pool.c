@@ -5,12 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/global.h"
 #include "base/list.h"
-#include "core/internal.h"
 #include "core/process.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 /* Every pool record ever made in this epoch (for finalize), and the
  * recycled ones. Both under coexec__g.lock. */
+struct coexec__steal_registry coexec__steal;
+
 static struct coexec_pool_rec *pool_all;
 static struct coexec_pool_rec *pool_free;
 /* Default pools of streams that were freed. Parked units may still name one
@@ -284,7 +291,7 @@ static void sleeper_unlink(struct coexec_pool_rec *p, struct sleeper *s)
 
 /*
  * A stream whose scheduler steals from every default pool (the registry,
- * coexec__g.steal_pools) parks as a thief: it does not put a node on each
+ * coexec__steal.pools) parks as a thief: it does not put a node on each
  * victim, which would make parking and waking cost the number of streams
  * for every one of them, and a push wake them all. Instead:
  *  - `thieves` is the set of parked thieves: nodes on their parking
@@ -386,9 +393,9 @@ bool coexec__pool_thief_mark(struct coexec_pool_rec *p)
  * default pools take their fast path again. */
 static void thief_sweep(void)
 {
-    unsigned n = atom_load_acq_u32(&coexec__g.num_steal_pools);
+    unsigned n = atom_load_acq_u32(&coexec__steal.num);
     for (unsigned i = 0; i < n; i++) {
-        struct coexec_pool_rec *p = atom_load_acq_ptr(&coexec__g.steal_pools[i]);
+        struct coexec_pool_rec *p = atom_load_acq_ptr(&coexec__steal.pools[i]);
         /* Relaxed: a mark linked after this read belongs to a thief that
          * parks now, and stays. */
         if (!p || !atom_load_rlx_u32(&p->has_sleepers))

@@ -24,6 +24,7 @@
 
 #include "arch/atomic.h"
 #include "arch/compiler.h"
+#include "base/global.h"
 #include "base/list.h"
 #include "base/spin.h"
 #include "thread/unit.h"
@@ -69,6 +70,15 @@ struct coexec_pool_rec {
     struct coexec_pool_rec *free_next;
     struct coexec_pool_rec *all_next; /* list of every record, for finalize */
 };
+
+/* Default pools other streams may steal from (src/pool/pool.c; written by
+ * the stream registry under coexec__g.lock, read by any stream without it;
+ * entries are type-stable pool records). */
+struct coexec__steal_registry {
+    atom_ptr_t pools[MAX_XSTREAMS];
+    atom_u32_t num;
+};
+extern struct coexec__steal_registry coexec__steal;
 
 /*
  * A pool kind that is not a plain list: PRIO (src/pool/prio.c), DEQUE

@@ -31,8 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/global.h"
 #include "base/list.h"
-#include "core/internal.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 #define PRIO_MAX_LEVELS 64
 

@@ -28,9 +28,14 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "base/global.h"
 #include "base/lfstack.h"
-#include "core/internal.h"
 #include "core/process.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 static struct coexec_sched_rec *sched_all;
 static struct coexec_sched_rec *sched_free_list;
@@ -228,7 +233,7 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
                                          struct coexec_sched_rec *s)
 {
     bool registry = s->npools == 1 || s->kind != COEXEC_SCHED_RANDWS;
-    unsigned n = registry ? atom_load_acq_u32(&coexec__g.num_steal_pools)
+    unsigned n = registry ? atom_load_acq_u32(&coexec__steal.num)
                           : (unsigned)s->npools - 1;
     if (n == 0)
         return NULL;
@@ -238,7 +243,7 @@ static struct coexec_unit_rec *steal_one(struct coexec_xstream_rec *xs,
         for (unsigned k = 0; k < n; k++) {
             unsigned i = (start + k) % n;
             struct coexec_pool_rec *v =
-                registry ? atom_load_acq_ptr(&coexec__g.steal_pools[i])
+                registry ? atom_load_acq_ptr(&coexec__steal.pools[i])
                          : s->pools[1 + i];
             if (!v || pool_size(v) == 0 ||
                 (registry && own_pool(s, v)))
@@ -401,9 +406,9 @@ static void sleep_register_all(struct coexec_xstream_rec *xs,
         r->thief.xs = xs;
         coexec__thief_park(&r->thief);
     }
-    unsigned ns = atom_load_acq_u32(&coexec__g.num_steal_pools);
+    unsigned ns = atom_load_acq_u32(&coexec__steal.num);
     for (unsigned i = 0; i < ns && !r->abort; i++) {
-        struct coexec_pool_rec *v = atom_load_acq_ptr(&coexec__g.steal_pools[i]);
+        struct coexec_pool_rec *v = atom_load_acq_ptr(&coexec__steal.pools[i]);
         if (!v || own_pool(s, v))
             continue;
         if (thief) {

@@ -19,8 +19,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "base/global.h"
+#include "pool/pool.h"
 #include "service/service.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 struct px;
 typedef intptr_t (*px_fn_t)(struct px *p);

@@ -421,7 +421,7 @@ int coexec__service_start(void)
     if (svc.ncpus) {
         pthread_mutex_lock(&coexec__g.lock);
         for (int r = 0; r < MAX_XSTREAMS; r++) {
-            struct coexec_xstream_rec *xs = coexec__g.xs_by_rank[r];
+            struct coexec_xstream_rec *xs = coexec__xsr.by_rank[r];
             if (xs && xs->cpu == svc.cpus[0])
                 svc.shares_cpu = 1;
         }

@@ -40,12 +40,17 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
+#include "base/global.h"
 #include "core/config.h"
-#include "core/internal.h"
-#include "mem/guard.h"
 #include "core/valgrind.h"
+#include "mem/guard.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
 #include "thread/switch.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
 #include "waker/wait.h"
+#include "xstream/xstream.h"
 
 struct coexec_poll {
     struct coexec_unit_rec *u;

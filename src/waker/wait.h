@@ -37,9 +37,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/global.h"
 #include "base/list.h"
 #include "base/spin.h"
-#include "core/internal.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 /* wait_node.flags: the kind in the low bits; owners use WN_USER and up. */
 #define WN_ULT 1u

@@ -12,8 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/global.h"
 #include "core/process.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 static hwloc_topology_t topo;
 static int *cpus;   /* OS indices of candidate PUs, in placement order */

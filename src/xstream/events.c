@@ -30,8 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/global.h"
 #include "base/lfstack.h"
-#include "core/internal.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 uintptr_t coexec__events_slot_take(struct coexec_xstream_rec *xs,
                                    struct coexec_unit_rec *u)

@@ -37,9 +37,14 @@
 #include <time.h>
 
 #include "arch/clock.h"
-#include "core/internal.h"
+#include "base/global.h"
 #include "base/spin.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
 #include "waker/wait.h"
+#include "xstream/xstream.h"
 
 /* How overdue a timer is before a thread other than its stream fires it
  * (its own stream fires it at its next event check, normally far sooner),
@@ -221,10 +226,10 @@ uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now)
  * its deadline still counts. */
 static uint64_t help_others(struct coexec_xstream_rec *self, uint64_t now)
 {
-    uint32_t n = atom_load_acq_u32(&coexec__g.num_xs_seen);
+    uint32_t n = atom_load_acq_u32(&coexec__xsr.num_seen);
     uint64_t min = UINT64_MAX;
     for (uint32_t i = 0; i < n; i++) {
-        struct coexec_xstream_rec *xs = coexec__g.xs_all[i];
+        struct coexec_xstream_rec *xs = coexec__xsr.all[i];
         if (xs == self)
             continue;
         struct timer_heap *h = &xs->timers;

@@ -11,10 +11,15 @@
 #include <sys/prctl.h>
 
 #include "arch/futex.h"
-#include "core/internal.h"
+#include "base/global.h"
 #include "core/process.h"
 #include "core/valgrind.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
 #include "thread/switch.h"
+#include "thread/thread.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
 
 __thread struct coexec_xstream_rec *coexec__tls_xs
     __attribute__((tls_model("initial-exec")));
@@ -35,23 +40,25 @@ void coexec__xs_set_self(struct coexec_xstream_rec *xs)
 
 /* ---- records --------------------------------------------------------- */
 
+struct coexec__xs_registry coexec__xsr;
+
 /* Under coexec__g.lock. Stream records are recycled, never freed before
  * finalize, so stale handles can be checked safely. */
 static struct coexec_xstream_rec *xs_record_new(void)
 {
-    struct coexec_xstream_rec *xs = coexec__g.xs_free;
+    struct coexec_xstream_rec *xs = coexec__xsr.free;
     uint64_t gen;
     bool fresh = !xs;
     if (xs) {
-        coexec__g.xs_free = xs->free_next;
+        coexec__xsr.free = xs->free_next;
         gen = gen_next(atom_load_rlx_u64(&xs->gen));
     } else {
-        if (coexec__g.num_xs_all == MAX_XSTREAMS)
+        if (coexec__xsr.num_all == MAX_XSTREAMS)
             return NULL;
         xs = aligned_alloc(CACHE_LINE, sizeof *xs);
         if (!xs)
             return NULL;
-        coexec__g.xs_all[coexec__g.num_xs_all++] = xs;
+        coexec__xsr.all[coexec__xsr.num_all++] = xs;
         gen = gen_first();
         xs->wdir = NULL;
     }
@@ -67,8 +74,8 @@ static struct coexec_xstream_rec *xs_record_new(void)
     if (fresh) {
         memset(&xs->timers, 0, sizeof xs->timers);
         atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
-        atom_store_rel_u32(&coexec__g.num_xs_seen,
-                           (uint32_t)coexec__g.num_xs_all);
+        atom_store_rel_u32(&coexec__xsr.num_seen,
+                           (uint32_t)coexec__xsr.num_all);
     }
     atom_store_rlx_u64(&xs->gen, gen);
     memset(xs->dist, 0xff, sizeof xs->dist);
@@ -83,9 +90,9 @@ int coexec__xs_rank(struct coexec_xstream_rec *xs)
 static int rank_take(struct coexec_xstream_rec *xs)
 {
     for (int r = 0; r < MAX_XSTREAMS; r++) {
-        if (!coexec__g.xs_by_rank[r]) {
-            coexec__g.xs_by_rank[r] = xs;
-            coexec__g.num_xs++;
+        if (!coexec__xsr.by_rank[r]) {
+            coexec__xsr.by_rank[r] = xs;
+            coexec__xsr.num++;
             xs->rank = r;
             return r;
         }
@@ -95,22 +102,22 @@ static int rank_take(struct coexec_xstream_rec *xs)
 
 static void steal_pool_add(struct coexec_pool_rec *p)
 {
-    unsigned n = atom_load_rlx_u32(&coexec__g.num_steal_pools);
-    atom_store_rel_ptr(&coexec__g.steal_pools[n], p);
-    atom_store_rel_u32(&coexec__g.num_steal_pools, n + 1);
+    unsigned n = atom_load_rlx_u32(&coexec__steal.num);
+    atom_store_rel_ptr(&coexec__steal.pools[n], p);
+    atom_store_rel_u32(&coexec__steal.num, n + 1);
 }
 
 static void steal_pool_remove(struct coexec_pool_rec *p)
 {
-    unsigned n = atom_load_rlx_u32(&coexec__g.num_steal_pools);
+    unsigned n = atom_load_rlx_u32(&coexec__steal.num);
     for (unsigned i = 0; i < n; i++) {
-        if (atom_load_rlx_ptr(&coexec__g.steal_pools[i]) == p) {
+        if (atom_load_rlx_ptr(&coexec__steal.pools[i]) == p) {
             /* Move the last entry here; a thief reading the old slot still
              * sees a valid (type-stable) pool record. */
-            void *last = atom_load_rlx_ptr(&coexec__g.steal_pools[n - 1]);
-            atom_store_rel_ptr(&coexec__g.steal_pools[i], last);
-            atom_store_rel_u32(&coexec__g.num_steal_pools, n - 1);
-            atom_store_rel_ptr(&coexec__g.steal_pools[n - 1], NULL);
+            void *last = atom_load_rlx_ptr(&coexec__steal.pools[n - 1]);
+            atom_store_rel_ptr(&coexec__steal.pools[i], last);
+            atom_store_rel_u32(&coexec__steal.num, n - 1);
+            atom_store_rel_ptr(&coexec__steal.pools[n - 1], NULL);
             return;
         }
     }
@@ -197,7 +204,7 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     pthread_mutex_lock(&coexec__g.lock);
     /* A full table of records (streams made and not freed) is a limit, like
      * the OS thread limit, not a lack of memory. */
-    bool full = !coexec__g.xs_free && coexec__g.num_xs_all == MAX_XSTREAMS;
+    bool full = !coexec__xsr.free && coexec__xsr.num_all == MAX_XSTREAMS;
     struct coexec_xstream_rec *xs = full ? NULL : xs_record_new();
     if (!xs) {
         pthread_mutex_unlock(&coexec__g.lock);
@@ -205,8 +212,8 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
         goto fail_setup;
     }
     if (rank_take(xs) < 0) {
-        xs->free_next = coexec__g.xs_free;
-        coexec__g.xs_free = xs;
+        xs->free_next = coexec__xsr.free;
+        coexec__xsr.free = xs;
         pthread_mutex_unlock(&coexec__g.lock);
         rc = COEXEC_EAGAIN;
         goto fail_setup;
@@ -240,11 +247,11 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
         pthread_mutex_lock(&coexec__g.lock);
         if (own_setup)
             steal_pool_remove(sched->pools[0]);
-        coexec__g.xs_by_rank[xs->rank] = NULL;
-        coexec__g.num_xs--;
+        coexec__xsr.by_rank[xs->rank] = NULL;
+        coexec__xsr.num--;
         atom_store_rel_u64(&xs->gen, gen_next(atom_load_rlx_u64(&xs->gen)));
-        xs->free_next = coexec__g.xs_free;
-        coexec__g.xs_free = xs;
+        xs->free_next = coexec__xsr.free;
+        coexec__xsr.free = xs;
         pthread_mutex_unlock(&coexec__g.lock);
         atom_store_rlx_u32(&sched->in_use, 0);
         goto fail_setup;
@@ -304,8 +311,8 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
     struct coexec_sched_rec *s = atom_load_acq_ptr(&xs->sched);
     if (xs->default_pool)
         steal_pool_remove(xs->default_pool);
-    coexec__g.xs_by_rank[xs->rank] = NULL;
-    coexec__g.num_xs--;
+    coexec__xsr.by_rank[xs->rank] = NULL;
+    coexec__xsr.num--;
     pthread_mutex_unlock(&coexec__g.lock);
     coexec__sched_deactivate(s, xs, NULL);
     atom_store_rel_u32(&s->in_use, 0);
@@ -335,8 +342,8 @@ static bool xs_record_release(struct coexec_xstream_rec *xs, uint64_t gen)
     bool mine = atom_load_rlx_u64(&xs->gen) == gen;
     if (mine) {
         atom_store_rel_u64(&xs->gen, gen_next(gen));
-        xs->free_next = coexec__g.xs_free;
-        coexec__g.xs_free = xs;
+        xs->free_next = coexec__xsr.free;
+        coexec__xsr.free = xs;
     }
     pthread_mutex_unlock(&coexec__g.lock);
     return mine;
@@ -477,15 +484,15 @@ void coexec__primary_teardown(void)
     }
     coexec__altstack_leave(&xs->altstack);
     pthread_mutex_lock(&coexec__g.lock);
-    coexec__g.xs_by_rank[0] = NULL;
-    coexec__g.num_xs = 0;
-    atom_store_rel_u32(&coexec__g.num_xs_seen, 0);
-    for (int i = 0; i < coexec__g.num_xs_all; i++) {
-        coexec__xs_events_free(coexec__g.xs_all[i]);
-        free(coexec__g.xs_all[i]);
+    coexec__xsr.by_rank[0] = NULL;
+    coexec__xsr.num = 0;
+    atom_store_rel_u32(&coexec__xsr.num_seen, 0);
+    for (int i = 0; i < coexec__xsr.num_all; i++) {
+        coexec__xs_events_free(coexec__xsr.all[i]);
+        free(coexec__xsr.all[i]);
     }
-    coexec__g.num_xs_all = 0;
-    coexec__g.xs_free = NULL;
+    coexec__xsr.num_all = 0;
+    coexec__xsr.free = NULL;
     coexec__g.primary = NULL;
     coexec__g.main_unit = NULL;
     pthread_mutex_unlock(&coexec__g.lock);
@@ -503,11 +510,11 @@ void coexec__xstream_atfork_child(bool reclaim)
     struct coexec_xstream_rec *p = coexec__g.primary;
     if (reclaim && p && p->sched_stack_own)
         coexec__stack_unmap(p->sched_stack_own, PRIMARY_SCHED_STACK);
-    memset(coexec__g.xs_by_rank, 0, sizeof coexec__g.xs_by_rank);
-    coexec__g.num_xs = 0;
-    coexec__g.num_xs_all = 0;
-    atom_store_rlx_u32(&coexec__g.num_xs_seen, 0);
-    coexec__g.xs_free = NULL;
+    memset(coexec__xsr.by_rank, 0, sizeof coexec__xsr.by_rank);
+    coexec__xsr.num = 0;
+    coexec__xsr.num_all = 0;
+    atom_store_rlx_u32(&coexec__xsr.num_seen, 0);
+    coexec__xsr.free = NULL;
     coexec__g.primary = NULL;
     coexec__g.main_unit = NULL;
     coexec__timers_atfork_child();
@@ -705,7 +712,7 @@ COEXEC_API int coexec_xstream_by_rank(int rank, coexec_xstream_t *out)
     if (rank < 0 || rank >= MAX_XSTREAMS)
         return COEXEC_ENOENT;
     pthread_mutex_lock(&coexec__g.lock);
-    struct coexec_xstream_rec *xs = coexec__g.xs_by_rank[rank];
+    struct coexec_xstream_rec *xs = coexec__xsr.by_rank[rank];
     if (xs) {
         out->p = xs;
         out->gen = atom_load_rlx_u64(&xs->gen);
@@ -720,7 +727,7 @@ COEXEC_API int coexec_xstream_get_num(int *num)
         return COEXEC_EINVAL;
     RT_CHECK();
     pthread_mutex_lock(&coexec__g.lock);
-    *num = coexec__g.num_xs;
+    *num = coexec__xsr.num;
     pthread_mutex_unlock(&coexec__g.lock);
     return COEXEC_OK;
 }

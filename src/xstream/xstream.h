@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "arch/atomic.h"
+#include "base/global.h"
 #include "mem/cache.h"
 #include "mem/guard.h"
 #include "sched/sched.h"
@@ -127,6 +128,19 @@ struct coexec_xstream_rec {
      * cancel one (under the lock). */
     struct timer_heap timers CACHE_ALIGNED;
 };
+
+/* The stream registry (src/xstream/xstream.c), under coexec__g.lock. */
+struct coexec__xs_registry {
+    struct coexec_xstream_rec *by_rank[MAX_XSTREAMS];
+    int num;                         /* streams with a rank */
+    struct coexec_xstream_rec *free; /* stopped records, for reuse */
+    struct coexec_xstream_rec *all[MAX_XSTREAMS]; /* every record made */
+    int num_all;
+    /* num_all for readers without the lock (the timer keeper): stored
+     * (release) once the new record's timer heap is ready. */
+    atom_u32_t num_seen;
+};
+extern struct coexec__xs_registry coexec__xsr;
 
 /* The calling thread's stream, or NULL. Not inlined on purpose: a ULT may
  * resume on another OS thread, and the compiler must not reuse a
