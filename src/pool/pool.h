@@ -26,6 +26,7 @@
 #include "arch/compiler.h"
 #include "base/global.h"
 #include "base/list.h"
+#include "base/self.h"
 #include "base/spin.h"
 #include "thread/unit.h"
 
@@ -238,9 +239,6 @@ static ALWAYS_INLINE int pool_check(struct coexec_pool_rec *p, bool push)
 /* Why a unit is pushed (coexec_push_kind_t values). */
 enum { PUSH_NEW = 0, PUSH_YIELD = 1, PUSH_WAKE = 2 };
 
-/* The rank of xs (out of line: the record is not visible here). */
-int coexec__xs_rank(struct coexec_xstream_rec *xs);
-
 /* May xs take u? Units bound to a stream (the main ULT, posted tasklets)
  * stay there. xs is NULL for an external thread. */
 static ALWAYS_INLINE bool pool_may_take(struct coexec_unit_rec *u,
@@ -248,7 +246,7 @@ static ALWAYS_INLINE bool pool_may_take(struct coexec_unit_rec *u,
 {
     if (LIKELY(!(u->flags & UF_NOSTEAL)))
         return true;
-    return xs && u->bound_rank == coexec__xs_rank(xs);
+    return xs && u->bound_rank == xs_rank_of(xs);
 }
 
 /* May thief xs take u? Not a pinned unit, nor one migrating to another

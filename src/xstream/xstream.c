@@ -21,23 +21,6 @@
 #include "thread/unit.h"
 #include "xstream/xstream.h"
 
-__thread struct coexec_xstream_rec *coexec__tls_xs
-    __attribute__((tls_model("initial-exec")));
-#define tls_xs coexec__tls_xs
-
-NOINLINE struct coexec_xstream_rec *coexec__xs_self(void)
-{
-    /* The empty asm keeps the compiler from treating this as a pure
-     * function of the (unchanging, as it believes) OS thread. */
-    __asm__ volatile("" ::: "memory");
-    return tls_xs;
-}
-
-void coexec__xs_set_self(struct coexec_xstream_rec *xs)
-{
-    tls_xs = xs;
-}
-
 /* ---- records --------------------------------------------------------- */
 
 struct coexec__xs_registry coexec__xsr;
@@ -80,11 +63,6 @@ static struct coexec_xstream_rec *xs_record_new(void)
     atom_store_rlx_u64(&xs->gen, gen);
     memset(xs->dist, 0xff, sizeof xs->dist);
     return xs;
-}
-
-int coexec__xs_rank(struct coexec_xstream_rec *xs)
-{
-    return xs->rank;
 }
 
 static int rank_take(struct coexec_xstream_rec *xs)
@@ -502,11 +480,11 @@ void coexec__primary_teardown(void)
  * thread is the user's again; the records stay allocated (leaked). */
 void coexec__xstream_atfork_child(bool reclaim)
 {
-    struct coexec_xstream_rec *self = tls_xs;
+    struct coexec_xstream_rec *self = coexec__tls_xs;
     if (self && self->is_primary && primary_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)primary_slack, 0UL, 0UL, 0UL);
     primary_slack = -1;
-    tls_xs = NULL;
+    coexec__tls_xs = NULL;
     struct coexec_xstream_rec *p = coexec__g.primary;
     if (reclaim && p && p->sched_stack_own)
         coexec__stack_unmap(p->sched_stack_own, PRIMARY_SCHED_STACK);

@@ -17,11 +17,13 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "arch/atomic.h"
 #include "base/global.h"
+#include "base/self.h"
 #include "mem/cache.h"
 #include "mem/guard.h"
 #include "sched/sched.h"
@@ -78,6 +80,7 @@ struct timer_heap {
 };
 
 struct coexec_xstream_rec {
+    int rank; /* first: read by the rooms below (base/self.h) */
     /* Owner-only. */
     struct coexec_unit_rec *cur; /* running unit; NULL in the scheduler */
     void *sched_sp;              /* the scheduler's saved context */
@@ -99,7 +102,6 @@ struct coexec_xstream_rec {
     void *sched_fiber;
     void *sched_stack_own; /* primary: the stack we mapped for the scheduler */
     struct coexec_altstack altstack; /* the signal stack we gave its thread */
-    int rank;
     int cpu;
     int is_primary;
     int steal_index;
@@ -142,20 +144,8 @@ struct coexec__xs_registry {
 };
 extern struct coexec__xs_registry coexec__xsr;
 
-/* The calling thread's stream, or NULL. Not inlined on purpose: a ULT may
- * resume on another OS thread, and the compiler must not reuse a
- * thread-local address computed before a switch. */
-struct coexec_xstream_rec *coexec__xs_self(void);
-
-/* The same, inlined, for code that has not switched since it was entered
- * (a public call's prologue): there the OS thread cannot have changed. */
-extern __thread struct coexec_xstream_rec *coexec__tls_xs
-    __attribute__((tls_model("initial-exec")));
-static inline struct coexec_xstream_rec *xs_self_entry(void)
-{
-    return coexec__tls_xs;
-}
-void coexec__xs_set_self(struct coexec_xstream_rec *xs);
+_Static_assert(offsetof(struct coexec_xstream_rec, rank) == 0,
+               "base/self.h reads a stream's rank as its first member");
 
 /* Wakes xs if it is parked (idempotent). */
 void coexec__xs_kick(struct coexec_xstream_rec *xs);
