@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 #include "base/global.h"
-#include "core/process.h"
-#include "core/valgrind.h"
+#include "base/valgrind.h"
 #include "mem/guard.h"
 #include "pool/pool.h"
 #include "sched/sched.h"

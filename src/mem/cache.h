@@ -130,4 +130,10 @@ void coexec__cache_destroy_all(void);
 void coexec__cache_each_unit(void (*fn)(struct coexec_unit_rec *u, void *arg),
                              void *arg);
 
+/* fork (src/core/process.c): the slab list's lock held across it; the
+ * child reclaims the parent's slabs and stacks when reclaim is true. */
+void coexec__cache_atfork_prepare(void);
+void coexec__cache_atfork_parent(void);
+void coexec__cache_atfork_child(bool reclaim);
+
 #endif /* COEXEC_MEM_CACHE_H */

@@ -7,7 +7,6 @@
 
 #include "base/global.h"
 #include "base/list.h"
-#include "core/process.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
 #include "thread/thread.h"

@@ -458,4 +458,7 @@ static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
     return coexec__pool_remove_as(p, u, NULL);
 }
 
+/* fork, in the child (src/core/process.c): forgets every pool. */
+void coexec__pool_atfork_child(void);
+
 #endif /* COEXEC_POOL_POOL_H */

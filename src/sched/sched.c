@@ -30,7 +30,6 @@
 #include "arch/futex.h"
 #include "base/global.h"
 #include "base/lfstack.h"
-#include "core/process.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
 #include "thread/thread.h"

@@ -83,4 +83,7 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
 bool coexec__sched_reaches(struct coexec_sched_rec *s,
                            struct coexec_pool_rec *p);
 
+/* fork, in the child (src/core/process.c): forgets every scheduler. */
+void coexec__sched_atfork_child(void);
+
 #endif /* COEXEC_SCHED_SCHED_H */

@@ -89,4 +89,7 @@ void coexec__ring_stop(void);
  * the kernel, and the requests they handed (tests, diagnostics). */
 void coexec__ring_stats(uint64_t *batches, uint64_t *sqes);
 
+/* fork, in the child (src/core/process.c): the ring is off. */
+void coexec__ring_atfork_child(void);
+
 #endif /* COEXEC_SERVICE_RING_H */

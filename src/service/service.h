@@ -44,4 +44,7 @@ enum fop_kind {
  * (the caller takes the thread path). */
 int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret);
 
+/* fork, in the child (src/core/process.c): the service is off. */
+void coexec__service_atfork_child(void);
+
 #endif /* COEXEC_SERVICE_SERVICE_H */

@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "arch/clock.h"
-#include "core/valgrind.h"
+#include "base/valgrind.h"
 #include "waker/wait.h"
 
 #define M_LOCKED 1u

@@ -18,7 +18,7 @@
 
 #include "arch/clock.h"
 #include "arch/futex.h"
-#include "core/valgrind.h"
+#include "base/valgrind.h"
 #include "waker/wait.h"
 
 #define RW_WRITE WN_USER /* a queued writer; else a reader */

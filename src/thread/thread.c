@@ -42,7 +42,7 @@
 #include "arch/futex.h"
 #include "base/global.h"
 #include "core/config.h"
-#include "core/valgrind.h"
+#include "base/valgrind.h"
 #include "mem/guard.h"
 #include "pool/pool.h"
 #include "sched/sched.h"

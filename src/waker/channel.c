@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "arch/clock.h"
-#include "core/valgrind.h"
+#include "base/valgrind.h"
 #include "waker/wait.h"
 
 struct channel {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "arch/clock.h"
-#include "core/valgrind.h"
+#include "base/valgrind.h"
 #include "waker/wait.h"
 
 #define EV_INLINE 16

@@ -12,8 +12,8 @@
 
 #include "arch/futex.h"
 #include "base/global.h"
-#include "core/process.h"
-#include "core/valgrind.h"
+#include "base/osthread.h"
+#include "base/valgrind.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
 #include "thread/switch.h"
@@ -357,7 +357,7 @@ static void primary_sched_entry(void *arg)
 
 /* The init thread's timer slack, restored at finalize. */
 static long primary_slack = -1;
-/* Valgrind's id of the primary's scheduler stack (core/valgrind.h). */
+/* Valgrind's id of the primary's scheduler stack (base/valgrind.h). */
 static unsigned vg_sched_id;
 
 int coexec__primary_setup(void)

@@ -24,6 +24,7 @@
 #include "arch/atomic.h"
 #include "base/global.h"
 #include "base/self.h"
+#include "base/topology.h"
 #include "mem/cache.h"
 #include "mem/guard.h"
 #include "sched/sched.h"
@@ -40,15 +41,6 @@ enum post_op {
 
 /* Victim distances a stream remembers (CPUs 0..XS_DIST_CACHE-1). */
 #define XS_DIST_CACHE 256
-/* Distances between CPUs (coexec__affinity_distance): */
-enum {
-    DIST_CORE = 0,  /* the same core */
-    DIST_CACHE = 1, /* a shared cache */
-    DIST_NUMA = 2,  /* the same NUMA node */
-    DIST_PKG = 3,   /* the same package */
-    DIST_FAR = 4    /* farther, or unknown */
-};
-
 /* Waker pages (src/xstream/events.c): WPAGES lines of 64 notify bits. */
 #define WPAGES 64
 struct wpage {
@@ -196,30 +188,13 @@ static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
 }
 void coexec__xs_events_free(struct coexec_xstream_rec *xs);
 
-/* Affinity (src/xstream/affinity.c). */
-int coexec__affinity_init(void);
-int coexec__affinity_cpu_for_rank(int rank);
-int coexec__affinity_valid_cpu(int cpu);
-int coexec__affinity_cpus_allowed(const int *cpus, int n, int *bad,
-                                  char *avail, size_t len);
-int coexec__affinity_bind_self(int cpu);
-/* Pins the calling (init) thread to cpu, keeping the binding it had: 0, or
- * -1 when it is not pinned (cpu -1, no topology, or the kernel refused). */
-int coexec__affinity_bind_primary(int cpu);
-/* Gives the thread pinned by coexec__affinity_bind_primary its old binding
- * back (no-op when it was not pinned). Called on that thread. */
-void coexec__affinity_unbind_primary(void);
-/* On the pinned primary: the binding it had before init, in *out. */
-bool coexec__affinity_primary_saved(cpu_set_t *out);
-int coexec__affinity_ncpus(void);
-int coexec__affinity_last_cpu(void); /* of the process's binding, or -1 */
-int coexec__affinity_distance(int cpu_a, int cpu_b); /* DIST_* */
-const char *coexec__affinity_describe(void);
-
 int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
                           struct coexec_xstream_rec **out);
 int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs);
 int coexec__primary_setup(void);
 void coexec__primary_teardown(void);
+
+/* fork, in the child (src/core/process.c): forgets every stream. */
+void coexec__xstream_atfork_child(bool reclaim);
 
 #endif /* COEXEC_XSTREAM_XSTREAM_H */

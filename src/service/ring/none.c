@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 
-#include "core/process.h"
 #include "service/ring.h"
 
 int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)

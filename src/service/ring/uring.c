@@ -48,8 +48,8 @@
 #include "arch/futex.h"
 #include "base/lfstack.h"
 #include "base/list.h"
-#include "core/process.h"
-#include "core/valgrind.h"
+#include "base/osthread.h"
+#include "base/valgrind.h"
 #include "service/ring.h"
 
 #define RING_ENTRIES 256u

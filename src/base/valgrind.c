@@ -1,13 +1,13 @@
 /*
- * src/core/valgrind.c: whether valgrind runs the process, and the ids of
- * the user-given stacks registered with it (see core/valgrind.h).
+ * src/base/valgrind.c: whether valgrind runs the process, and the ids of
+ * the user-given stacks registered with it (see base/valgrind.h).
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/valgrind.h"
+#include "base/valgrind.h"
 
 bool coexec__on_valgrind(void)
 {

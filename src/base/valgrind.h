@@ -1,5 +1,5 @@
 /*
- * src/core/valgrind.h: what valgrind must be told, and whether it runs us.
+ * src/base/valgrind.h: what valgrind must be told, and whether it runs us.
  *
  * Room plaque. Memcheck follows the stack pointer: a move of less than
  * --max-stackframe (2 MB) is taken for a push or a pop and paints the
@@ -21,8 +21,8 @@
  * without valgrind/valgrind.h, the hooks are empty and only the detection
  * remains (io_uring is avoided under valgrind: src/service/ring/uring.c).
  */
-#ifndef COEXEC_CORE_VALGRIND_H
-#define COEXEC_CORE_VALGRIND_H
+#ifndef COEXEC_BASE_VALGRIND_H
+#define COEXEC_BASE_VALGRIND_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -107,4 +107,4 @@ static inline void vg_init_reads(const void *obj, size_t bytes)
 #endif
 }
 
-#endif /* COEXEC_CORE_VALGRIND_H */
+#endif /* COEXEC_BASE_VALGRIND_H */

@@ -1,5 +1,5 @@
 /*
- * src/xstream/affinity.c: where streams run. The only includer of hwloc.h.
+ * src/base/topology.c: where streams run. The only includer of hwloc.h.
  *
  * The candidate CPUs are the process's own binding (intersected with what
  * the topology allows), one processing unit per core first, then the other
@@ -13,12 +13,8 @@
 #include <string.h>
 
 #include "base/global.h"
-#include "core/process.h"
-#include "pool/pool.h"
-#include "sched/sched.h"
-#include "thread/thread.h"
-#include "thread/unit.h"
-#include "xstream/xstream.h"
+#include "base/self.h"
+#include "base/topology.h"
 
 static hwloc_topology_t topo;
 static int *cpus;   /* OS indices of candidate PUs, in placement order */
@@ -252,7 +248,7 @@ int coexec__affinity_bind_primary(int cpu)
 bool coexec__affinity_primary_saved(cpu_set_t *out)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
-    if (!primary_saved || !topo || !xs || !xs->is_primary)
+    if (!primary_saved || !topo || !xs || xs != coexec__g.primary)
         return false;
     return hwloc_cpuset_to_glibc_sched_affinity(topo, primary_saved, out,
                                                 sizeof *out) == 0;
