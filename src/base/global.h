@@ -32,6 +32,15 @@ struct coexec_unit_rec;
 
 #define MAX_XSTREAMS 1024
 
+/* Bounds of the configuration's stack fields. */
+#define COEXEC_MIN_STACK (16u * 1024)
+#define COEXEC_MAX_STACK (1024u * 1024 * 1024)
+/* The smallest stack a user may ask for or provide. */
+#define COEXEC__USER_MIN_STACK (8u * 1024)
+/* Guard regions below runtime-mapped stacks (cfg.guard_size). */
+#define COEXEC__DEFAULT_GUARD ((size_t)4096)
+#define COEXEC__MAX_GUARD ((size_t)64 * 1024 * 1024)
+
 enum rt_state { RT_OFF = 0, RT_ON = 1, RT_STOPPING = 2 };
 
 /* How far finalize is (coexec__g.fin). */

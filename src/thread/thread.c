@@ -41,7 +41,6 @@
 #include "arch/clock.h"
 #include "arch/futex.h"
 #include "base/global.h"
-#include "core/config.h"
 #include "base/valgrind.h"
 #include "mem/guard.h"
 #include "pool/pool.h"

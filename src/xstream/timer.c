@@ -1,5 +1,6 @@
 /*
- * src/xstream/timer.c: each stream's timer heap, and sleeping.
+ * src/xstream/timer.c: each stream's timer heap and the timer keeper
+ * (sleeping itself is src/waker/sleep.c).
  *
  * Room plaque. A timer lives in the waiter's own storage (a sleeping or
  * timed-waiting ULT's stack) and sits in the heap of the stream it parked
@@ -43,7 +44,6 @@
 #include "sched/sched.h"
 #include "thread/thread.h"
 #include "thread/unit.h"
-#include "waker/wait.h"
 #include "xstream/xstream.h"
 
 /* How overdue a timer is before a thread other than its stream fires it
@@ -307,51 +307,4 @@ void coexec__timers_cancel_all(struct coexec_xstream_rec *xs)
     }
     heap_publish(h);
     spin_unlock(&h->lock);
-}
-
-/* ---- sleeping --------------------------------------------------------- */
-
-COEXEC_API uint64_t coexec_now_ns(void)
-{
-    return clock_now_ns();
-}
-
-COEXEC_API int coexec_sleep_until(uint64_t deadline)
-{
-    struct caller c;
-    int rc = wait_caller(&c);
-    if (rc == COEXEC_OK && !c.u) {
-        /* An external thread, with or without the runtime. */
-        for (;;) {
-            uint64_t now = clock_now_ns();
-            if (now >= deadline)
-                return COEXEC_OK;
-            struct timespec ts = clock_until(deadline);
-            nanosleep(&ts, NULL);
-        }
-    }
-    if (rc)
-        return rc;
-    if (clock_now_ns() >= deadline)
-        return COEXEC_OK;
-    struct waiter w;
-    waiter_init(&w, &c, NULL, NULL, 0);
-    /* Only the timer releases the node, so this returns at the deadline,
-     * whatever wakes the ULT meanwhile (finalize excepted). */
-    uint32_t r = coexec__wait_block(&w, deadline);
-    return r == WN_TIMEDOUT ? COEXEC_OK : coexec__wait_result_code(r);
-}
-
-COEXEC_API int coexec_sleep_ns(uint64_t ns)
-{
-    if (ns == 0) {
-        struct caller c;
-        int rc = wait_caller(&c);
-        if (rc == COEXEC_OK && !c.u)
-            return COEXEC_OK;
-        if (rc)
-            return rc;
-        return coexec_yield();
-    }
-    return coexec_sleep_until(clock_deadline(ns));
 }
