@@ -4,7 +4,8 @@
 # usage: scripts/deps.sh [GROUP...]      (default: all)
 #   build   compiler, CMake, Ninja, pkg-config, hwloc, libatomic_ops, CUnit,
 #           liburing (optional for the library: the service stream's io_uring
-#           path is built when CMake finds it)
+#           path is built when CMake finds it), python3 and binutils (nm,
+#           readelf: the layers test, scripts/layers.py)
 #   test    build + valgrind (the valgrind stage of scripts/test.sh)
 #   cross   AArch64 cross compiler, its libc and qemu-user (context-switch test)
 #   all     build + test + cross
@@ -14,11 +15,12 @@
 set -euo pipefail
 
 group_build=(cmake ninja-build pkg-config gcc libc6-dev libhwloc-dev hwloc-nox
-             libatomic-ops-dev libcunit1-dev libudev-dev liburing-dev)
+             libatomic-ops-dev libcunit1-dev libudev-dev liburing-dev
+             python3 binutils)
 group_test=(valgrind)
 group_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 
 [[ $# -eq 0 ]] && set -- all
 want=()
