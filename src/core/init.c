@@ -93,7 +93,7 @@ static void cancel_blocked(struct coexec_xstream_rec *xs)
         f.woken = 0;
         coexec__cache_each_unit(fin_sweep_one, &f);
         coexec__timers_cancel_all(xs);
-        coexec__xs_drain_events(xs);
+        coexec__sched_drain_events(xs);
         bool ran = pool_size(p) > 0;
         while (pool_size(p) > 0)
             IGNORE_RESULT(coexec_yield());

@@ -335,17 +335,17 @@ static bool thief_pop_kick(bool *woke)
 {
     spin_lock(&thieves.lock);
     struct sleeper *s = thieves.head;
-    struct coexec_xstream_rec *xs = NULL;
+    struct mailbox *mb = NULL;
     if (s) {
         slist_unlink(&thieves.head, s);
-        xs = s->xs; /* s may be gone once the lock is released */
+        mb = s->mb; /* s may be gone once the lock is released */
     }
     bool more = thieves.head != NULL;
     spin_unlock(&thieves.lock);
-    if (xs)
-        coexec__xs_kick(xs); /* records are type-stable: a late kick is
-                                a spurious wake at worst */
-    *woke = xs != NULL;
+    if (mb)
+        parker_kick(&mb->park); /* stream records are type-stable: a late
+                                   kick is a spurious wake at worst */
+    *woke = mb != NULL;
     return more;
 }
 
@@ -365,7 +365,7 @@ bool coexec__thief_kick_one(void)
 static void mark_link(struct coexec_pool_rec *p)
 {
     struct sleeper *m = &p->thief_mark;
-    m->xs = NULL;
+    m->mb = NULL;
     m->unit = NULL;
     slist_push(&p->sleepers, m);
     atom_store_rlx_u32(&p->has_sleepers, 1);
@@ -441,9 +441,9 @@ static void wake_sleepers(struct coexec_pool_rec *p, bool thief)
         if (s == &p->thief_mark) {
             mark = true;
         } else if (s->unit) {
-            coexec__wake_unit(s->unit);
+            s->wake_unit(s->unit);
         } else {
-            coexec__xs_kick(s->xs);
+            parker_kick(&s->mb->park);
             woke_stream = true;
         }
         s = n;

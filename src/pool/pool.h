@@ -28,14 +28,19 @@
 #include "base/list.h"
 #include "base/self.h"
 #include "base/spin.h"
+#include "pool/mailbox.h"
 #include "thread/unit.h"
 
 /* A parked scheduler waiting for a push: a stream (kicked) or, for a
  * stacked scheduler, its unit (woken). */
 struct sleeper {
     struct sleeper *next, *prev;
-    struct coexec_xstream_rec *xs;
+    /* A stream: the mailbox whose park word a push kicks. A stacked
+     * scheduler: the unit it runs in, and how to wake it (set by the
+     * scheduler that registers: the pool does not know units' parking). */
+    struct mailbox *mb;
     struct coexec_unit_rec *unit;
+    void (*wake_unit)(struct coexec_unit_rec *unit);
     bool linked;
 };
 

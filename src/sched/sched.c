@@ -367,6 +367,15 @@ static bool steals_registry(struct coexec_sched_rec *s)
     return steals(s) && (s->npools == 1 || s->kind != COEXEC_SCHED_RANDWS);
 }
 
+/* Fills sleeper s for stream xs, or for unit `unit` (a stacked scheduler). */
+static void sleeper_for(struct sleeper *s, struct coexec_xstream_rec *xs,
+                        struct coexec_unit_rec *unit)
+{
+    s->mb = unit ? NULL : &xs->mb;
+    s->unit = unit;
+    s->wake_unit = coexec__wake_unit;
+}
+
 /* Registers the sleeper (stream xs, or unit `unit`) to be woken by a push
  * into one of s's pools and, when s steals, into one of its victims; sets
  * r->abort instead when one of them has work. A stream steals as a parked
@@ -381,7 +390,7 @@ static void sleep_register_all(struct coexec_xstream_rec *xs,
 {
     r->n = 0;
     r->abort = r->partial = false;
-    r->thief.xs = NULL;
+    r->thief.mb = NULL;
     r->thief.linked = false;
     for (int i = 0; i < s->npools && !r->abort; i++) {
         struct coexec_pool_rec *p = s->pools[i];
@@ -390,8 +399,7 @@ static void sleep_register_all(struct coexec_xstream_rec *xs,
                 r->abort = true;
             continue;
         }
-        r->nodes[r->n].xs = xs;
-        r->nodes[r->n].unit = unit;
+        sleeper_for(&r->nodes[r->n], xs, unit);
         if (!coexec__pool_sleep_register(p, &r->nodes[r->n]))
             r->abort = true;
         else
@@ -402,7 +410,7 @@ static void sleep_register_all(struct coexec_xstream_rec *xs,
         return;
     if (thief) {
         /* In the set before the victims are looked at: see pool.c. */
-        r->thief.xs = xs;
+        sleeper_for(&r->thief, xs, NULL);
         coexec__thief_park(&r->thief);
     }
     unsigned ns = atom_load_acq_u32(&coexec__steal.num);
@@ -419,8 +427,7 @@ static void sleep_register_all(struct coexec_xstream_rec *xs,
             r->partial = true;
             break;
         }
-        r->nodes[r->n].xs = xs;
-        r->nodes[r->n].unit = unit;
+        sleeper_for(&r->nodes[r->n], xs, unit);
         if (!coexec__pool_sleep_register(v, &r->nodes[r->n]))
             r->abort = true;
         else
@@ -432,7 +439,7 @@ static void sleep_unregister_all(struct sleep_reg *r)
 {
     for (int i = 0; i < r->n; i++)
         coexec__pool_sleep_unregister(r->pools[i], &r->nodes[i]);
-    if (r->thief.xs)
+    if (r->thief.mb)
         coexec__thief_unpark(&r->thief);
 }
 
@@ -448,9 +455,8 @@ static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *
 {
     struct sleep_reg r;
 
-    /* seq_cst: ordered before the inbox and pool checks below (Dekker with
-     * coexec__xs_kick's exchange). */
-    atom_store_sc_u32(&xs->park_word, 0);
+    /* Before the inbox and pool checks below (base/parker.h). */
+    parker_reset(&xs->mb.park);
     sleep_register_all(xs, NULL, s, &r);
     uint64_t next = xs_next_timer(xs);
     if (!r.abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
@@ -469,29 +475,24 @@ static void park_stream(struct coexec_xstream_rec *xs, struct coexec_sched_rec *
             until = clock_until(next);
             ts = &until;
         }
-        atom_store_rlx_u32(&xs->sleeping, 1);
-        coexec__futex_wait(&xs->park_word, 0, ts);
-        atom_store_rlx_u32(&xs->sleeping, 0);
+        parker_sleep(&xs->mb.park, ts);
         /* A kick is work (or a stop) unless it came from a timer add. */
-        coexec__timers_unkeep(xs, held, atom_load_rlx_u32(&xs->park_word));
+        coexec__timers_unkeep(xs, held, parker_kicked(&xs->mb.park));
     }
     sleep_unregister_all(&r);
 }
 
-void coexec__xs_kick(struct coexec_xstream_rec *xs)
+bool coexec__sched_drain_events(struct coexec_xstream_rec *xs)
 {
-    /* seq_cst: see park_stream. Only the first kick after a reset pays the
-     * system call. */
-    if (atom_xchg_sc_u32(&xs->park_word, 1) == 0)
-        coexec__futex_wake(&xs->park_word, 1);
-}
-
-void coexec__xs_inbox_push(struct coexec_xstream_rec *xs,
-                           struct coexec_unit_rec *u)
-{
-    /* The unit's fields travel with it (base/lfstack.h). */
-    LFS_PUSH(&xs->inbox, u);
-    coexec__xs_kick(xs);
+    struct coexec_unit_rec *u = coexec__mb_take(&xs->mb);
+    if (!u)
+        return false;
+    do {
+        struct coexec_unit_rec *n = u->next;
+        coexec__enqueue_woken(u);
+        u = n;
+    } while (u);
+    return true;
 }
 
 /* ---- levels (stacked schedulers) ------------------------------------------ */
@@ -633,7 +634,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
                     xs = stacked_yield(xs, s);
                     continue;
                 }
-                coexec__xs_drain_events(xs);
+                coexec__sched_drain_events(xs);
                 if (UNLIKELY(xs_next_timer(xs) != UINT64_MAX))
                     coexec__timers_run(xs, now_ns());
                 if (UNLIKELY(atom_load_rlx_ptr(&xs->sched_req) != NULL))
@@ -647,7 +648,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             xs = stacked_idle(xs, s);
             continue;
         }
-        if (coexec__xs_drain_events(xs))
+        if (coexec__sched_drain_events(xs))
             continue;
         uint64_t next = xs_next_timer(xs);
         if (next != UINT64_MAX && next <= now_ns()) {
@@ -997,7 +998,7 @@ COEXEC_API int coexec_sched_run_unit(coexec_sched_t sched, coexec_unit_t unit)
  * unit became ready. */
 static bool main_events(struct coexec_xstream_rec *xs)
 {
-    bool any = coexec__xs_drain_events(xs);
+    bool any = coexec__sched_drain_events(xs);
     uint64_t next = xs_next_timer(xs);
     if (next != UINT64_MAX && next <= now_ns()) {
         coexec__timers_run(xs, now_ns());
@@ -1172,6 +1173,6 @@ COEXEC_API int coexec_xstream_set_main_sched(coexec_xstream_t xs,
     struct coexec_sched_rec *prev = atom_xchg_ar_ptr(&x->sched_req, s);
     if (prev)
         atom_store_rel_u32(&prev->in_use, 0); /* superseded before it ran */
-    coexec__xs_kick(x);
+    xs_kick(x);
     return COEXEC_OK;
 }

@@ -67,6 +67,9 @@ void coexec__sched_run(struct coexec_xstream_rec *xs);
 /* Has xs's running scheduler level something queued for it (in its pools,
  * events or run_next)? For a unit of xs deciding whether to yield. */
 bool coexec__sched_has_work(struct coexec_xstream_rec *xs);
+/* Queues every unit woken through xs's mailbox (xs's own thread); true if
+ * any. */
+bool coexec__sched_drain_events(struct coexec_xstream_rec *xs);
 
 /* Makes s the running main scheduler of xs: binds its pools to xs and
  * counts it as serving them. */

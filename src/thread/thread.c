@@ -263,7 +263,7 @@ static ALWAYS_INLINE void enqueue_as(struct coexec_unit_rec *u, int how)
         if (me != p->owner_xs) {
             /* A private pool is touched by its owner only. */
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-            coexec__xs_inbox_push(p->owner_xs, u);
+            coexec__mb_push(&p->owner_xs->mb, u);
             return;
         }
     }
@@ -293,13 +293,13 @@ static void wake_enqueue(struct coexec_unit_rec *u)
             /* The owner queues it (and applies a migration request). */
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
             if (key)
-                coexec__events_wake(owner, key);
+                coexec__mb_wake(&owner->mb, key);
             else
-                coexec__xs_inbox_push(owner, u);
+                coexec__mb_push(&owner->mb, u);
             return;
         }
         if (key)
-            coexec__events_slot_free(owner, key);
+            coexec__mb_slot_free(&owner->mb, key);
     }
     enqueue_as(u, PUSH_WAKE);
 }
@@ -346,12 +346,12 @@ static bool park_commit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u
         uintptr_t key = 0;
         struct coexec_pool_rec *p = unit_pool(u);
         if (!p->shared && p->owner_xs == xs)
-            key = coexec__events_slot_take(xs, u);
+            key = coexec__mb_slot_take(&xs->mb, u);
         u->prev = (struct coexec_unit_rec *)key;
         if (atom_cas_ar_u32(&u->wake, &w, w | WAKE_PARKED))
             return true;
         if (key)
-            coexec__events_slot_free(xs, key);
+            coexec__mb_slot_free(&xs->mb, key);
     }
     /* A wake arrived while u was still running: consume it. */
     atom_store_rlx_u32(&u->wake, w & ~WAKE_FLAGS);
@@ -1258,7 +1258,7 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     if (xs_self_entry() == x)
         coexec__pool_push(s->pools[0], u, false);
     else
-        coexec__xs_inbox_push(x, u);
+        coexec__mb_push(&x->mb, u);
     return COEXEC_OK;
 }
 

@@ -78,7 +78,7 @@ static void keeper_kick(void)
 {
     struct coexec_xstream_rec *xs = atom_load_acq_ptr(&keeper.xs);
     if (xs)
-        coexec__xs_kick(xs); /* records are type-stable: a late kick is a
+        xs_kick(xs); /* records are type-stable: a late kick is a
                                 spurious wake at worst */
     else
         helper_kick();
@@ -307,4 +307,11 @@ void coexec__timers_cancel_all(struct coexec_xstream_rec *xs)
     }
     heap_publish(h);
     spin_unlock(&h->lock);
+}
+
+void coexec__timers_free(struct coexec_xstream_rec *xs)
+{
+    free(xs->timers.a);
+    xs->timers.a = NULL;
+    xs->timers.cap = 0;
 }

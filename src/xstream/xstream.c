@@ -43,17 +43,17 @@ static struct coexec_xstream_rec *xs_record_new(void)
             return NULL;
         coexec__xsr.all[coexec__xsr.num_all++] = xs;
         gen = gen_first();
-        xs->wdir = NULL;
+        xs->mb.wdir = NULL;
     }
     /* The waker pages and the timer array outlive a stream, so a late
      * waker of a stopped one never touches freed memory. */
-    struct wdir *wdir = xs->wdir;
+    struct wdir *wdir = xs->mb.wdir;
     /* The timer heap is left alone: the timer keeper (timer.c) may be
      * reading it. A stopped stream's heap is empty and stays valid. */
     memset(xs, 0, offsetof(struct coexec_xstream_rec, timers));
     if (wdir)
         memset(wdir, 0, sizeof *wdir);
-    xs->wdir = wdir;
+    xs->mb.wdir = wdir;
     if (fresh) {
         memset(&xs->timers, 0, sizeof xs->timers);
         atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
@@ -203,7 +203,7 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     xs->default_pool = own_setup ? sched->pools[0] : NULL;
     xs->default_sched = own_setup ? sched : NULL;
     xs->steal_index = xs->rank;
-    atom_store_rlx_u32(&xs->park_word, 1);
+    atom_store_rlx_u32(&xs->mb.park, 1);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_CREATED);
     if (own_setup) {
         pool_lock(sched->pools[0]);
@@ -282,7 +282,7 @@ static void wait_done(struct coexec_xstream_rec *xs)
 int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
 {
     atom_store_rel_u32(&xs->stop, 1);
-    coexec__xs_kick(xs);
+    xs_kick(xs);
     wait_done(xs);
     pthread_join(xs->thread, NULL);
     pthread_mutex_lock(&coexec__g.lock);
@@ -390,7 +390,7 @@ int coexec__primary_setup(void)
     xs->cpu = coexec__affinity_cpu_for_rank(0);
     if (xs->cpu >= 0 && coexec__affinity_bind_primary(xs->cpu) != 0)
         xs->cpu = -1;
-    atom_store_rlx_u32(&xs->park_word, 1);
+    atom_store_rlx_u32(&xs->mb.park, 1);
     pool_lock(s->pools[0]);
     s->pools[0]->stealable = 1;
     pool_unlock(s->pools[0]);
@@ -466,7 +466,8 @@ void coexec__primary_teardown(void)
     coexec__xsr.num = 0;
     atom_store_rel_u32(&coexec__xsr.num_seen, 0);
     for (int i = 0; i < coexec__xsr.num_all; i++) {
-        coexec__xs_events_free(coexec__xsr.all[i]);
+        coexec__mb_free(&coexec__xsr.all[i]->mb);
+        coexec__timers_free(coexec__xsr.all[i]);
         free(coexec__xsr.all[i]);
     }
     coexec__xsr.num_all = 0;

@@ -27,6 +27,7 @@
 #include "base/topology.h"
 #include "mem/cache.h"
 #include "mem/guard.h"
+#include "pool/mailbox.h"
 #include "sched/sched.h"
 
 enum post_op {
@@ -41,18 +42,6 @@ enum post_op {
 
 /* Victim distances a stream remembers (CPUs 0..XS_DIST_CACHE-1). */
 #define XS_DIST_CACHE 256
-/* Waker pages (src/xstream/events.c): WPAGES lines of 64 notify bits. */
-#define WPAGES 64
-struct wpage {
-    atom_u64_t notified; /* set by wakers (one atomic OR), taken by the owner */
-} CACHE_ALIGNED;
-struct wdir {
-    struct wpage page[WPAGES];
-    uint64_t used[WPAGES];                      /* owner only */
-    struct coexec_unit_rec *slot[WPAGES * 64]; /* owner only */
-    unsigned hint;                              /* a page with free slots */
-};
-
 /* A timer (src/xstream/timer.c): fire(t, false) runs on the heap's
  * stream, under the heap's lock, once deadline has passed, unless
  * cancelled first; fire(t, true) when finalize ends it early. */
@@ -102,14 +91,10 @@ struct coexec_xstream_rec {
     int64_t live_units; /* descriptors made minus freed here (may be < 0) */
     uint64_t id_next, id_end; /* a block of unit ids taken from the global */
     pthread_t thread;
-    struct wdir *wdir; /* waker pages; allocated on the first private park */
     uint8_t dist[XS_DIST_CACHE]; /* distance to CPU i; 0xff: not known yet */
 
     /* Written by other threads. */
-    atom_ptr_t inbox CACHE_ALIGNED;
-    atom_u64_t wsummary; /* bit i: page i of wdir has notify bits */
-    atom_u32_t park_word;
-    atom_u32_t sleeping;
+    struct mailbox mb CACHE_ALIGNED; /* remote wakes, the park word */
     atom_u32_t stop;
     atom_ptr_t sched_req; /* coexec_xstream_set_main_sched's request */
     atom_u32_t state; /* coexec_xstream_state_t */
@@ -140,22 +125,14 @@ _Static_assert(offsetof(struct coexec_xstream_rec, rank) == 0,
                "base/self.h reads a stream's rank as its first member");
 
 /* Wakes xs if it is parked (idempotent). */
-void coexec__xs_kick(struct coexec_xstream_rec *xs);
+static inline void xs_kick(struct coexec_xstream_rec *xs)
+{
+    parker_kick(&xs->mb.park);
+}
 
-/* Queues u in xs's inbox and kicks xs. */
-void coexec__xs_inbox_push(struct coexec_xstream_rec *xs,
-                           struct coexec_unit_rec *u);
-
-/* Waker pages (src/xstream/events.c). A key names a slot: 0 is none. */
-uintptr_t coexec__events_slot_take(struct coexec_xstream_rec *xs,
-                                   struct coexec_unit_rec *u);
-void coexec__events_slot_free(struct coexec_xstream_rec *xs, uintptr_t key);
-void coexec__events_wake(struct coexec_xstream_rec *xs, uintptr_t key);
-/* Queues every woken unit of xs's pages and inbox; true if any. */
-bool coexec__xs_drain_events(struct coexec_xstream_rec *xs);
 static inline bool xs_events_pending(struct coexec_xstream_rec *xs)
 {
-    return atom_load_sc_ptr(&xs->inbox) || atom_load_sc_u64(&xs->wsummary);
+    return mb_pending(&xs->mb);
 }
 
 /* Timers (src/xstream/timer.c). */
@@ -186,7 +163,8 @@ static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
 {
     return atom_load_acq_u64(&xs->timers.next);
 }
-void coexec__xs_events_free(struct coexec_xstream_rec *xs);
+/* Finalize: frees the heap of a stream record. */
+void coexec__timers_free(struct coexec_xstream_rec *xs);
 
 int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
                           struct coexec_xstream_rec **out);
