@@ -48,6 +48,7 @@
 #include "thread/switch.h"
 #include "thread/thread.h"
 #include "thread/unit.h"
+#include "thread/wlist.h"
 #include "waker/wait.h"
 #include "xstream/xstream.h"
 
@@ -364,6 +365,28 @@ static ALWAYS_INLINE struct coexec_unit_rec *
 inplace_joiner(struct coexec_unit_rec *u)
 {
     return ((struct join_waiter *)atom_load_rlx_uptr(&u->join))->ult;
+}
+
+/* ---- wait lists ----------------------------------------------------------- */
+
+atom_ptr_t coexec__wlist_ungrant;
+
+void coexec__wlist_unlink_tasklet(struct coexec_unit_rec *u)
+{
+    struct wlist *l = atom_load_acq_ptr(&u->tnode.who);
+    if (!l)
+        return;
+    spin_lock(l->lock);
+    if (atom_load_rlx_ptr(&u->tnode.who) == l) {
+        wlist_remove(l, &u->tnode);
+        atom_store_rlx_ptr(&u->tnode.who, NULL);
+        if (u->tnode.flags & WN_GRANTED) {
+            void (*ungrant)(struct wlist *) =
+                (void (*)(struct wlist *))atom_load_rlx_ptr(&coexec__wlist_ungrant);
+            ungrant(l);
+        }
+    }
+    spin_unlock(l->lock);
 }
 
 /* ---- finishing ----------------------------------------------------------- */

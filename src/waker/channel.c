@@ -23,7 +23,8 @@
  * what is then unreserved on to waiting receivers (pump). A granted
  * tasklet that leaves without polling (it polled another object, or
  * returned READY) gives up its grant: the last reserved message becomes
- * unreserved (coexec__channel_ungrant, called by the generic unlink).
+ * unreserved (channel_ungrant, called by the generic unlink through
+ * coexec__wlist_ungrant).
  * Close releases the waiting senders and receivers with WN_CLOSED;
  * receivers still drain what is queued, granted tasklets their message.
  */
@@ -33,6 +34,8 @@
 #include "arch/clock.h"
 #include "base/valgrind.h"
 #include "waker/wait.h"
+
+static void channel_ungrant(struct wlist *l);
 
 struct channel {
     uint64_t magic_;
@@ -78,6 +81,7 @@ COEXEC_API int coexec_channel_init(coexec_channel_t *ch, size_t msg_size,
     c->head = c->count = c->reserved = 0;
     c->closed = 0;
     wlist_init(&c->recvq, &c->lock);
+    atom_store_rlx_ptr(&coexec__wlist_ungrant, (void *)channel_ungrant);
     wlist_init(&c->sendq, &c->lock);
     if (live) {
         spin_unlock(&c->lock);
@@ -280,7 +284,7 @@ static void take_granted(struct channel *c, struct coexec_unit_rec *u,
     pump(c);
 }
 
-void coexec__channel_ungrant(struct wlist *l)
+static void channel_ungrant(struct wlist *l)
 {
     struct channel *c = container_of(l, struct channel, recvq);
     /* The grants after it move up one message each; the last reserved
@@ -378,7 +382,7 @@ static int ch_poll(coexec_channel_t *ch, coexec_poll_t *cx, void *msg,
     struct wlist *q = is_send ? &c->sendq : &c->recvq;
     struct wlist *cur = atom_load_acq_ptr(&u->tnode.who);
     if (cur && cur != q)
-        coexec__wait_unlink_tasklet(u);
+        coexec__wlist_unlink_tasklet(u);
     spin_lock(&c->lock);
     if (!is_send && atom_load_rlx_ptr(&u->tnode.who) == q &&
         (u->tnode.flags & WN_GRANTED)) {

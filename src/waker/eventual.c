@@ -51,7 +51,7 @@ static void tasklet_prepare(struct coexec_unit_rec *u, struct wlist *l)
 {
     struct wlist *cur = atom_load_acq_ptr(&u->tnode.who);
     if (cur && cur != l)
-        coexec__wait_unlink_tasklet(u);
+        coexec__wlist_unlink_tasklet(u);
 }
 
 COEXEC_API int coexec_eventual_init(coexec_eventual_t *ev, size_t size)

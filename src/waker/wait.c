@@ -229,18 +229,3 @@ int coexec__wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
     wlist_push(l, n);
     return COEXEC_OK;
 }
-
-void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u)
-{
-    struct wlist *l = atom_load_acq_ptr(&u->tnode.who);
-    if (!l)
-        return;
-    spin_lock(l->lock);
-    if (atom_load_rlx_ptr(&u->tnode.who) == l) {
-        wlist_remove(l, &u->tnode);
-        atom_store_rlx_ptr(&u->tnode.who, NULL);
-        if (u->tnode.flags & WN_GRANTED)
-            coexec__channel_ungrant(l);
-    }
-    spin_unlock(l->lock);
-}

@@ -44,6 +44,7 @@
 #include "sched/sched.h"
 #include "thread/thread.h"
 #include "thread/unit.h"
+#include "thread/wlist.h"
 #include "xstream/xstream.h"
 
 /* wait_node.flags: the kind in the low bits; owners use WN_USER and up. */
@@ -58,9 +59,7 @@
 /* Finalize does not cancel this wait (a cond waiter locking its mutex
  * again, a service waiter: their objects release them). */
 #define WN_NOCANCEL 0x40000000u
-/* A tasklet a channel reserved a message for (src/waker/channel.c): it
- * stays linked until it takes it, and an unlink must tell the channel. */
-#define WN_GRANTED 0x20000000u
+/* WN_GRANTED (0x20000000u): src/thread/wlist.h. */
 
 /* wait_node.state */
 #define WN_WAITING 0u
@@ -75,40 +74,6 @@
 static inline bool wn_waiting(uint32_t s)
 {
     return s == WN_WAITING || s == WN_SPIN;
-}
-
-struct wlist {
-    struct wait_node *head, *tail;
-    atom_u32_t *lock; /* the owner's lock, for unlinking a tasklet */
-};
-
-static inline void wlist_init(struct wlist *l, atom_u32_t *lock)
-{
-    l->head = l->tail = NULL;
-    l->lock = lock;
-}
-
-static inline bool wlist_empty(const struct wlist *l)
-{
-    return l->head == NULL;
-}
-
-static inline void wlist_push(struct wlist *l, struct wait_node *n)
-{
-    DL_PUSH_TAIL(l->head, l->tail, n);
-}
-
-static inline void wlist_remove(struct wlist *l, struct wait_node *n)
-{
-    DL_UNLINK(l->head, l->tail, n);
-}
-
-static inline struct wait_node *wlist_pop(struct wlist *l)
-{
-    struct wait_node *n = l->head;
-    if (n)
-        wlist_remove(l, n);
-    return n;
 }
 
 /* Who calls a waiting primitive. u == NULL: an external thread. It holds
@@ -242,15 +207,10 @@ int coexec__wait_result_code(uint32_t r);
 int coexec__wait_link_tasklet(struct wlist *l, struct coexec_unit_rec *u,
                       uint32_t user_flags);
 
-/* Unlinks a tasklet's node from whatever list it is on (no lock held). */
-void coexec__wait_unlink_tasklet(struct coexec_unit_rec *u);
-/* A granted tasklet left channel receive list l without its message (l's
- * lock held): the channel frees one (src/waker/channel.c). */
-void coexec__channel_ungrant(struct wlist *l);
 static ALWAYS_INLINE void wait_tasklet_leave(struct coexec_unit_rec *u)
 {
     if (UNLIKELY(atom_load_rlx_ptr(&u->tnode.who) != NULL))
-        coexec__wait_unlink_tasklet(u);
+        coexec__wlist_unlink_tasklet(u);
 }
 
 /* The unit a poll context polls (src/thread/thread.c). */
