@@ -92,7 +92,7 @@ static void cancel_blocked(struct coexec_xstream_rec *xs)
     for (int round = 0; round < FIN_ROUNDS; round++) {
         f.woken = 0;
         coexec__cache_each_unit(fin_sweep_one, &f);
-        coexec__timers_cancel_all(xs);
+        coexec__timerheap_cancel_all(&xs->timers);
         coexec__sched_drain_events(xs);
         bool ran = pool_size(p) > 0;
         while (pool_size(p) > 0)

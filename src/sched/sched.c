@@ -604,7 +604,7 @@ static bool timers_hold_stop(struct coexec_xstream_rec *xs)
     if (xs_next_timer(xs) == UINT64_MAX)
         return false;
     if (atom_load_acq_u32(&coexec__g.fin) != FIN_NONE)
-        coexec__timers_cancel_all(xs);
+        coexec__timerheap_cancel_all(&xs->timers);
     return true;
 }
 
@@ -636,7 +636,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
                 }
                 coexec__sched_drain_events(xs);
                 if (UNLIKELY(xs_next_timer(xs) != UINT64_MAX))
-                    coexec__timers_run(xs, now_ns());
+                    coexec__timerheap_run(&xs->timers, now_ns());
                 if (UNLIKELY(atom_load_rlx_ptr(&xs->sched_req) != NULL))
                     return LOOP_SWITCH;
             }
@@ -652,7 +652,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             continue;
         uint64_t next = xs_next_timer(xs);
         if (next != UINT64_MAX && next <= now_ns()) {
-            coexec__timers_run(xs, now_ns());
+            coexec__timerheap_run(&xs->timers, now_ns());
             continue; /* run what they woke */
         }
         if (atom_load_acq_ptr(&xs->sched_req) != NULL)
@@ -1001,7 +1001,7 @@ static bool main_events(struct coexec_xstream_rec *xs)
     bool any = coexec__sched_drain_events(xs);
     uint64_t next = xs_next_timer(xs);
     if (next != UINT64_MAX && next <= now_ns()) {
-        coexec__timers_run(xs, now_ns());
+        coexec__timerheap_run(&xs->timers, now_ns());
         any = true;
     }
     return any;

@@ -89,4 +89,23 @@ bool coexec__sched_reaches(struct coexec_sched_rec *s,
 /* fork, in the child (src/core/process.c): forgets every scheduler. */
 void coexec__sched_atfork_child(void);
 
+/* The timer keeper (src/sched/keeper.c). */
+/* Init: the timer keeper hears of every heap's new earliest timer. */
+void coexec__timers_init(void);
+/* An idle thread (stream self, or NULL: a service worker) about to sleep:
+ * fires other streams' overdue timers and, if no other thread keeps them,
+ * takes the keeper's role (*held): returns when to wake up at the latest
+ * (UINT64_MAX: no limit). After the sleep, coexec__timers_unkeep, with
+ * for_work when it leaves to run something. */
+uint64_t coexec__timers_keep(struct coexec_xstream_rec *self, bool *held);
+void coexec__timers_unkeep(struct coexec_xstream_rec *self, bool held,
+                           bool for_work);
+void coexec__timers_atfork_child(void);
+/* Another kind of idle thread that may keep timers (the service stream's
+ * workers): kick_idle wakes those that sleep, true if one did. NULL
+ * unregisters. */
+struct timer_helper {
+    bool (*kick_idle)(void);
+};
+void coexec__timers_set_helper(const struct timer_helper *h);
 #endif /* COEXEC_SCHED_SCHED_H */

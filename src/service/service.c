@@ -828,7 +828,7 @@ static void watchdog_arm(struct coexec_xstream_rec *xs)
     watchdog.deadline = clock_deadline(STUCK_NS);
     watchdog.fire = watchdog_fire;
     watchdog.idx = TIMER_OFF;
-    if (coexec__timer_add(xs, &watchdog) != COEXEC_OK)
+    if (coexec__timer_add(&xs->timers, &watchdog) != COEXEC_OK)
         atom_store_rel_u32(&watchdog_armed, 0);
 }
 

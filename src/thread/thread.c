@@ -904,7 +904,7 @@ static NOINLINE int join_wait_ult_timed(struct coexec_unit_rec *u,
     jt.u = u;
     jt.w = w;
     atom_store_rlx_u32(&jt.fired, 0);
-    if (coexec__timer_add(coexec__xs_self(), &jt.t) != COEXEC_OK) {
+    if (coexec__timer_add(&coexec__xs_self()->timers, &jt.t) != COEXEC_OK) {
         uintptr_t exp = (uintptr_t)w;
         if (atom_cas_ar_uptr(&u->join, &exp, 0))
             return COEXEC_ENOMEM; /* no room for the timer; not joined */

@@ -130,7 +130,7 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
     if (deadline != UINT64_MAX) {
         w->timer.deadline = deadline;
         w->timer.fire = waiter_fire;
-        if (coexec__timer_add(xs, &w->timer) == COEXEC_OK)
+        if (coexec__timer_add(&xs->timers, &w->timer) == COEXEC_OK)
             timed = true;
         else if (waiter_withdraw(w, WN_NOMEM))
             return WN_NOMEM;

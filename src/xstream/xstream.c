@@ -57,8 +57,7 @@ static struct coexec_xstream_rec *xs_record_new(void)
     if (fresh) {
         memset(&xs->timers, 0, sizeof xs->timers);
         atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
-        atom_store_rel_u32(&coexec__xsr.num_seen,
-                           (uint32_t)coexec__xsr.num_all);
+        coexec__timerheap_register(&xs->timers);
     }
     atom_store_rlx_u64(&xs->gen, gen);
     memset(xs->dist, 0xff, sizeof xs->dist);
@@ -362,6 +361,7 @@ static unsigned vg_sched_id;
 
 int coexec__primary_setup(void)
 {
+    coexec__timers_init();
     struct coexec_sched_rec *s;
     int rc = default_setup(&s);
     if (rc)
@@ -464,10 +464,10 @@ void coexec__primary_teardown(void)
     pthread_mutex_lock(&coexec__g.lock);
     coexec__xsr.by_rank[0] = NULL;
     coexec__xsr.num = 0;
-    atom_store_rel_u32(&coexec__xsr.num_seen, 0);
+    coexec__timerheap_forget_all();
     for (int i = 0; i < coexec__xsr.num_all; i++) {
         coexec__mb_free(&coexec__xsr.all[i]->mb);
-        coexec__timers_free(coexec__xsr.all[i]);
+        coexec__timerheap_free(&coexec__xsr.all[i]->timers);
         free(coexec__xsr.all[i]);
     }
     coexec__xsr.num_all = 0;
@@ -492,7 +492,7 @@ void coexec__xstream_atfork_child(bool reclaim)
     memset(coexec__xsr.by_rank, 0, sizeof coexec__xsr.by_rank);
     coexec__xsr.num = 0;
     coexec__xsr.num_all = 0;
-    atom_store_rlx_u32(&coexec__xsr.num_seen, 0);
+    coexec__timerheap_forget_all();
     coexec__xsr.free = NULL;
     coexec__g.primary = NULL;
     coexec__g.main_unit = NULL;

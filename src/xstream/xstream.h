@@ -24,6 +24,7 @@
 #include "arch/atomic.h"
 #include "base/global.h"
 #include "base/self.h"
+#include "base/timerheap.h"
 #include "base/topology.h"
 #include "mem/cache.h"
 #include "mem/guard.h"
@@ -42,24 +43,6 @@ enum post_op {
 
 /* Victim distances a stream remembers (CPUs 0..XS_DIST_CACHE-1). */
 #define XS_DIST_CACHE 256
-/* A timer (src/xstream/timer.c): fire(t, false) runs on the heap's
- * stream, under the heap's lock, once deadline has passed, unless
- * cancelled first; fire(t, true) when finalize ends it early. */
-struct timer {
-    uint64_t deadline;
-    void (*fire)(struct timer *t, bool cancel);
-    struct coexec_xstream_rec *xs; /* the heap it is in */
-    uint32_t idx;                  /* position in the heap; TIMER_OFF: none */
-};
-#define TIMER_OFF UINT32_MAX
-
-struct timer_heap {
-    atom_u32_t lock;
-    uint32_t n, cap;
-    struct timer **a;
-    atom_u64_t next; /* the earliest deadline, UINT64_MAX when empty */
-};
-
 struct coexec_xstream_rec {
     int rank; /* first: read by the rooms below (base/self.h) */
     /* Owner-only. */
@@ -115,9 +98,6 @@ struct coexec__xs_registry {
     struct coexec_xstream_rec *free; /* stopped records, for reuse */
     struct coexec_xstream_rec *all[MAX_XSTREAMS]; /* every record made */
     int num_all;
-    /* num_all for readers without the lock (the timer keeper): stored
-     * (release) once the new record's timer heap is ready. */
-    atom_u32_t num_seen;
 };
 extern struct coexec__xs_registry coexec__xsr;
 
@@ -136,35 +116,10 @@ static inline bool xs_events_pending(struct coexec_xstream_rec *xs)
 }
 
 /* Timers (src/xstream/timer.c). */
-int coexec__timer_add(struct coexec_xstream_rec *xs, struct timer *t);
-/* Takes t out of its heap; false if it was not there (it has fired). */
-bool coexec__timer_cancel(struct timer *t);
-/* Fires the expired timers of xs; returns the next deadline or UINT64_MAX. */
-uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now);
-/* Finalize: fires every timer of xs now, as cancelled (on xs's thread). */
-void coexec__timers_cancel_all(struct coexec_xstream_rec *xs);
-/* An idle thread (stream self, or NULL: a service worker) about to sleep:
- * fires other streams' overdue timers and, if no other thread keeps them,
- * takes the keeper's role (*held): returns when to wake up at the latest
- * (UINT64_MAX: no limit). After the sleep, coexec__timers_unkeep, with
- * for_work when it leaves to run something. */
-uint64_t coexec__timers_keep(struct coexec_xstream_rec *self, bool *held);
-void coexec__timers_unkeep(struct coexec_xstream_rec *self, bool held,
-                           bool for_work);
-void coexec__timers_atfork_child(void);
-/* Another kind of idle thread that may keep timers (the service stream's
- * workers): kick_idle wakes those that sleep, true if one did. NULL
- * unregisters. */
-struct timer_helper {
-    bool (*kick_idle)(void);
-};
-void coexec__timers_set_helper(const struct timer_helper *h);
 static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
 {
     return atom_load_acq_u64(&xs->timers.next);
 }
-/* Finalize: frees the heap of a stream record. */
-void coexec__timers_free(struct coexec_xstream_rec *xs);
 
 int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
                           struct coexec_xstream_rec **out);

@@ -1,6 +1,7 @@
 /*
- * src/xstream/timer.c: each stream's timer heap and the timer keeper
- * (sleeping itself is src/waker/sleep.c).
+ * src/sched/keeper.c: the timer keeper: an idle thread fires the timers
+ * of busy streams (the heaps are src/base/timerheap.c; sleeping is
+ * src/waker/sleep.c).
  *
  * Room plaque. A timer lives in the waiter's own storage (a sleeping or
  * timed-waiting ULT's stack) and sits in the heap of the stream it parked
@@ -40,6 +41,7 @@
 #include "arch/clock.h"
 #include "base/global.h"
 #include "base/spin.h"
+#include "base/timerheap.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
 #include "thread/thread.h"
@@ -94,7 +96,8 @@ static void keeper_recruit(void)
         atom_store_rel_u32(&keeper.recruit, 0); /* nobody to wake */
 }
 
-/* A timer became its heap's earliest (the heap's next is published). */
+/* A timer became its heap's earliest (the heap's next is published):
+ * base/timerheap.c calls this through coexec__timerheap_note. */
 static void keeper_note(uint64_t deadline)
 {
     atom_fence_sc(); /* Dekker with coexec__timers_keep: see the plaque */
@@ -108,135 +111,22 @@ static void keeper_note(uint64_t deadline)
         keeper_kick();
 }
 
-static void heap_set(struct timer_heap *h, uint32_t i, struct timer *t)
-{
-    h->a[i] = t;
-    t->idx = i;
-}
-
-static void heap_up(struct timer_heap *h, uint32_t i)
-{
-    struct timer *t = h->a[i];
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (h->a[p]->deadline <= t->deadline)
-            break;
-        heap_set(h, i, h->a[p]);
-        i = p;
-    }
-    heap_set(h, i, t);
-}
-
-static void heap_down(struct timer_heap *h, uint32_t i)
-{
-    struct timer *t = h->a[i];
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && h->a[c + 1]->deadline < h->a[c]->deadline)
-            c++;
-        if (t->deadline <= h->a[c]->deadline)
-            break;
-        heap_set(h, i, h->a[c]);
-        i = c;
-    }
-    heap_set(h, i, t);
-}
-
-static void heap_remove(struct timer_heap *h, struct timer *t)
-{
-    uint32_t i = t->idx;
-    t->idx = TIMER_OFF;
-    struct timer *last = h->a[--h->n];
-    if (i == h->n)
-        return;
-    heap_set(h, i, last);
-    heap_up(h, i);
-    heap_down(h, last->idx);
-}
-
-static void heap_publish(struct timer_heap *h)
-{
-    atom_store_rel_u64(&h->next, h->n ? h->a[0]->deadline : UINT64_MAX);
-}
-
-int coexec__timer_add(struct coexec_xstream_rec *xs, struct timer *t)
-{
-    struct timer_heap *h = &xs->timers;
-    spin_lock(&h->lock);
-    if (h->n == h->cap) {
-        uint32_t cap = h->cap ? h->cap * 2 : 64;
-        struct timer **a = realloc(h->a, cap * sizeof *a);
-        if (!a) {
-            spin_unlock(&h->lock);
-            return COEXEC_ENOMEM;
-        }
-        h->a = a;
-        h->cap = cap;
-    }
-    t->xs = xs;
-    heap_set(h, h->n++, t);
-    heap_up(h, t->idx);
-    heap_publish(h);
-    bool first = t->idx == 0;
-    spin_unlock(&h->lock);
-    if (first)
-        keeper_note(t->deadline);
-    return COEXEC_OK;
-}
-
-bool coexec__timer_cancel(struct timer *t)
-{
-    struct timer_heap *h = &t->xs->timers;
-    spin_lock(&h->lock);
-    bool in = t->idx != TIMER_OFF;
-    if (in) {
-        heap_remove(h, t);
-        heap_publish(h);
-    }
-    spin_unlock(&h->lock);
-    return in;
-}
-
-/* Fires h's expired timers; h's lock is held. Returns the next deadline. */
-static uint64_t run_locked(struct timer_heap *h, uint64_t now)
-{
-    while (h->n && h->a[0]->deadline <= now) {
-        struct timer *t = h->a[0];
-        heap_remove(h, t);
-        t->fire(t, false);
-    }
-    heap_publish(h);
-    return h->n ? h->a[0]->deadline : UINT64_MAX;
-}
-
-uint64_t coexec__timers_run(struct coexec_xstream_rec *xs, uint64_t now)
-{
-    struct timer_heap *h = &xs->timers;
-    spin_lock(&h->lock);
-    uint64_t next = run_locked(h, now);
-    spin_unlock(&h->lock);
-    return next;
-}
-
 /* Fires the timers of streams other than self that are KEEP_GRACE_NS
  * overdue; returns the earliest deadline left in those heaps. A heap
  * whose lock is held is passed by (its owner or another helper is in it):
  * its deadline still counts. */
 static uint64_t help_others(struct coexec_xstream_rec *self, uint64_t now)
 {
-    uint32_t n = atom_load_acq_u32(&coexec__xsr.num_seen);
+    uint32_t n = atom_load_acq_u32(&coexec__timerheaps.num);
     uint64_t min = UINT64_MAX;
     for (uint32_t i = 0; i < n; i++) {
-        struct coexec_xstream_rec *xs = coexec__xsr.all[i];
-        if (xs == self)
+        struct timer_heap *h = coexec__timerheaps.all[i];
+        if (self && h == &self->timers)
             continue;
-        struct timer_heap *h = &xs->timers;
         uint64_t next = atom_load_sc_u64(&h->next);
         if (next != UINT64_MAX && next + KEEP_GRACE_NS <= now &&
             spin_trylock(&h->lock)) {
-            next = run_locked(h, now);
+            next = coexec__timerheap_run_locked(h, now);
             spin_unlock(&h->lock);
         }
         if (next < min)
@@ -296,22 +186,7 @@ void coexec__timers_atfork_child(void)
     atom_store_rlx_ptr(&helper, NULL);
 }
 
-void coexec__timers_cancel_all(struct coexec_xstream_rec *xs)
+void coexec__timers_init(void)
 {
-    struct timer_heap *h = &xs->timers;
-    spin_lock(&h->lock);
-    while (h->n) {
-        struct timer *t = h->a[0];
-        heap_remove(h, t);
-        t->fire(t, true);
-    }
-    heap_publish(h);
-    spin_unlock(&h->lock);
-}
-
-void coexec__timers_free(struct coexec_xstream_rec *xs)
-{
-    free(xs->timers.a);
-    xs->timers.a = NULL;
-    xs->timers.cap = 0;
+    atom_store_rel_ptr(&coexec__timerheap_note, (void *)keeper_note);
 }
