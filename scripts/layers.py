@@ -26,7 +26,9 @@ usage:
   --objects-root DIR  the objects under DIR, folder = first directory below
 Exit 2 when it cannot check (no objects, no table, no nm/readelf); NM and
 READELF in the environment name other tools. ctest runs it as the test
-"layers" (tests/layers/): report mode unless COEXEC_LAYERS_ENFORCE=ON.
+"layers" (tests/layers/), enforcing unless COEXEC_LAYERS_ENFORCE=OFF.
+Objects of files no longer in src/ (left in a reused build directory) are
+left out.
 """
 import argparse, collections, os, re, subprocess, sys
 
@@ -75,10 +77,17 @@ def function(section):
     return name
 
 
-def load(root):
-    """defs: symbol -> object; needs: object -> {(function, symbol)}."""
+def load(root, src=None):
+    """defs: symbol -> object; needs: object -> {(function, symbol)}.
+    With src, an object whose source file is gone (a file moved since the
+    build directory was made) is left out."""
     objs = sorted(os.path.relpath(os.path.join(d, f), root)
                   for d, _, fs in os.walk(root) for f in fs if f.endswith('.o'))
+    if src:
+        stale = [o for o in objs if not os.path.exists(os.path.join(src, o[:-2]))]
+        for o in stale:
+            print(f'layers: {o} left out: {o[:-2]} is no longer in src/')
+        objs = [o for o in objs if o not in stale]
     if not objs:
         fail(f'no object files under {root} (build the library first)')
     defs, undef = {}, collections.defaultdict(set)
@@ -132,7 +141,8 @@ def main():
     root = a.objects_root or os.path.join(a.build, 'CMakeFiles',
                                           'coexec_static.dir', 'src')
     layer = read_table(a.table)
-    defs, needs = load(root)
+    defs, needs = load(root, None if a.objects_root else
+                       os.path.dirname(os.path.abspath(a.table)))
 
     top = lambda o: o.split(os.sep)[0]
     graph = {top(o): set() for o in needs}
