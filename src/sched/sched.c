@@ -71,6 +71,15 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
         s->pools[i] = pools[i];
         atom_fadd_rlx_u32(&pools[i]->nscheds, 1);
     }
+    /* A yield may hand the CPU straight to the next unit of this pool
+     * (src/thread/run.c) when that is what the loop itself would pick: the
+     * first pool, a list pool, a built-in kind that takes from it in
+     * order (not PRIO, not a user scheduler). */
+    s->direct_pool = npools > 0 && !pools[0]->impl &&
+                             kind != COEXEC_SCHED_PRIO &&
+                             kind != COEXEC_SCHED_USER
+                         ? pools[0]
+                         : NULL;
     s->event_freq = event_freq;
     s->idle_spin_ns = idle_spin_ns;
     s->steal = steal;

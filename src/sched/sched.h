@@ -20,6 +20,9 @@ struct coexec_sched_rec {
     int kind;
     int npools;
     struct coexec_pool_rec *pools[SCHED_MAX_POOLS];
+    /* The pool a yield may take the next unit from directly (it is what
+     * this scheduler would pick), or NULL: set when the record is made. */
+    struct coexec_pool_rec *direct_pool;
     unsigned event_freq;
     uint64_t idle_spin_ns;
     int steal;

@@ -646,12 +646,10 @@ COEXEC_API int coexec_yield(void)
          * switch instead of two. Every event_freq yields go through the
          * scheduler so that it still sees its events and other pools. */
         struct coexec_pool_rec *p = unit_pool(u);
-        /* Only from the first pool of a built-in scheduler that takes from
-         * it in order is "the next unit of my pool" what the scheduler
-         * itself would pick; only a list pool can be taken from here, and
+        /* Only from the scheduler's direct pool is "the next unit of my
+         * pool" what the scheduler itself would pick (src/sched/sched.c);
          * a migration request must go through the ordinary path. */
-        if (p != cs->pools[0] || p->impl || cs->has_ops ||
-            cs->kind == COEXEC_SCHED_PRIO ||
+        if (p != cs->direct_pool ||
             UNLIKELY(atom_load_rlx_uptr(&u->dest) != 0))
             goto through_sched;
         if (atom_load_rlx_u64(&p->size) == 0)
