@@ -26,7 +26,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -625,24 +624,17 @@ typedef struct {
 static void *sampler(void *arg)
 {
     sampler_t *sm = arg;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)sm->tid);
     while (!atomic_load(&sm->go))
         sched_yield();
     struct timespec first = {0, 20000000}; /* past finalize's first steps */
     nanosleep(&first, NULL);
     while (!atomic_load(&slow_done)) {
-        FILE *f = fopen(path, "r");
-        if (!f)
+        char state = ch_task_state(sm->tid);
+        if (!state)
             break;
-        char buf[512];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        char *rp = strrchr(buf, ')'); /* the name may hold spaces */
-        if (!atomic_load(&slow_done) && rp && rp[1] == ' ') {
+        if (!atomic_load(&slow_done)) {
             sm->samples++;
-            sm->runnable += rp[2] == 'R';
+            sm->runnable += state == 'R';
         }
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
@@ -665,7 +657,7 @@ static void t_grace_parks(void)
                                             NULL, NULL));
     CU_ASSERT(CH_WAIT(atomic_load(&slow_started)));
     static sampler_t sm;
-    sm.tid = (pid_t)syscall(SYS_gettid);
+    sm.tid = ch_gettid();
     sm.samples = sm.runnable = 0;
     atomic_init(&sm.go, 0);
     ch_pthread_t th;

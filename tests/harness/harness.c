@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,37 @@ bool ch_on_valgrind(void)
     const char *p = getenv("LD_PRELOAD");
     return p && strstr(p, "/vgpreload_core-");
 #endif
+}
+
+/* ---- OS threads seen through /proc ------------------------------------ */
+
+pid_t ch_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+char ch_task_state(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+long ch_task_syscall(pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long nr = -1;
+    int got = fscanf(f, "%ld", &nr);
+    fclose(f);
+    return got == 1 ? nr : -1;
 }
 
 /* ---- scale ------------------------------------------------------------- */

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <coexec.h>
 
@@ -219,6 +220,19 @@ typedef struct ch_barrier {
 } ch_barrier_t;
 void ch_barrier_init(ch_barrier_t *b, unsigned n);
 void ch_barrier_wait(ch_barrier_t *b);
+
+/* ---- OS threads seen through /proc ------------------------------------ */
+
+/* The calling OS thread's id (gettid). */
+pid_t ch_gettid(void);
+/* The state letter of /proc/self/task/<tid>/stat ('R' running or runnable,
+ * 'S' asleep, ...), or 0 when the file cannot be read. */
+char ch_task_state(pid_t tid);
+/* The number of the system call OS thread tid is inside, from
+ * /proc/self/task/<tid>/syscall; -1 when the file cannot be read or shows
+ * no call (the thread runs in user space). The caller's own thread is
+ * inside read() while it looks. */
+long ch_task_syscall(pid_t tid);
 
 /* ---- stderr capture ---------------------------------------------------- */
 

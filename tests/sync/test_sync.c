@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,23 +103,6 @@ static void linger(double ms)
         ch_relax();
 }
 
-static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
-
-/* The state letter of /proc/self/task/<tid>/stat ('R', 'S', ...), or 0. */
-static char task_state(pid_t tid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /* A helper pthread running fn(arg) with a done flag. */
 typedef struct {
     ch_pthread_t th;
@@ -133,7 +115,7 @@ typedef struct {
 static void *ext_body(void *p)
 {
     ext_t *e = p;
-    atomic_store(&e->tid, (int)my_tid());
+    atomic_store(&e->tid, (int)ch_gettid());
     e->fn(e->arg);
     atomic_store(&e->done, 1);
     return NULL;
@@ -1998,7 +1980,7 @@ static void t_xbarrier_errors(void)
     ext_t e;
     ext_start(&e, xwait_body, &w);
     CH_WAIT(atomic_load(&w.arriving) && atomic_load(&e.tid) != 0 &&
-            task_state((pid_t)atomic_load(&e.tid)) == 'S');
+            ch_task_state((pid_t)atomic_load(&e.tid)) == 'S');
     CH_ASSERT_RC(coexec_xstream_barrier_destroy(&b), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_xstream_barrier_wait(&b));
     ext_join(&e);
@@ -3508,7 +3490,7 @@ static void t_args_init_live(void)
     ext_t e;
     ext_start(&e, live_lock, &we);
     CH_WAIT(atomic_load(&we.arriving) && atomic_load(&e.tid) != 0 &&
-            task_state((pid_t)atomic_load(&e.tid)) == 'S');
+            ch_task_state((pid_t)atomic_load(&e.tid)) == 'S');
     CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_mutex_unlock(&m)); /* still ours */
     CH_ASSERT_OK(coexec_thread_free(&t));
@@ -3606,7 +3588,7 @@ static void t_args_init_live(void)
     xwait_t xw = {.b = &xb, .rc = -1};
     ext_start(&e, xwait_body, &xw);
     CH_WAIT(atomic_load(&xw.arriving) && atomic_load(&e.tid) != 0 &&
-            task_state((pid_t)atomic_load(&e.tid)) == 'S');
+            ch_task_state((pid_t)atomic_load(&e.tid)) == 'S');
     CH_CHECK_RC(coexec_xstream_barrier_init(&xb, 3), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_xstream_barrier_wait(&xb)); /* still for two */
     ext_join(&e);

@@ -1023,7 +1023,7 @@ static void qo_recv_ult(void *arg)
 static void *qo_recv_pthread(void *arg)
 {
     qo_recv_t *q = arg;
-    atomic_store(&q->tid, (int)syscall(SYS_gettid));
+    atomic_store(&q->tid, (int)ch_gettid());
     atomic_store(&q->entered, 1);
     q->rc = coexec_channel_recv(&q->r->ch, &q->got);
     atomic_store(&q->done, 1);

@@ -1210,7 +1210,7 @@ typedef struct {
 static void evl_wait(void *arg)
 {
     evl_t *w = arg;
-    atomic_store(&w->tid, (int)syscall(SYS_gettid));
+    atomic_store(&w->tid, (int)ch_gettid());
     atomic_store(&w->entered, 1);
     void *v = NULL;
     w->rc = coexec_eventual_wait(w->ev, &v);

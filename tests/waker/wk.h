@@ -58,31 +58,14 @@ static inline void wk_relax_n(int n)
  */
 static inline bool wk_thread_in_futex(pid_t tid)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    long nr = -1;
-    int n = fscanf(f, "%ld", &nr);
-    fclose(f);
-    return n == 1 && nr == SYS_futex;
+    return ch_task_syscall(tid) == SYS_futex;
 }
 
 /* Whether wk_thread_in_futex can see anything here (our own thread is
  * inside read() while it looks). */
 static inline bool wk_futex_probe_works(void)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall",
-             (int)syscall(SYS_gettid));
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    long nr = -1;
-    bool ok = fscanf(f, "%ld", &nr) == 1 && nr == SYS_read;
-    fclose(f);
-    return ok;
+    return ch_task_syscall(ch_gettid()) == SYS_read;
 }
 
 /* Suites of test_waker, defined in the other sources. */
