@@ -1,0 +1,185 @@
+/*
+ * tests/sync/sync_test.h: what the suites of test_sync share (streams,
+ * spawning ULTs on a rank, helper pthreads, waiting until a unit parks).
+ *
+ * Timing never decides a pass: the only time assertions are lower bounds
+ * ("a timed wait or a sleep never returns early"), and the CPU-time bound of
+ * sleep/idle_stream_parks, whose comment explains why it is a fact about
+ * parking. Short pauses (linger()) only give a broken implementation the
+ * chance to show itself; a correct one passes whatever their length. Loop
+ * counts go through ch_iters() so COEXEC_TEST_SCALE shrinks them.
+ */
+#ifndef COEXEC_TEST_SYNC_TEST_H
+#define COEXEC_TEST_SYNC_TEST_H
+
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NSTREAMS 4
+#define MS 1000000ull
+/* Timeout of timed waits that are expected to succeed: a hang guard only. */
+#define LONG_TIMEOUT_NS ((uint64_t)(CH_WAIT_LIMIT_S * 1e9))
+
+/* ======================================================================= */
+/* helpers                                                                  */
+/* ======================================================================= */
+
+static inline int thread_state(coexec_thread_t t)
+{
+    coexec_unit_state_t st;
+    int rc = coexec_thread_get_state(t, &st);
+    return rc == COEXEC_OK ? (int)st : rc;
+}
+
+static inline coexec_xstream_t xs_rank(int rank)
+{
+    coexec_xstream_t xs = {0};
+    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
+    return xs;
+}
+
+static inline coexec_pool_t pool_of_rank(int rank)
+{
+    coexec_pool_t p = {0};
+    CH_CHECK_RC(coexec_xstream_get_main_pool(xs_rank(rank), &p), COEXEC_OK);
+    return p;
+}
+
+/* A ULT on the main pool of stream `rank` (it may be stolen later). */
+static inline void spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
+                            coexec_thread_t *t)
+{
+    CH_CHECK_RC(coexec_thread_create_on(xs_rank(rank), fn, arg, NULL, t),
+                COEXEC_OK);
+}
+
+static inline void free_threads(coexec_thread_t *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        CH_CHECK_RC(coexec_thread_free(&t[i]), COEXEC_OK);
+}
+
+/* Waits until t is parked (for a lock, a cond, a barrier ...). */
+static inline bool wait_blocked(coexec_thread_t t)
+{
+    return CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED);
+}
+
+/*
+ * Lets others run for about ms milliseconds. Used only to give a broken
+ * implementation the time to do the wrong thing (wake too many, grant a
+ * lock it must not); a correct implementation passes whatever the length.
+ */
+static inline void linger(double ms)
+{
+    double t0 = ch_now();
+    while ((ch_now() - t0) * 1e3 < ms)
+        ch_relax();
+}
+
+/* A helper pthread running fn(arg) with a done flag. */
+typedef struct {
+    ch_pthread_t th;
+    void (*fn)(void *);
+    void *arg;
+    atomic_int done;
+    atomic_int tid;
+} ext_t;
+
+static inline void *ext_body(void *p)
+{
+    ext_t *e = p;
+    atomic_store(&e->tid, (int)ch_gettid());
+    e->fn(e->arg);
+    atomic_store(&e->done, 1);
+    return NULL;
+}
+
+static inline void ext_start(ext_t *e, void (*fn)(void *), void *arg)
+{
+    e->fn = fn;
+    e->arg = arg;
+    atomic_init(&e->done, 0);
+    atomic_init(&e->tid, 0);
+    ch_pthread_start(&e->th, ext_body, e);
+}
+
+static inline void ext_join(ext_t *e) { ch_pthread_join(&e->th); }
+
+/* A pinned stream per slot (no stealing: units queued there run there). */
+static inline void streams_create(ch_stream_t *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        CH_CHECK_RC(ch_stream_create(&s[i], COEXEC_SCHED_BASIC_WAIT),
+                    COEXEC_OK);
+}
+
+static inline void streams_free(ch_stream_t *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        CH_CHECK_RC(ch_stream_free(&s[i]), COEXEC_OK);
+}
+
+static inline double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+typedef struct {
+    coexec_mutex_t *m;
+    int want;
+} try_t;
+
+/* trylock expecting want; unlocks again if it got the lock */
+static inline void try_body(void *arg)
+{
+    try_t *t = arg;
+    int rc = coexec_mutex_trylock(t->m);
+    CH_CHECK_RC(rc, t->want);
+    if (rc == COEXEC_OK)
+        CH_CHECK_RC(coexec_mutex_unlock(t->m), COEXEC_OK);
+}
+
+typedef struct {
+    coexec_xstream_barrier_t *b;
+    atomic_int arriving;
+    int rc;
+} xwait_t;
+
+static inline void xwait_body(void *arg)
+{
+    xwait_t *w = arg;
+    atomic_store(&w->arriving, 1);
+    w->rc = coexec_xstream_barrier_wait(w->b);
+}
+
+/*
+ * A timed wait (sleep != 0: a sleep) on a stream busy in one long unit:
+ * an idle thread fires its timer (test_timeout.c; the timeout and sleep
+ * suites both run it).
+ */
+void sync_busy_stream_timer(int sleep);
+
+/* The suites, one file each; test_sync.c lists them. */
+extern const ch_test_t sync_mutex_tests[];
+extern const ch_test_t sync_cond_tests[];
+extern const ch_test_t sync_rwlock_tests[];
+extern const ch_test_t sync_barrier_tests[];
+extern const ch_test_t sync_xbarrier_tests[];
+extern const ch_test_t sync_key_tests[];
+extern const ch_test_t sync_sleep_tests[];
+extern const ch_test_t sync_timeout_tests[];
+extern const ch_test_t sync_context_tests[];
+extern const ch_test_t sync_args_tests[];
+
+#endif /* COEXEC_TEST_SYNC_TEST_H */
