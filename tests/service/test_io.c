@@ -6,7 +6,6 @@
  */
 #include "service_test.h"
 
-
 /* White-box: the ring's busy count and batch statistics (src/service). */
 uint32_t coexec__ring_busy(void);
 void coexec__ring_stats(uint64_t *batches, uint64_t *sqes);

@@ -7,7 +7,6 @@
  */
 #include "service_test.h"
 
-
 /* What an offloaded function saw of the thread it ran on. */
 typedef struct {
     pthread_t ran_on;

@@ -5,7 +5,6 @@
  */
 #include "service_test.h"
 
-
 static void t_config_defaults(void)
 {
     coexec_config_t cfg;

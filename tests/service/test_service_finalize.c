@@ -8,7 +8,6 @@
  */
 #include "service_test.h"
 
-
 #define FIN_MAX 64
 
 typedef struct {

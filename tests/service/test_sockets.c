@@ -5,7 +5,6 @@
  */
 #include "service_test.h"
 
-
 /* Reads exactly n bytes through coexec_read; returns bytes read. */
 static long read_full(int fd, void *buf, size_t n)
 {

@@ -5,7 +5,6 @@
  */
 #include "sync_test.h"
 
-
 typedef struct {
     int idx;
     uint64_t owner;    /* id of the ULT that set it */

@@ -5,7 +5,6 @@
  */
 #include "sync_test.h"
 
-
 typedef struct {
     coexec_mutex_t *m;
     long iters;

@@ -5,7 +5,6 @@
  */
 #include "sync_test.h"
 
-
 typedef struct {
     coexec_rwlock_t l;
     long iters;

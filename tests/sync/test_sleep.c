@@ -5,7 +5,6 @@
  */
 #include "sync_test.h"
 
-
 typedef struct {
     int id;
     long rounds;

@@ -5,7 +5,6 @@
  */
 #include "sync_test.h"
 
-
 typedef struct {
     coexec_mutex_t held;   /* locked by the main ULT */
     coexec_mutex_t cm;     /* the cond's mutex */
@@ -379,7 +378,6 @@ void sync_busy_stream_timer(int sleep)
 }
 
 static void t_timeout_busy_stream(void) { sync_busy_stream_timer(0); }
-
 
 /*
  * Short timeouts (0-175 us) under contention, so that timeouts race with
