@@ -66,29 +66,15 @@ static coexec_pool_t place_pool(int i)
     return p;
 }
 
-static int thread_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static int tasklet_state(coexec_tasklet_t k)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_tasklet_get_state(k, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
 /* Waits (yielding) until the unit is parked. */
 static bool wait_blocked(coexec_thread_t t)
 {
-    return CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED);
+    return CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
 }
 
 static bool wait_blocked_tasklet(coexec_tasklet_t k)
 {
-    return CH_WAIT(tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    return CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
 }
 
 /* ======================================================================= */

@@ -455,6 +455,54 @@ static coexec_poll_status_t ch_run_tasklet_body(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
+int ch_thread_state(coexec_thread_t t)
+{
+    coexec_unit_state_t st;
+    int rc = coexec_thread_get_state(t, &st);
+    return rc == COEXEC_OK ? (int)st : rc;
+}
+
+int ch_tasklet_state(coexec_tasklet_t k)
+{
+    coexec_unit_state_t st;
+    int rc = coexec_tasklet_get_state(k, &st);
+    return rc == COEXEC_OK ? (int)st : rc;
+}
+
+int ch_self_rank(void)
+{
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    return r;
+}
+
+coexec_xstream_t ch_xstream(int rank)
+{
+    coexec_xstream_t xs = {0};
+    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
+    return xs;
+}
+
+coexec_pool_t ch_main_pool(int rank)
+{
+    coexec_pool_t p = {0};
+    CH_CHECK_RC(coexec_xstream_get_main_pool(ch_xstream(rank), &p), COEXEC_OK);
+    return p;
+}
+
+void ch_spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
+                 coexec_thread_t *t)
+{
+    CH_CHECK_RC(coexec_thread_create_on(ch_xstream(rank), fn, arg, NULL, t),
+                COEXEC_OK);
+}
+
+void ch_free_threads(coexec_thread_t *t, long n)
+{
+    for (long i = 0; i < n; i++)
+        CH_CHECK_RC(coexec_thread_free(&t[i]), COEXEC_OK);
+}
+
 int ch_run_ult_in(coexec_pool_t pool, void (*fn)(void *), void *arg)
 {
     ch_run_t r = {fn, arg, 0};
@@ -517,6 +565,13 @@ void ch_relax(void)
     } else {
         sched_yield();
     }
+}
+
+void ch_linger(double ms)
+{
+    double t0 = ch_now();
+    while ((ch_now() - t0) * 1e3 < ms)
+        ch_relax();
 }
 
 /* ---- helper pthreads --------------------------------------------------- */

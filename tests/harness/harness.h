@@ -149,6 +149,22 @@ int ch_stream_free(ch_stream_t *s);
 int ch_run_ult_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
 int ch_run_tasklet_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
 
+/* The state of a unit (a coexec_unit_state_t), or the error code of the
+ * query (a negative COEXEC_E*). */
+int ch_thread_state(coexec_thread_t t);
+int ch_tasklet_state(coexec_tasklet_t k);
+/* The rank of the caller's stream (records a failure when it has none). */
+int ch_self_rank(void);
+/* The stream of the given rank, and its main pool (record a failure when
+ * there is none). */
+coexec_xstream_t ch_xstream(int rank);
+coexec_pool_t ch_main_pool(int rank);
+/* A ULT on the main pool of stream `rank` (it may be stolen later). */
+void ch_spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
+                 coexec_thread_t *t);
+/* Joins and frees t[0..n). */
+void ch_free_threads(coexec_thread_t *t, long n);
+
 /* Handles equal (same record, same generation). */
 #define CH_SAME(a, b) ((a).p == (b).p && (a).gen == (b).gen)
 #define CH_IS_NULL(h) ((h).p == NULL && (h).gen == 0)
@@ -185,6 +201,13 @@ double ch_now(void);
         }                                                                      \
         ch_ok_;                                                                \
     })
+
+/*
+ * Lets others run for about ms milliseconds. Used only to give a broken
+ * implementation the time to do the wrong thing (wake too many, grant a
+ * lock it must not); a correct implementation passes whatever the length.
+ */
+void ch_linger(double ms);
 
 /* ---- helper pthreads --------------------------------------------------- */
 

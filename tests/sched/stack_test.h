@@ -90,13 +90,6 @@ static inline long hits_bad_and_free(void)
     return bad;
 }
 
-static inline int self_rank(void)
-{
-    int r = -1;
-    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
-    return r;
-}
-
 static inline coexec_sched_t self_sched(void)
 {
     coexec_sched_t s = {0};
@@ -157,16 +150,6 @@ static inline coexec_sched_config_t no_steal_cfg(void)
     return sc;
 }
 
-/* A pool of the default setup of the stream of rank r. */
-static inline coexec_pool_t main_pool_of(int rank)
-{
-    coexec_xstream_t xs;
-    coexec_pool_t p = {0};
-    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
-    CH_CHECK_RC(coexec_xstream_get_main_pool(xs, &p), COEXEC_OK);
-    return p;
-}
-
 /* A unit that counts itself; ULTs yield `yields` times first. */
 typedef struct cnt_arg {
     long idx;
@@ -213,7 +196,7 @@ static inline void hop_ult(void *arg)
     for (int r = 0; r < h->rounds; r++)
         for (int i = 0; i < h->nto; i++) {
             CH_CHECK_RC(coexec_thread_migrate_to_xstream(me, h->to[i]), COEXEC_OK);
-            int now = self_rank();
+            int now = ch_self_rank();
             if (now != h->to_rank[i]) {
                 atomic_fetch_add(&h->bad, 1);
                 ch_fail_at(__FILE__, __LINE__, "migrated to rank %d, runs on %d",
@@ -319,7 +302,7 @@ static inline void lvl_ult(void *arg)
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
         CH_CHECK(CH_SAME(self_sched(), a->want));
     }
-    CH_CHECK_EQ(self_rank(), a->rank);
+    CH_CHECK_EQ(ch_self_rank(), a->rank);
     hit(a->idx);
 }
 
@@ -328,7 +311,7 @@ static inline coexec_poll_status_t lvl_tasklet(coexec_poll_t *cx, void *arg)
     (void)cx;
     lvl_arg_t *a = arg;
     CH_CHECK(CH_SAME(self_sched(), a->want));
-    CH_CHECK_EQ(self_rank(), a->rank);
+    CH_CHECK_EQ(ch_self_rank(), a->rank);
     hit(a->idx);
     return COEXEC_READY;
 }

@@ -97,7 +97,7 @@ static void cf_errors_ult(void *arg)
 static void t_cf_errors(void)
 {
     ch_init(1);
-    coexec_pool_t p0 = main_pool_of(0);
+    coexec_pool_t p0 = ch_main_pool(0);
     /* The primary's main ULT is bound: it cannot leave for a child. */
     coexec_thread_t t = {0};
     CH_ASSERT_RC(coexec_thread_create_child_first(p0, cnt_ult, NULL, NULL, &t),
@@ -139,14 +139,14 @@ static void run_cf_count(coexec_sched_kind_t kind)
 {
     ch_init_ex(NSTEAL, kind, 1);
     /* fork-join with child-first forks */
-    check_fib(main_pool_of(1), 1);
+    check_fib(ch_main_pool(1), 1);
     /* detached children */
     atomic_store(&g_hit_total, 0);
     atomic_store(&g_rank_runs[15], 0);
     long m = ch_iters(2000, 50);
     int parents = 2 * NSTEAL;
     for (int i = 0; i < parents; i++)
-        CH_ASSERT_OK(coexec_thread_create(main_pool_of(i % NSTEAL), cf_spawner,
+        CH_ASSERT_OK(coexec_thread_create(ch_main_pool(i % NSTEAL), cf_spawner,
                                           (void *)(intptr_t)m, NULL, NULL));
     CH_WAIT(atomic_load(&g_rank_runs[15]) == parents &&
             atomic_load(&g_hit_total) == parents * m);

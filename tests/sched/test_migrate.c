@@ -38,7 +38,7 @@ static void t_migrate_self(void)
         h.to_rank[i] = (i + 1) % NSTEAL;
         CH_ASSERT_OK(coexec_xstream_by_rank(h.to_rank[i], &h.to[i]));
     }
-    CH_ASSERT_OK(coexec_thread_create(main_pool_of(1), hop_ult, &h, NULL, &t));
+    CH_ASSERT_OK(coexec_thread_create(ch_main_pool(1), hop_ult, &h, NULL, &t));
     CH_WAIT(atomic_load(&h.done));
     CH_ASSERT_OK(coexec_thread_free(&t));
     CH_ASSERT_EQ(atomic_load(&h.bad), 0);
@@ -56,7 +56,7 @@ typedef struct where {
 static void where_ult(void *arg)
 {
     where_t *w = arg;
-    atomic_store(&w->rank[0], self_rank());
+    atomic_store(&w->rank[0], ch_self_rank());
     atomic_store(&w->step, 1);
     if (w->suspend) {
         CH_CHECK_RC(coexec_self_suspend(), COEXEC_OK);
@@ -66,10 +66,10 @@ static void where_ult(void *arg)
             ;
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
     }
-    atomic_store(&w->rank[1], self_rank());
+    atomic_store(&w->rank[1], ch_self_rank());
     atomic_store(&w->step, 2);
     CH_CHECK_RC(coexec_yield(), COEXEC_OK);
-    atomic_store(&w->rank[2], self_rank());
+    atomic_store(&w->rank[2], ch_self_rank());
     atomic_store(&w->step, 3);
 }
 
@@ -136,7 +136,7 @@ static void t_migrate_others(void)
     coexec_thread_t me = self_thread();
     CH_ASSERT_RC(coexec_thread_migrate_to(me, s1.pool), COEXEC_EPERM);
     CH_ASSERT_RC(coexec_thread_migrate_to_xstream(me, s1.xs), COEXEC_EPERM);
-    CH_ASSERT_EQ(self_rank(), 0);
+    CH_ASSERT_EQ(ch_self_rank(), 0);
 
     /* A stream that has stopped takes no migrating unit. */
     CH_ASSERT_OK(coexec_xstream_join(s2.xs));
@@ -169,7 +169,7 @@ static atomic_int g_pin_moved, g_unpinned_away;
 static void pin_ult(void *arg)
 {
     pin_arg_t *p = arg;
-    int first = self_rank();
+    int first = ch_self_rank();
     if (p->pinned) {
         int pinned = 0;
         coexec_thread_t me = self_thread();
@@ -180,13 +180,13 @@ static void pin_ult(void *arg)
     }
     for (int i = 0; i < p->yields; i++) {
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
-        int now = self_rank();
+        int now = ch_self_rank();
         if (p->pinned && now != first)
             atomic_fetch_add(&g_pin_moved, 1);
     }
     if (p->pinned && first != 1)
         atomic_fetch_add(&g_pin_moved, 1);
-    if (!p->pinned && self_rank() != 1)
+    if (!p->pinned && ch_self_rank() != 1)
         atomic_fetch_add(&g_unpinned_away, 1);
     hit(p->idx);
 }
@@ -194,7 +194,7 @@ static void pin_ult(void *arg)
 static void t_pinned(void)
 {
     ch_init_ex(NSTEAL, COEXEC_SCHED_RANDWS, 1);
-    coexec_pool_t p1 = main_pool_of(1), p2 = main_pool_of(2);
+    coexec_pool_t p1 = ch_main_pool(1), p2 = ch_main_pool(2);
     coexec_xstream_t x2;
     CH_ASSERT_OK(coexec_xstream_by_rank(2, &x2));
 

@@ -110,7 +110,7 @@ static void t_replace_primary(void)
     coexec_xstream_t x0;
     CH_ASSERT_OK(coexec_xstream_by_rank(0, &x0));
     coexec_sched_t dflt = main_sched_of(x0);
-    coexec_pool_t p0 = main_pool_of(0), pn;
+    coexec_pool_t p0 = ch_main_pool(0), pn;
     CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pn));
     coexec_sched_config_t sc = no_steal_cfg();
     coexec_sched_t news;
@@ -126,7 +126,7 @@ static void t_replace_primary(void)
     for (long i = n; i < 2 * n; i++)
         CH_ASSERT_OK(cnt_create(pn, args, i, (int)(i % 3)));
     CH_WAIT(atomic_load(&g_hit_total) == 2 * n);
-    CH_ASSERT_EQ(self_rank(), 0);
+    CH_ASSERT_EQ(ch_self_rank(), 0);
     CH_ASSERT_EQ(hits_bad_and_free(), 0);
     free(args);
     /* Back to the default scheduler; the other one can then be freed. */

@@ -8,7 +8,7 @@ atomic_int g_rank_runs[16];
 
 static void rank_count(void)
 {
-    int r = self_rank();
+    int r = ch_self_rank();
     if (r >= 0 && r < 16)
         atomic_fetch_add(&g_rank_runs[r], 1);
 }
@@ -178,7 +178,7 @@ static void run_default_randws(int by_env)
     CH_ASSERT_EQ(cfg.sched_kind, COEXEC_SCHED_RANDWS);
     for (int r = 0; r < NSTEAL; r++) {
         coexec_pool_kind_t kind = 0;
-        CH_ASSERT_OK(coexec_pool_get_info(main_pool_of(r), &kind, NULL));
+        CH_ASSERT_OK(coexec_pool_get_info(ch_main_pool(r), &kind, NULL));
         CH_ASSERT_EQ(kind, COEXEC_POOL_DEQUE);
     }
     for (int i = 0; i < 16; i++)
@@ -190,7 +190,7 @@ static void run_default_randws(int by_env)
     /* Mostly into stream 1's pool, some into every other one. */
     for (long i = 0; i < n; i++) {
         args[i].idx = i;
-        coexec_pool_t p = main_pool_of(i % 4 == 0 ? (int)(i / 4) % NSTEAL : 1);
+        coexec_pool_t p = ch_main_pool(i % 4 == 0 ? (int)(i / 4) % NSTEAL : 1);
         if (i % 3 == 0)
             CH_ASSERT_OK(coexec_thread_create(p, srun_ult, &args[i], NULL, NULL));
         else
@@ -206,7 +206,7 @@ static void run_default_randws(int by_env)
     atomic_store(&g_fib_ults, 0);
     CH_ASSERT_EQ(fib_rec(fn), fib_plain(fn));
     CH_ASSERT_EQ(atomic_load(&g_fib_ults), fib_calls(fn));
-    check_fib(main_pool_of(2), 0);
+    check_fib(ch_main_pool(2), 0);
     ch_finalize();
 }
 
@@ -250,7 +250,7 @@ static void t_randws_one_pool(void)
     at.pinned = 1;
     atomic_store(&g_hold_started, 0);
     coexec_thread_t hold;
-    CH_ASSERT_OK(coexec_thread_create(main_pool_of(1), hold_ult, (void *)(intptr_t)n,
+    CH_ASSERT_OK(coexec_thread_create(ch_main_pool(1), hold_ult, (void *)(intptr_t)n,
                                       &at, &hold));
     CH_WAIT(atomic_load(&g_hold_started));
     cnt_arg_t *args = calloc((size_t)n, sizeof *args);
@@ -258,9 +258,9 @@ static void t_randws_one_pool(void)
     for (long i = 0; i < n; i++) {
         args[i].idx = i;
         if (i % 3 == 0)
-            CH_ASSERT_OK(coexec_thread_create(main_pool_of(1), srun_ult, &args[i], NULL, NULL));
+            CH_ASSERT_OK(coexec_thread_create(ch_main_pool(1), srun_ult, &args[i], NULL, NULL));
         else
-            CH_ASSERT_OK(coexec_tasklet_create(main_pool_of(1), srun_tasklet, &args[i], NULL));
+            CH_ASSERT_OK(coexec_tasklet_create(ch_main_pool(1), srun_tasklet, &args[i], NULL));
     }
     coexec_xstream_t xs;
     stream_with(s, &xs);

@@ -248,7 +248,7 @@ static void job_check_where(job_t *j)
     if (!CH_IS_NULL(j->want_sched))
         CH_CHECK(CH_SAME(self_sched(), j->want_sched));
     if (j->want_rank >= 0)
-        CH_CHECK_EQ(self_rank(), j->want_rank);
+        CH_CHECK_EQ(ch_self_rank(), j->want_rank);
 }
 
 static void job_ult(void *arg)
@@ -697,7 +697,7 @@ static void t_bad_ops(void)
     CU_ASSERT(CH_IS_NULL(u));
     CH_ASSERT_OK(coexec_pool_pop(p, &u));
     CU_ASSERT(CH_SAME(u, coexec_tasklet_unit(k)));
-    CH_ASSERT_OK(coexec_pool_push(main_pool_of(0), u));
+    CH_ASSERT_OK(coexec_pool_push(ch_main_pool(0), u));
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_EQ(atomic_load(&shim.pushes[COEXEC_PUSH_NEW]), 1);
     CH_ASSERT_OK(coexec_pool_free(&p));
@@ -709,7 +709,7 @@ static void t_bad_ops(void)
     CU_ASSERT(CH_IS_NULL(u)); /* what steal_counted gave */
     CH_ASSERT_EQ(atomic_load(&g_steal_calls), 1);
     CH_ASSERT_OK(coexec_pool_pop(p, &u));
-    CH_ASSERT_OK(coexec_pool_push(main_pool_of(0), u));
+    CH_ASSERT_OK(coexec_pool_push(ch_main_pool(0), u));
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_OK(coexec_pool_free(&p));
     /* get_data of a built-in pool is NULL. */
@@ -806,7 +806,7 @@ static void t_unit_queries(void)
     coexec_unit_t u;
     for (int i = 0; i < 2; i++) {
         CH_ASSERT_OK(coexec_pool_pop(idle, &u));
-        CH_ASSERT_OK(coexec_pool_push(main_pool_of(0), u));
+        CH_ASSERT_OK(coexec_pool_push(ch_main_pool(0), u));
     }
     CH_ASSERT_OK(coexec_thread_free(&t));
     CH_ASSERT_OK(coexec_tasklet_free(&k));

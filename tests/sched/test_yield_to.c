@@ -49,7 +49,7 @@ static void t_yield_to_order(void)
     /* From the primary's main ULT to a ULT of its own pool. */
     olog_reset(&g_log);
     coexec_thread_t x;
-    CH_ASSERT_OK(coexec_thread_create(main_pool_of(0), log_ult, (void *)9, NULL, &x));
+    CH_ASSERT_OK(coexec_thread_create(ch_main_pool(0), log_ult, (void *)9, NULL, &x));
     CH_ASSERT_OK(coexec_yield_to(x));
     CH_ASSERT_EQ(atomic_load(&g_log.n), 1); /* it ran before we came back */
     CH_ASSERT_OK(coexec_thread_free(&x));

@@ -6,7 +6,7 @@
  * Timing never decides a verdict: where a call must be known to be running
  * (so that another one is known to be queued, or the service to have
  * grown), the offloaded function says so itself before it blocks, and what
- * releases it is a write the test makes. The few pauses (linger()) only
+ * releases it is a write the test makes. The few pauses (ch_linger()) only
  * give a broken implementation the chance to show itself.
  */
 #ifndef COEXEC_TEST_SERVICE_TEST_H
@@ -40,54 +40,12 @@
 /* helpers                                                                  */
 /* ======================================================================= */
 
-static inline coexec_xstream_t xs_rank(int rank)
-{
-    coexec_xstream_t xs = {0};
-    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
-    return xs;
-}
-
-static inline coexec_pool_t pool_of_rank(int rank)
-{
-    coexec_pool_t p = {0};
-    CH_CHECK_RC(coexec_xstream_get_main_pool(xs_rank(rank), &p), COEXEC_OK);
-    return p;
-}
-
-static inline void spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
-                            coexec_thread_t *t)
-{
-    CH_CHECK_RC(coexec_thread_create_on(xs_rank(rank), fn, arg, NULL, t),
-                COEXEC_OK);
-}
-
-static inline void free_threads(coexec_thread_t *t, long n)
-{
-    for (long i = 0; i < n; i++)
-        CH_CHECK_RC(coexec_thread_free(&t[i]), COEXEC_OK);
-}
-
-static inline int thread_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
 static inline int self_rank(void)
 {
     int r = -1;
     if (coexec_xstream_self_rank(&r) != COEXEC_OK)
         return -1;
     return r;
-}
-
-/* Only gives a broken implementation time to misbehave; never a verdict. */
-static inline void linger(double ms)
-{
-    double t0 = ch_now();
-    while ((ch_now() - t0) * 1e3 < ms)
-        ch_relax();
 }
 
 /*

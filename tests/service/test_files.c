@@ -165,9 +165,9 @@ long file_jobs_on_ults(const char *dir, long n)
         j[i].dir = dir;
         j[i].i = (int)i;
         j[i].count = 1;
-        spawn_on((int)(i % NSTREAMS), file_ult, &j[i], &t[i]);
+        ch_spawn_on((int)(i % NSTREAMS), file_ult, &j[i], &t[i]);
     }
-    free_threads(t, n);
+    ch_free_threads(t, n);
     long calls = 0, done = 0;
     for (long i = 0; i < n; i++) {
         calls += j[i].calls;
@@ -251,7 +251,7 @@ static void t_files_external_direct(void)
     CH_ASSERT_EQ(c1, c0);
     /* from a tasklet, too */
     fjob_t jt = {.dir = dir, .i = 2000, .count = 2};
-    CH_ASSERT_OK(ch_run_tasklet_in(pool_of_rank(1), ext_files, &jt));
+    CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(1), ext_files, &jt));
     CH_ASSERT_EQ(atomic_load(&jt.done), 1);
     CH_ASSERT_EQ(svc_completed(), c0);
     remove_subdirs(dir);
@@ -382,13 +382,13 @@ static void t_errors_everywhere(void)
     errors_job(&j);
     CU_ASSERT(CH_WAIT(svc_completed() - c0 >= 20));
     for (int r = 0; r < NSTREAMS; r++)
-        CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(r), errors_job, &j));
+        CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(r), errors_job, &j));
     CH_ASSERT_EQ(atomic_load(&j.ran), 2 + NSTREAMS);
 
     /* direct: an external thread and a tasklet leave errno alone */
     j.check_errno = true;
     run_external(errors_job, &j);
-    CH_ASSERT_OK(ch_run_tasklet_in(pool_of_rank(1), errors_tasklet, &j));
+    CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(1), errors_tasklet, &j));
     CH_ASSERT_EQ(atomic_load(&j.ran), 4 + NSTREAMS);
     ch_finalize();
     tmpdir_remove(dir);

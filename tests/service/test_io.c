@@ -107,7 +107,7 @@ static void t_io_fallback(void)
         CU_ASSERT_STRING_EQUAL(info.io_path, "threads");
         make_subdirs(dir);
         fjob_t j = {.dir = dir, .i = k, .count = 2};
-        CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(1), file_ult, &j));
+        CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(1), file_ult, &j));
         CH_ASSERT_EQ(atomic_load(&j.done), 1);
         remove_subdirs(dir);
         ch_finalize();
@@ -152,13 +152,13 @@ static void t_io_pipe_does_not_stall(void)
     for (int i = 0; i <= NPIPES; i++) {
         r[i].fd = i < NPIPES ? p[i][0] : sv[0];
         r[i].n = -999;
-        spawn_on(i % NSTREAMS, reader_ult, &r[i], &tr[i]);
+        ch_spawn_on(i % NSTREAMS, reader_ult, &r[i], &tr[i]);
     }
     CU_ASSERT_FATAL(CH_WAIT(coexec__ring_busy() >= NPIPES + 1));
 
     /* the same socket written while its read waits (another lane) */
     sock_writer_t sw = {.fd = sv[0], .w = -999};
-    CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(2), sock_writer_ult, &sw));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(2), sock_writer_ult, &sw));
     CH_ASSERT_EQ(sw.w, 7);
     char peer[8] = {0};
     CH_ASSERT_EQ(read(sv[1], peer, 7), 7);
@@ -253,9 +253,9 @@ static void t_io_batch_exactly_once(void)
     for (long i = 0; i < n; i++) {
         b[i] = (batch_t){.rfd = rfd, .wfd = wfd, .idx = (int)i,
                          .rounds = rounds};
-        spawn_on((int)(i % NSTREAMS), batch_ult, &b[i], &t[i]);
+        ch_spawn_on((int)(i % NSTREAMS), batch_ult, &b[i], &t[i]);
     }
-    free_threads(t, n);
+    ch_free_threads(t, n);
     uint64_t c1 = svc_completed();
     coexec__ring_stats(&bat1, &sq1);
     long calls = 0, good = 0;
@@ -339,7 +339,7 @@ static void t_io_finalize_in_flight(void)
     for (int i = 0; i < NREAD; i++) {
         r[i].fd = p[i][0];
         r[i].n = -999;
-        CH_ASSERT_OK(coexec_thread_create_on(xs_rank(i % NSTREAMS),
+        CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(i % NSTREAMS),
                                              reader_ult, &r[i], NULL, NULL));
     }
     /* the reads are in the kernel before anything else is queued (a read
@@ -350,7 +350,7 @@ static void t_io_finalize_in_flight(void)
     for (int i = 0; i < NLOOP; i++) {
         l[i].fd = fd;
         l[i].rounds = (int)ch_iters(2000, 50);
-        CH_ASSERT_OK(coexec_thread_create_on(xs_rank(i % NSTREAMS),
+        CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(i % NSTREAMS),
                                              looper_io_ult, &l[i], NULL,
                                              NULL));
     }
@@ -376,7 +376,7 @@ static void t_io_finalize_in_flight(void)
     CU_ASSERT_STRING_EQUAL(svc_info().io_path, "io_uring");
     poke(p[0][1], 'q');
     reader_t again = {.fd = p[0][0], .n = -999};
-    CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(1), reader_ult, &again));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(1), reader_ult, &again));
     CH_ASSERT_EQ(again.n, 1);
     CH_ASSERT_EQ(again.buf[0], 'q');
     ch_finalize();

@@ -89,12 +89,12 @@ static void t_offload_ults(void)
         jobs[i].rounds = rounds;
         jobs[i].base = i;
         jobs[i].is_ult = 1;
-        spawn_on(i % NSTREAMS, probe_job, &jobs[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, probe_job, &jobs[i], &t[i]);
     }
     /* the main ULT offloads meanwhile */
     probe_job_t mainjob = {.rounds = rounds, .base = n, .is_ult = 1};
     probe_job(&mainjob);
-    free_threads(t, n);
+    ch_free_threads(t, n);
     for (int i = 0; i < n; i++)
         CH_ASSERT_EQ(atomic_load(&jobs[i].calls_ok), rounds);
     CH_ASSERT_EQ(atomic_load(&mainjob.calls_ok), rounds);
@@ -174,8 +174,8 @@ static void t_offload_many_callers(void)
     for (int i = 0; i < NEXT; i++)
         ext_start(&e[i], burst_job, &b[nult + i]);
     for (int i = 0; i < nult; i++)
-        spawn_on(i % NSTREAMS, burst_job, &b[i], &t[i]);
-    free_threads(t, nult);
+        ch_spawn_on(i % NSTREAMS, burst_job, &b[i], &t[i]);
+    ch_free_threads(t, nult);
     for (int i = 0; i < NEXT; i++)
         ext_join(&e[i]);
     long ok = 0;
@@ -228,7 +228,7 @@ static void t_offload_errors(void)
     CH_ASSERT_EQ(ret, 11);
     tk_ctx_t c;
     memset(&c, 0, sizeof c);
-    CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(2), null_fn_body, &c));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(2), null_fn_body, &c));
     CH_ASSERT_RC(c.rc_null_fn, COEXEC_EINVAL);
     c.rc_null_fn = 0;
     run_external(null_fn_body, &c);
@@ -237,11 +237,11 @@ static void t_offload_errors(void)
     /* from a tasklet: COEXEC_ECONTEXT, and fn never runs */
     for (int r = 0; r < NSTREAMS; r++) {
         c.rc_offload = 1;
-        CH_ASSERT_OK(ch_run_tasklet_in(pool_of_rank(r), tasklet_offload_body,
+        CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(r), tasklet_offload_body,
                                        &c));
         CH_ASSERT_RC(c.rc_offload, COEXEC_ECONTEXT);
     }
-    linger(5);
+    ch_linger(5);
     CH_ASSERT_EQ(atomic_load(&c.runs), 0);
     CH_ASSERT_EQ(atomic_load(&runs), 0);
     ch_finalize();
@@ -297,7 +297,7 @@ static void t_offload_wrappers_inside(void)
     inner_t in = {.dir = dir, .wfd = p[1], .rfd = p[0], .caller = -1};
     inner_call_t c = {.in = &in, .rc = 1};
     /* from a ULT on stream 1, then from an external thread */
-    CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(1), inner_caller, &c));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(1), inner_caller, &c));
     CH_ASSERT_RC(c.rc, COEXEC_OK);
     CH_ASSERT_EQ(c.ret, 1);
     CH_ASSERT_EQ(in.stat_rc, 0);

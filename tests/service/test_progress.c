@@ -76,8 +76,8 @@ static void t_stuck_calls(void)
     blocked_ult_t r1 = {.b = {.fd = p1[0]}, .rc = 1};
     blocked_ult_t r2 = {.b = {.fd = p2[0]}, .rc = 1};
     coexec_thread_t tr0, tr1, tr2;
-    spawn_on(1, reader_ult, &r0, &tr0);
-    spawn_on(2, blocked_ult, &r1, &tr1);
+    ch_spawn_on(1, reader_ult, &r0, &tr0);
+    ch_spawn_on(2, blocked_ult, &r1, &tr1);
     CH_WAIT(atomic_load(&r0.started));
     CU_ASSERT_FATAL(CH_WAIT(atomic_load(&r1.b.started)));
 
@@ -92,7 +92,7 @@ static void t_stuck_calls(void)
         q[i].dir = dir;
         q[i].idx = (int)i;
         q[i].completed = &completed;
-        spawn_on((int)(i % NSTREAMS), quick_ult, &q[i], &t[i]);
+        ch_spawn_on((int)(i % NSTREAMS), quick_ult, &q[i], &t[i]);
     }
     int max_seen = 0;
     CH_WAIT(({
@@ -101,7 +101,7 @@ static void t_stuck_calls(void)
             max_seen = in.threads;
         atomic_load(&completed) == n;
     }));
-    free_threads(t, n);
+    ch_free_threads(t, n);
     CH_ASSERT_EQ(atomic_load(&completed), n);
     /* nothing was written: the blocked reads are still blocked */
     CH_ASSERT_EQ(atomic_load(&r0.done), 0);
@@ -109,7 +109,7 @@ static void t_stuck_calls(void)
     CH_ASSERT_EQ(atomic_load(&r1.b.finished), 0);
 
     /* a second call known to be blocked: two threads are in read() now */
-    spawn_on(3, blocked_ult, &r2, &tr2);
+    ch_spawn_on(3, blocked_ult, &r2, &tr2);
     CU_ASSERT_FATAL(CH_WAIT(atomic_load(&r2.b.started)));
     coexec_service_info_t info = svc_info();
     printf("\n    while stuck: %d threads (%d idle), at most %d seen\n",
@@ -121,7 +121,7 @@ static void t_stuck_calls(void)
 
     /* offloaded writes release them */
     writer_t w = {.fd0 = p0[1], .fd1 = p1[1], .fd2 = p2[1]};
-    CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(3), writer_ult, &w));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(3), writer_ult, &w));
     CH_ASSERT_EQ(w.w0, 12);
     CH_ASSERT_EQ(w.w1, 1);
     CH_ASSERT_EQ(w.w2, 1);
@@ -199,7 +199,7 @@ static void t_stuck_external_and_tasklet(void)
         tkreq_t t;
         tkreq_init(&t, ret_arg_fn, (void *)(intptr_t)(600 + r));
         coexec_tasklet_t k;
-        CH_ASSERT_OK(coexec_tasklet_create_on(xs_rank(r), tkreq_body, &t, &k));
+        CH_ASSERT_OK(coexec_tasklet_create_on(ch_xstream(r), tkreq_body, &t, &k));
         CH_WAIT(atomic_load(&t.done));
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_RC(t.final_rc, COEXEC_READY);
@@ -230,11 +230,11 @@ static void t_stuck_more_than_max(void)
     for (int i = 0; i < NREAD; i++) {
         memset(&r[i], 0, sizeof r[i]);
         r[i].fd = p[i][0];
-        spawn_on(i % NSTREAMS, reader_ult, &r[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, reader_ult, &r[i], &t[i]);
     }
     for (int i = 0; i < NREAD; i++)
         CH_WAIT(atomic_load(&r[i].started));
-    linger(20);
+    ch_linger(20);
     coexec_service_info_t info = svc_info();
     CU_ASSERT(info.threads <= MAX_THREADS);
     CU_ASSERT(info.threads >= 1);
@@ -243,7 +243,7 @@ static void t_stuck_more_than_max(void)
         unsigned char c = (unsigned char)('0' + i);
         CH_ASSERT_EQ(write(p[i][1], &c, 1), 1);
     }
-    free_threads(t, NREAD);
+    ch_free_threads(t, NREAD);
     for (int i = 0; i < NREAD; i++) {
         CH_ASSERT_EQ(r[i].n, 1);
         CH_ASSERT_EQ(r[i].buf[0], '0' + i);
@@ -384,7 +384,7 @@ static void t_compute_stream_free(void)
     }
     /* not joined before they finish: a join would run them here */
     CH_WAIT(atomic_load(&c.io_done) == NIO && atomic_load(&c.cpu_done));
-    free_threads(t, NIO + 1);
+    ch_free_threads(t, NIO + 1);
     long gates = (c.iters + 9) / 10;
     CH_ASSERT_EQ(atomic_load(&c.gates_ok), (long)NIO * gates);
     CU_ASSERT(atomic_load(&c.counter) >= 100 * gates);

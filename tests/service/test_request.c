@@ -22,14 +22,14 @@ static void t_request_tasklet_pending_then_ready(void)
     tkreq_t t;
     tkreq_init(&t, block_read_fn, &b);
     coexec_tasklet_t k;
-    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs_rank(1), tkreq_body, &t, &k));
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(1), tkreq_body, &t, &k));
     CH_WAIT(atomic_load(&t.pending_seen));
     /* the call cannot have finished: nothing was written */
     CH_ASSERT_EQ(atomic_load(&t.done), 0);
     CH_ASSERT_EQ(t.first_rc, COEXEC_PENDING);
     CH_ASSERT_RC(t.zero_poll_rc, COEXEC_EHANDLE);
     CH_ASSERT_RC(t.wait_rc, COEXEC_ECONTEXT);
-    linger(5);
+    ch_linger(5);
     CH_ASSERT_EQ(atomic_load(&t.done), 0);
     poke(p[1], 'Z');
     CH_WAIT(atomic_load(&t.done));
@@ -53,7 +53,7 @@ static void t_request_many_tasklets(void)
     for (long i = 0; i < n; i++) {
         tkreq_init(&t[i], ret_arg_fn,
                    (void *)(intptr_t)(i % 7 == 3 ? -(EIO) : i * 3 + 1));
-        CH_CHECK_RC(coexec_tasklet_create_on(xs_rank((int)(i % NSTREAMS)),
+        CH_CHECK_RC(coexec_tasklet_create_on(ch_xstream((int)(i % NSTREAMS)),
                                              tkreq_body, &t[i], &k[i]),
                     COEXEC_OK);
     }
@@ -122,13 +122,13 @@ static void t_request_wait(void)
         memset(&s[r], 0, sizeof s[r]);
         s[r].rounds = rounds;
         s[r].base = 1000L * (r + 1);
-        spawn_on(r, subwait_job, &s[r], &t[r]);
+        ch_spawn_on(r, subwait_job, &s[r], &t[r]);
     }
     memset(&s[NSTREAMS], 0, sizeof s[NSTREAMS]);
     s[NSTREAMS].rounds = rounds;
     s[NSTREAMS].base = 99000;
     run_external(subwait_job, &s[NSTREAMS]);
-    free_threads(t, NSTREAMS);
+    ch_free_threads(t, NSTREAMS);
     for (int r = 0; r <= NSTREAMS; r++)
         CH_ASSERT_EQ(atomic_load(&s[r].ok), rounds);
 
@@ -145,14 +145,14 @@ static void t_request_wait(void)
     CH_ASSERT_OK(coexec_request_submit(&r2, block_read_fn, &b2));
     waiter_t w1 = {.req = &r1, .rc = 1}, w2 = {.req = &r2, .rc = 1};
     coexec_thread_t wt;
-    spawn_on(2, waiter_job, &w1, &wt);
+    ch_spawn_on(2, waiter_job, &w1, &wt);
     ext_t e;
     ext_start(&e, waiter_job, &w2);
-    CH_WAIT(thread_state(wt) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(wt) == COEXEC_UNIT_BLOCKED);
     CH_WAIT(atomic_load(&w2.waiting));
-    linger(5);
+    ch_linger(5);
     /* Not done (its stuck-call timer may have it running for a moment). */
-    CU_ASSERT(thread_state(wt) != COEXEC_UNIT_TERMINATED);
+    CU_ASSERT(ch_thread_state(wt) != COEXEC_UNIT_TERMINATED);
     CH_ASSERT_EQ(atomic_load(&e.done), 0);
     poke(p[1], 'x');
     poke(q[1], 'y');
@@ -198,7 +198,7 @@ static void t_request_args(void)
 
     int rcs[4] = {1, 1, 1, 1};
     coexec_tasklet_t k;
-    CH_ASSERT_OK(coexec_tasklet_create_on(xs_rank(3), zero_poll_body, rcs, &k));
+    CH_ASSERT_OK(coexec_tasklet_create_on(ch_xstream(3), zero_poll_body, rcs, &k));
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_RC(rcs[0], COEXEC_EHANDLE);
     CH_ASSERT_RC(rcs[1], COEXEC_EINVAL);
@@ -340,10 +340,10 @@ static void t_request_resubmit_busy(void)
     ext_t e[RS_EXTS];
     coexec_tasklet_t k;
     for (int i = 0; i < RS_ULTS; i++)
-        spawn_on(1 + i, resub_job, r, &t[i]);
+        ch_spawn_on(1 + i, resub_job, r, &t[i]);
     for (int i = 0; i < RS_EXTS; i++)
         ext_start(&e[i], resub_job, r);
-    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs_rank(3), resub_tasklet, r, &k));
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(3), resub_tasklet, r, &k));
     long bad = 0;
     for (long i = 0; i < r->rounds; i++) {
         atomic_store(&r->g.gate, 0);
@@ -424,8 +424,8 @@ static void t_cancel_queued(void)
     CH_ASSERT_OK(coexec_request_submit(&rc_, count_fn, &ran));
     waiter_t wc = {.req = &rc_, .rc = 1};
     coexec_thread_t tc;
-    spawn_on(1, waiter_job, &wc, &tc);
-    CH_WAIT(thread_state(tc) == COEXEC_UNIT_BLOCKED);
+    ch_spawn_on(1, waiter_job, &wc, &tc);
+    CH_WAIT(ch_thread_state(tc) == COEXEC_UNIT_BLOCKED);
 
     /* D: a tasklet on stream 2 polls it (PENDING) */
     coexec_request_t rd;
@@ -433,7 +433,7 @@ static void t_cancel_queued(void)
     CH_ASSERT_OK(coexec_request_submit(&rd, count_fn, &ran));
     poller_t pd = {.req = &rd, .final_rc = -99999};
     coexec_tasklet_t kd;
-    CH_ASSERT_OK(coexec_tasklet_create_on(xs_rank(2), poller_body, &pd, &kd));
+    CH_ASSERT_OK(coexec_tasklet_create_on(ch_xstream(2), poller_body, &pd, &kd));
     CH_WAIT(atomic_load(&pd.pending_seen));
 
     /* E: an external thread sleeps in request_wait */
@@ -444,7 +444,7 @@ static void t_cancel_queued(void)
     ext_t e;
     ext_start(&e, waiter_job, &we);
     CH_WAIT(atomic_load(&we.waiting));
-    linger(5);
+    ch_linger(5);
 
     /* F: queued behind them all, left alone */
     coexec_request_t rf;
@@ -453,7 +453,7 @@ static void t_cancel_queued(void)
 
     CH_ASSERT_EQ(atomic_load(&wc.waiting), 1);
     /* Not done (its stuck-call timer may have it running for a moment). */
-    CU_ASSERT(thread_state(tc) != COEXEC_UNIT_TERMINATED);
+    CU_ASSERT(ch_thread_state(tc) != COEXEC_UNIT_TERMINATED);
     CH_ASSERT_EQ(wc.rc, 1);
     CH_ASSERT_EQ(atomic_load(&pd.done), 0);
     CH_ASSERT_EQ(atomic_load(&e.done), 0);

@@ -113,7 +113,7 @@ static void t_config_env_values(void)
     intptr_t ret = 0;
     for (int i = 0; i < 10; i++)
         CH_ASSERT_OK(coexec_offload(ret_arg_fn, (void *)(intptr_t)i, &ret));
-    linger(120);
+    ch_linger(120);
     CH_ASSERT_EQ(svc_info().threads, 3);
     ch_finalize();
 
@@ -178,7 +178,7 @@ static int stream_on_cpu(int cpu)
     CH_CHECK_RC(coexec_xstream_get_num(&num), COEXEC_OK);
     for (int r = 0; r < num; r++) {
         int c = -2;
-        CH_CHECK_RC(coexec_xstream_get_cpu(xs_rank(r), &c), COEXEC_OK);
+        CH_CHECK_RC(coexec_xstream_get_cpu(ch_xstream(r), &c), COEXEC_OK);
         found |= c == cpu;
     }
     return found;

@@ -96,7 +96,7 @@ static void t_finalize_in_flight(void)
     for (int i = 0; i < n; i++) {
         g_fin[i].idx = i;
         g_fin[i].rc = 1;
-        CH_ASSERT_OK(coexec_thread_create_on(xs_rank(i % NSTREAMS), fin_ult,
+        CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(i % NSTREAMS), fin_ult,
                                              &g_fin[i], NULL, NULL));
     }
     /* ... a ULT waiting for a submitted request ... */
@@ -107,7 +107,7 @@ static void t_finalize_in_flight(void)
     g_fin_waiter.req = &g_fin_req;
     g_fin_waiter.rc = 1;
     atomic_store(&g_fin_waiter_done, 0);
-    CH_ASSERT_OK(coexec_thread_create_on(xs_rank(1), fin_waiter_ult,
+    CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(1), fin_waiter_ult,
                                          &g_fin_waiter, NULL, NULL));
     /* ... a tasklet polling one ... */
     memset(&g_fin_treq, 0, sizeof g_fin_treq);
@@ -116,7 +116,7 @@ static void t_finalize_in_flight(void)
     memset(&g_fin_poller, 0, sizeof g_fin_poller);
     g_fin_poller.req = &g_fin_treq;
     g_fin_poller.final_rc = -99999;
-    CH_ASSERT_OK(coexec_tasklet_create_on(xs_rank(2), poller_body,
+    CH_ASSERT_OK(coexec_tasklet_create_on(ch_xstream(2), poller_body,
                                           &g_fin_poller, NULL));
     /* ... and another external thread calling in a loop */
     looper_t lp = {.last_rc = 1};
@@ -130,7 +130,7 @@ static void t_finalize_in_flight(void)
      * request has completed (a slow run: valgrind beside another test). */
     CH_WAIT(atomic_load(&g_fin_poller.pending_seen) ||
             atomic_load(&g_fin_poller.done));
-    linger(2);
+    ch_linger(2);
 
     CH_ASSERT_RC(coexec_finalize(), COEXEC_OK);
 
@@ -200,7 +200,7 @@ static void t_finalize_running_ult_call(void)
     uc.s.val = 17;
     uc.rc = 1;
     coexec_thread_t t;
-    spawn_on(3, ext_sleep_call, &uc, &t);
+    ch_spawn_on(3, ext_sleep_call, &uc, &t);
     CU_ASSERT_FATAL(CH_WAIT(atomic_load(&uc.s.started)));
     /* join: the ULT's result is there when finalize begins afterwards */
     CH_ASSERT_OK(coexec_thread_free(&t));
@@ -211,7 +211,7 @@ static void t_finalize_running_ult_call(void)
     uc.s.us = 60000;
     uc.s.val = 18;
     uc.rc = 1;
-    CH_ASSERT_OK(coexec_thread_create_on(xs_rank(2), ext_sleep_call, &uc,
+    CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(2), ext_sleep_call, &uc,
                                          NULL, NULL));
     CU_ASSERT_FATAL(CH_WAIT(atomic_load(&uc.s.started)));
     CH_ASSERT_RC(coexec_finalize(), COEXEC_OK);
@@ -257,7 +257,7 @@ static void t_finalize_after_tasklet_submit(void)
     atomic_store(&g_post_ran, 0);
     atomic_store(&g_post_count, 0);
     g_post_rc = 1;
-    CH_ASSERT_OK_FATAL(coexec_xstream_post(xs_rank(0), post_submit_body, NULL));
+    CH_ASSERT_OK_FATAL(coexec_xstream_post(ch_xstream(0), post_submit_body, NULL));
     CH_WAIT(atomic_load(&g_post_ran));
     CH_ASSERT_RC(g_post_rc, COEXEC_OK);
     /* release the service without going back to the primary's scheduler,

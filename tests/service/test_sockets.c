@@ -106,8 +106,8 @@ static void t_sockets_tcp(void)
     t.lfd = tcp_listener(&t.addr);
     t.rounds = (int)ch_iters(50, 3);
     coexec_thread_t ta, tc;
-    spawn_on(1, acceptor_ult, &t, &ta);
-    spawn_on(2, connector_ult, &t, &tc);
+    ch_spawn_on(1, acceptor_ult, &t, &ta);
+    ch_spawn_on(2, connector_ult, &t, &tc);
     CH_WAIT(atomic_load(&t.served) == t.rounds &&
             atomic_load(&t.talked) == t.rounds);
     CH_ASSERT_OK(coexec_thread_free(&ta));
@@ -142,7 +142,7 @@ static void t_sockets_refused(void)
     CU_ASSERT_EQUAL_FATAL(getsockname(s, (struct sockaddr *)&addr, &len), 0);
     close(s);
     svc_init(2, 0, 0);
-    CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(1), refused_ult, &addr));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(1), refused_ult, &addr));
     run_external(refused_ult, &addr);
     ch_finalize();
 }
@@ -193,9 +193,9 @@ static void t_sockets_poll(void)
         p.fd = sv[0];
         p.rc_empty = p.rc_timeout = p.rc_wait = p.rc_out = -999;
         coexec_thread_t tp;
-        spawn_on(1, poll_ult, &p, &tp);
+        ch_spawn_on(1, poll_ult, &p, &tp);
         CH_WAIT(atomic_load(&p.polling));
-        CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(2), poll_writer_ult, &sv[1]));
+        CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(2), poll_writer_ult, &sv[1]));
         CH_ASSERT_OK(coexec_thread_free(&tp));
         CH_ASSERT_EQ(p.rc_empty, 0);
         CH_ASSERT_EQ(p.rc_timeout, 0);
@@ -273,7 +273,7 @@ static void t_sockets_getaddrinfo(void)
     svc_init(NSTREAMS, 0, 0);
     uint64_t c0 = svc_completed();
     memset(&g, 0, sizeof g);
-    CH_ASSERT_OK(ch_run_ult_in(pool_of_rank(3), gai_job, &g));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(3), gai_job, &g));
     gai_check(&g);
     CU_ASSERT(CH_WAIT(svc_completed() - c0 >= 3));
     memset(&g, 0, sizeof g);

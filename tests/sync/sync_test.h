@@ -5,7 +5,7 @@
  * Timing never decides a pass: the only time assertions are lower bounds
  * ("a timed wait or a sleep never returns early"), and the CPU-time bound of
  * sleep/idle_stream_parks, whose comment explains why it is a fact about
- * parking. Short pauses (linger()) only give a broken implementation the
+ * parking. Short pauses (ch_linger()) only give a broken implementation the
  * chance to show itself; a correct one passes whatever their length. Loop
  * counts go through ch_iters() so COEXEC_TEST_SCALE shrinks them.
  */
@@ -31,57 +31,10 @@
 /* helpers                                                                  */
 /* ======================================================================= */
 
-static inline int thread_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static inline coexec_xstream_t xs_rank(int rank)
-{
-    coexec_xstream_t xs = {0};
-    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
-    return xs;
-}
-
-static inline coexec_pool_t pool_of_rank(int rank)
-{
-    coexec_pool_t p = {0};
-    CH_CHECK_RC(coexec_xstream_get_main_pool(xs_rank(rank), &p), COEXEC_OK);
-    return p;
-}
-
-/* A ULT on the main pool of stream `rank` (it may be stolen later). */
-static inline void spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
-                            coexec_thread_t *t)
-{
-    CH_CHECK_RC(coexec_thread_create_on(xs_rank(rank), fn, arg, NULL, t),
-                COEXEC_OK);
-}
-
-static inline void free_threads(coexec_thread_t *t, int n)
-{
-    for (int i = 0; i < n; i++)
-        CH_CHECK_RC(coexec_thread_free(&t[i]), COEXEC_OK);
-}
-
 /* Waits until t is parked (for a lock, a cond, a barrier ...). */
 static inline bool wait_blocked(coexec_thread_t t)
 {
-    return CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED);
-}
-
-/*
- * Lets others run for about ms milliseconds. Used only to give a broken
- * implementation the time to do the wrong thing (wake too many, grant a
- * lock it must not); a correct implementation passes whatever the length.
- */
-static inline void linger(double ms)
-{
-    double t0 = ch_now();
-    while ((ch_now() - t0) * 1e3 < ms)
-        ch_relax();
+    return CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
 }
 
 /* A helper pthread running fn(arg) with a done flag. */

@@ -96,12 +96,12 @@ static void run_barrier(int nu, int ne, int with_main)
     for (int i = 0; i < n; i++)
         a[i] = (bar_arg_t){B, i};
     for (int i = 0; i < nu; i++)
-        spawn_on(i % NSTREAMS, bar_body, &a[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, bar_body, &a[i], &t[i]);
     for (int i = 0; i < ne; i++)
         ext_start(&e[i], bar_body, &a[nu + i]);
     if (with_main)
         bar_body(&a[n - 1]);
-    free_threads(t, nu);
+    ch_free_threads(t, nu);
     for (int i = 0; i < ne; i++)
         ext_join(&e[i]);
     CH_ASSERT_EQ(atomic_load(&B->bad_phase), 0);
@@ -161,7 +161,7 @@ static void t_barrier_errors(void)
     CH_ASSERT_OK(coexec_barrier_init(&b, 2));
     bwait_t w = {&b, -1, -1};
     coexec_thread_t t;
-    spawn_on(1, bwait_body, &w, &t);
+    ch_spawn_on(1, bwait_body, &w, &t);
     CU_ASSERT(wait_blocked(t));
     CH_ASSERT_RC(coexec_barrier_destroy(&b), COEXEC_EBUSY);
     int serial = -1;

@@ -130,13 +130,13 @@ static void t_cond_signal(void)
     for (int i = 0; i < N; i++)
         a[i] = (cv_arg_t){&cv, i};
     for (int i = 0; i < NU; i++)
-        spawn_on(i % NSTREAMS, token_waiter, &a[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, token_waiter, &a[i], &t[i]);
     for (int i = 0; i < NE; i++)
         ext_start(&e[i], token_waiter, &a[NU + i]);
     CH_WAIT(cv_read(&cv, &cv.waiting) == N);
     for (int k = 0; k < N; k++) {
         if (k == N - 1) {
-            CH_ASSERT_OK(ch_run_tasklet_in(pool_of_rank(1),
+            CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(1),
                                            tasklet_give_token, &cv));
         } else {
             CH_ASSERT_OK(coexec_mutex_lock(&cv.m));
@@ -145,10 +145,10 @@ static void t_cond_signal(void)
             CH_ASSERT_OK(coexec_mutex_unlock(&cv.m));
         }
         CH_WAIT(cv_read(&cv, &cv.woken) == k + 1);
-        linger(1);
+        ch_linger(1);
         CH_ASSERT_EQ(cv_read(&cv, &cv.woken), k + 1); /* one, not more */
     }
-    free_threads(t, NU);
+    ch_free_threads(t, NU);
     for (int i = 0; i < NE; i++)
         ext_join(&e[i]);
     CH_ASSERT_EQ(cv.tokens, 0);
@@ -176,7 +176,7 @@ static void t_cond_broadcast(void)
         for (int i = 0; i < N; i++)
             a[i] = (cv_arg_t){&cv, i};
         for (int i = 0; i < NU; i++)
-            spawn_on(i % NSTREAMS, go_waiter, &a[i], &t[i]);
+            ch_spawn_on(i % NSTREAMS, go_waiter, &a[i], &t[i]);
         for (int i = 0; i < NE; i++)
             ext_start(&e[i], go_waiter, &a[NU + i]);
         CH_WAIT(cv_read(&cv, &cv.waiting) == N);
@@ -184,7 +184,7 @@ static void t_cond_broadcast(void)
         cv.go = 1;
         CH_ASSERT_OK(coexec_cond_broadcast(&cv.c));
         CH_ASSERT_OK(coexec_mutex_unlock(&cv.m));
-        free_threads(t, NU);
+        ch_free_threads(t, NU);
         for (int i = 0; i < NE; i++)
             ext_join(&e[i]);
         CH_ASSERT_EQ(atomic_load(&cv.done), N);
@@ -219,7 +219,7 @@ static void *ext_cond_wait_expect(void *arg)
 static void t_cond_requires_mutex(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p1 = pool_of_rank(1);
+    coexec_pool_t p1 = ch_main_pool(1);
     cv_t cv;
     cv_init(&cv);
     /* not held at all */
@@ -252,7 +252,7 @@ static void t_cond_requires_mutex(void)
     CH_ASSERT_OK(coexec_mutex_init(&m2, COEXEC_MUTEX_PLAIN));
     cv_arg_t a = {&cv, 0};
     coexec_thread_t t;
-    spawn_on(2, go_waiter, &a, &t);
+    ch_spawn_on(2, go_waiter, &a, &t);
     CH_WAIT(cv_read(&cv, &cv.waiting) == 1);
     CH_ASSERT_OK(coexec_mutex_lock(&m2));
     CH_ASSERT_RC(coexec_cond_wait(&cv.c, &m2), COEXEC_EINVAL);
@@ -315,7 +315,7 @@ static void go_waiter_timed(void *arg)
 static void t_cond_timed(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p1 = pool_of_rank(1);
+    coexec_pool_t p1 = ch_main_pool(1);
     cv_t cv;
     cv_init(&cv);
     const uint64_t tmo[] = {0, 2 * MS, 20 * MS};
@@ -350,8 +350,8 @@ static void t_cond_timed(void)
     /* a timed waiter that is signalled returns COEXEC_OK */
     cv_arg_t ga[3] = {{&cv, 0}, {&cv, 1}, {&cv, 2}};
     coexec_thread_t t[2];
-    spawn_on(1, go_waiter_timed, &ga[0], &t[0]);
-    spawn_on(2, go_waiter_timed, &ga[1], &t[1]);
+    ch_spawn_on(1, go_waiter_timed, &ga[0], &t[0]);
+    ch_spawn_on(2, go_waiter_timed, &ga[1], &t[1]);
     ext_t e;
     ext_start(&e, go_waiter_timed, &ga[2]);
     CH_WAIT(cv_read(&cv, &cv.waiting) == 3);
@@ -359,7 +359,7 @@ static void t_cond_timed(void)
     cv.go = 1;
     CH_ASSERT_OK(coexec_cond_broadcast(&cv.c));
     CH_ASSERT_OK(coexec_mutex_unlock(&cv.m));
-    free_threads(t, 2);
+    ch_free_threads(t, 2);
     ext_join(&e);
     CH_ASSERT_EQ(cv.woken, 3);
 
@@ -369,12 +369,12 @@ static void t_cond_timed(void)
     cv.woken = 0;
     ctimed_t gone = {.cv = &cv, .timeout = 5 * MS};
     coexec_thread_t tg;
-    spawn_on(3, cond_timed_body, &gone, &tg);
+    ch_spawn_on(3, cond_timed_body, &gone, &tg);
     CH_ASSERT_OK(coexec_thread_free(&tg));
     CH_ASSERT_RC(gone.rc, COEXEC_ETIMEDOUT);
     cv_arg_t ta = {&cv, 0};
     coexec_thread_t tt;
-    spawn_on(1, token_waiter, &ta, &tt);
+    ch_spawn_on(1, token_waiter, &ta, &tt);
     CH_WAIT(cv_read(&cv, &cv.waiting) == 1);
     CH_ASSERT_OK(coexec_mutex_lock(&cv.m));
     cv.tokens = 1;
@@ -475,14 +475,14 @@ static void t_cond_producer_consumer(void)
     for (int i = 0; i <= NC; i++)
         ca[i] = (pc_arg_t){&pc, i};
     for (int i = 0; i < NC; i++)
-        spawn_on(i % NSTREAMS, consumer, &ca[i], &ct[i]);
+        ch_spawn_on(i % NSTREAMS, consumer, &ca[i], &ct[i]);
     ext_start(&ce, consumer, &ca[NC]);
     for (int i = 0; i < NP; i++)
-        spawn_on((i + 1) % NSTREAMS, producer, &pa[i], &pt[i]);
+        ch_spawn_on((i + 1) % NSTREAMS, producer, &pa[i], &pt[i]);
     ext_start(&pe, producer, &pa[NP]);
-    free_threads(pt, NP);
+    ch_free_threads(pt, NP);
     ext_join(&pe);
-    free_threads(ct, NC);
+    ch_free_threads(ct, NC);
     ext_join(&ce);
     CH_ASSERT_EQ(pc.consumed, pc.total);
     CH_ASSERT_EQ(pc.count, 0);
@@ -513,7 +513,7 @@ static void t_cond_destroy(void)
     cv_arg_t a[2] = {{&cv, 0}, {&cv, 1}};
     coexec_thread_t t;
     ext_t e;
-    spawn_on(1, go_waiter, &a[0], &t);
+    ch_spawn_on(1, go_waiter, &a[0], &t);
     ext_start(&e, go_waiter, &a[1]);
     CH_WAIT(cv_read(&cv, &cv.waiting) == 2);
     CH_ASSERT_RC(coexec_cond_destroy(&cv.c), COEXEC_EBUSY);

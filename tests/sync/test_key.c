@@ -90,9 +90,9 @@ static void t_key_values(void)
         slot[i].idx = i;
         u[i] = (kult_t){.k1 = k1, .k2 = k2, .slot = &slot[i],
                         .rounds = ch_iters(100, 5)};
-        spawn_on(i % NSTREAMS, key_values_ult, &u[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, key_values_ult, &u[i], &t[i]);
     }
-    free_threads(t, N);
+    ch_free_threads(t, N);
     for (int i = 0; i < N; i++) {
         CH_ASSERT_EQ(atomic_load(&slot[i].dtor_calls), 1);
         CH_ASSERT_EQ(atomic_load(&slot[i].dtor_on_owner), 1);
@@ -177,9 +177,9 @@ static void t_key_destructors(void)
         int mode = i % 5;
         u[i] = (kult_t){.k1 = k1, .k2 = k2, .slot = &slot[i], .mode = mode,
                         .other = mode >= 3 ? &other[i] : NULL};
-        spawn_on(i % NSTREAMS, key_modes_ult, &u[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, key_modes_ult, &u[i], &t[i]);
     }
-    free_threads(t, N); /* destructors run before the ULTs count as done */
+    ch_free_threads(t, N); /* destructors run before the ULTs count as done */
     for (int i = 0; i < N; i++) {
         int mode = i % 5;
         int want_slot = mode == 0 || mode == 3 || mode == 4;
@@ -196,17 +196,17 @@ static void t_key_destructors(void)
     coexec_thread_t xt;
     for (int i = 0; i < 3; i++)
         xu[i] = (kult_t){.k1 = k1, .slot = &xs_[i], .mode = 0};
-    spawn_on(1, key_exit_ult, &xu[0], &xt);
+    ch_spawn_on(1, key_exit_ult, &xu[0], &xt);
     CH_ASSERT_OK(coexec_thread_free(&xt));
     CH_ASSERT_EQ(atomic_load(&xs_[0].dtor_calls), 1);
     CH_ASSERT_EQ(atomic_load(&xs_[0].dtor_on_owner), 1);
-    CH_ASSERT_OK(coexec_thread_create_on(xs_rank(2), key_modes_ult, &xu[1],
+    CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(2), key_modes_ult, &xu[1],
                                          NULL, NULL));
-    CH_ASSERT_OK(coexec_thread_create_on(xs_rank(3), key_exit_ult, &xu[2],
+    CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(3), key_exit_ult, &xu[2],
                                          NULL, NULL));
     CH_WAIT(atomic_load(&xs_[1].dtor_calls) == 1 &&
             atomic_load(&xs_[2].dtor_calls) == 1);
-    linger(2);
+    ch_linger(2);
     for (int i = 1; i < 3; i++) {
         CH_ASSERT_EQ(atomic_load(&xs_[i].dtor_calls), 1);
         CH_ASSERT_EQ(atomic_load(&xs_[i].dtor_on_owner), 1);
@@ -224,9 +224,9 @@ static void t_key_destructors(void)
     for (int i = 0; i < R; i++) {
         rs[i].resets = resets[i];
         ru[i] = (kult_t){.slot = &rs[i]};
-        spawn_on(1 + i % 3, key_reset_ult, &ru[i], &rt[i]);
+        ch_spawn_on(1 + i % 3, key_reset_ult, &ru[i], &rt[i]);
     }
-    free_threads(rt, R);
+    ch_free_threads(rt, R);
     for (int i = 0; i < R; i++) {
         CH_ASSERT_EQ(atomic_load(&rs[i].dtor_calls), calls[i]);
         CH_ASSERT_EQ(atomic_load(&rs[i].dtor_on_owner), calls[i]);
@@ -293,7 +293,7 @@ static void t_key_delete(void)
     kdel_t d = {.a = &a, .b = &b};
     CH_ASSERT_OK_FATAL(coexec_key_create(dtor_count, &d.k1));
     coexec_thread_t t;
-    spawn_on(1, key_delete_ult, &d, &t);
+    ch_spawn_on(1, key_delete_ult, &d, &t);
     CH_WAIT(atomic_load(&d.set_done));
     CH_ASSERT_OK(coexec_key_delete(d.k1));
     CH_ASSERT_OK(coexec_key_create(dtor_count, &d.k2));

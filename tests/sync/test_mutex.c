@@ -42,10 +42,10 @@ static void run_exclusion(coexec_mutex_t *m, int nult, int next, long iters)
     coexec_thread_t t[32];
     ext_t e[4];
     for (int i = 0; i < nult; i++)
-        spawn_on(i % NSTREAMS, excl_body, &x, &t[i]);
+        ch_spawn_on(i % NSTREAMS, excl_body, &x, &t[i]);
     for (int i = 0; i < next; i++)
         ext_start(&e[i], excl_body, &x);
-    free_threads(t, nult);
+    ch_free_threads(t, nult);
     for (int i = 0; i < next; i++)
         ext_join(&e[i]);
     CH_ASSERT_EQ(atomic_load(&x.overlaps), 0);
@@ -80,7 +80,7 @@ static void unlock_eperm_body(void *arg)
 static void t_mutex_static(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p1 = pool_of_rank(1);
+    coexec_pool_t p1 = ch_main_pool(1);
     run_exclusion(&g_static_mutex, 8, 1, ch_iters(1000, 50));
     CH_ASSERT_OK(coexec_mutex_trylock(&g_static_mutex));
     try_t busy = {&g_static_mutex, COEXEC_EBUSY};
@@ -121,7 +121,7 @@ static void contend_body(void *arg)
 static void t_mutex_recursive(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p2 = pool_of_rank(2);
+    coexec_pool_t p2 = ch_main_pool(2);
     coexec_mutex_t m;
     CH_ASSERT_OK_FATAL(coexec_mutex_init(&m, COEXEC_MUTEX_RECURSIVE));
     CH_ASSERT_OK(coexec_mutex_lock(&m));
@@ -133,14 +133,14 @@ static void t_mutex_recursive(void)
 
     contend_t c = {.m = &m};
     coexec_thread_t t;
-    spawn_on(1, contend_body, &c, &t);
+    ch_spawn_on(1, contend_body, &c, &t);
     CU_ASSERT(wait_blocked(t));
     try_t busy = {&m, COEXEC_EBUSY};
     for (int held = 3; held > 1; held--) {
         CH_ASSERT_OK(coexec_mutex_unlock(&m));
-        linger(2);
+        ch_linger(2);
         CH_ASSERT_EQ(atomic_load(&c.got), 0);
-        CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_BLOCKED);
+        CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
         CH_ASSERT_OK(ch_run_ult_in(p2, try_body, &busy));
         CH_ASSERT_OK(ch_run_ult_in(p2, unlock_eperm_body, &m));
     }
@@ -179,7 +179,7 @@ static void *ext_unlock_unlocked(void *arg)
 static void t_mutex_errors(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p1 = pool_of_rank(1);
+    coexec_pool_t p1 = ch_main_pool(1);
     coexec_mutex_t m;
     CH_ASSERT_OK_FATAL(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN));
     CH_ASSERT_RC(coexec_mutex_unlock(&m), COEXEC_EPERM); /* unlocked */
@@ -256,7 +256,7 @@ static void tlock_body(void *arg)
 static void t_mutex_timed(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p1 = pool_of_rank(1);
+    coexec_pool_t p1 = ch_main_pool(1);
     coexec_mutex_t m;
     CH_ASSERT_OK_FATAL(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN));
     CH_ASSERT_OK(coexec_mutex_lock(&m));
@@ -279,12 +279,12 @@ static void t_mutex_timed(void)
     tlock_t a = {.m = &m, .timeout = LONG_TIMEOUT_NS};
     tlock_t b = {.m = &m, .timeout = LONG_TIMEOUT_NS};
     coexec_thread_t t;
-    spawn_on(2, tlock_body, &a, &t);
+    ch_spawn_on(2, tlock_body, &a, &t);
     ext_t e;
     ext_start(&e, tlock_body, &b);
     CU_ASSERT(wait_blocked(t));
     CH_WAIT(atomic_load(&b.started));
-    linger(5);
+    ch_linger(5);
     CH_ASSERT_OK(coexec_mutex_unlock(&m));
     CH_ASSERT_OK(coexec_thread_free(&t));
     ext_join(&e);
@@ -306,11 +306,11 @@ static void t_mutex_timed(void)
     coexec_thread_t wt[3];
     CH_ASSERT_OK(coexec_mutex_lock(&m));
     for (int i = 0; i < 3; i++) {
-        spawn_on(1 + i, tlock_body, &w[i], &wt[i]);
+        ch_spawn_on(1 + i, tlock_body, &w[i], &wt[i]);
         /* C may time out before this thread gets to see it blocked (a
          * busy machine can hold it off for longer than 10 ms): then it is
          * done, and D simply queues behind B alone. */
-        CU_ASSERT(CH_WAIT(thread_state(wt[i]) == COEXEC_UNIT_BLOCKED ||
+        CU_ASSERT(CH_WAIT(ch_thread_state(wt[i]) == COEXEC_UNIT_BLOCKED ||
                           atomic_load(&w[i].done)));
     }
     CH_WAIT(atomic_load(&w[1].done));
@@ -318,7 +318,7 @@ static void t_mutex_timed(void)
     CU_ASSERT(w[1].elapsed >= 10 * MS);
     CH_ASSERT_EQ(atomic_load(&pos), 0);
     CH_ASSERT_OK(coexec_mutex_unlock(&m));
-    free_threads(wt, 3);
+    ch_free_threads(wt, 3);
     CH_ASSERT_EQ(atomic_load(&pos), 2);
     CH_ASSERT_EQ(order[0], 0);
     CH_ASSERT_EQ(order[1], 2);
@@ -381,7 +381,7 @@ static void t_mutex_fifo(void)
     CH_ASSERT_OK(coexec_mutex_lock(&f.m));
     for (int i = 0; i < K; i++) {
         a[i] = (fifo_arg_t){&f, i, i % 3 == 1};
-        spawn_on(1 + i % 3, fifo_waiter, &a[i], &t[i]);
+        ch_spawn_on(1 + i % 3, fifo_waiter, &a[i], &t[i]);
         CU_ASSERT(wait_blocked(t[i]));
     }
     CH_ASSERT_OK(coexec_mutex_unlock(&f.m));
@@ -391,7 +391,7 @@ static void t_mutex_fifo(void)
     if (rc == COEXEC_OK)
         CH_ASSERT_OK(coexec_mutex_unlock(&f.m));
     atomic_store(&f.release_first, 1);
-    free_threads(t, K);
+    ch_free_threads(t, K);
     CH_ASSERT_EQ(f.n, K);
     for (int i = 0; i < K; i++)
         CH_ASSERT_EQ(f.order[i], i);
@@ -461,7 +461,7 @@ static void t_mutex_no_starvation(void)
         CH_ASSERT_OK(coexec_thread_create(s[i % 2].pool, fair_body, &a[i],
                                           NULL, &t[i]));
     }
-    free_threads(t, 4);
+    ch_free_threads(t, 4);
     for (int i = 0; i < 4; i++)
         CU_ASSERT(f.count[i] >= f.quota);
     CH_ASSERT_OK(coexec_mutex_destroy(&f.m));

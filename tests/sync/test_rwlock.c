@@ -108,7 +108,7 @@ static void rw_expect(void *arg)
 static void t_rwlock_readers_share(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p1 = pool_of_rank(1);
+    coexec_pool_t p1 = ch_main_pool(1);
     enum { NU = 12, N = NU + 1 };
     rw_t rw;
     memset(&rw, 0, sizeof rw);
@@ -118,7 +118,7 @@ static void t_rwlock_readers_share(void)
     for (int i = 0; i < N; i++)
         a[i] = (rw_arg_t){&rw, i};
     for (int i = 0; i < NU; i++)
-        spawn_on(i % NSTREAMS, share_reader, &a[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, share_reader, &a[i], &t[i]);
     ext_t e;
     ext_start(&e, share_reader, &a[NU]);
     /* every reader holds it at once (it would hang here otherwise) */
@@ -134,7 +134,7 @@ static void t_rwlock_readers_share(void)
     CH_ASSERT_RC(coexec_rwlock_trywrlock(&rw.l), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_rwlock_destroy(&rw.l), COEXEC_EBUSY);
     atomic_store(&rw.release, 1);
-    free_threads(t, NU);
+    ch_free_threads(t, NU);
     ext_join(&e);
     CH_ASSERT_EQ(atomic_load(&rw.readers), 0);
     CH_ASSERT_OK(coexec_rwlock_trywrlock(&rw.l));
@@ -206,12 +206,12 @@ static void t_rwlock_writer_excludes(void)
     for (int i = 0; i < NW + NR + 2; i++)
         a[i] = (rw_arg_t){&rw, i};
     for (int i = 0; i < NW + NR; i++)
-        spawn_on(i % NSTREAMS, i < NW ? excl_writer : excl_reader, &a[i],
+        ch_spawn_on(i % NSTREAMS, i < NW ? excl_writer : excl_reader, &a[i],
                  &t[i]);
     ext_t ew, er;
     ext_start(&ew, excl_writer, &a[NW + NR]);
     ext_start(&er, excl_reader, &a[NW + NR + 1]);
-    free_threads(t, NW + NR);
+    ch_free_threads(t, NW + NR);
     ext_join(&ew);
     ext_join(&er);
     CH_ASSERT_EQ(atomic_load(&rw.bad), 0);
@@ -270,16 +270,16 @@ static void t_rwlock_writer_not_starved(void)
     for (int i = 0; i < NR + 3; i++)
         a[i] = (rw_arg_t){&rw, i};
     for (int i = 0; i < NR; i++)
-        spawn_on(1 + i % 3, stream_reader, &a[i], &t[i]);
+        ch_spawn_on(1 + i % 3, stream_reader, &a[i], &t[i]);
     ext_t er, ew;
     ext_start(&er, stream_reader, &a[NR]);
     rw_arg_t w0 = {&rw, 0}, w1 = {&rw, 1};
-    spawn_on(0, starved_writer, &w0, &t[NR]);
+    ch_spawn_on(0, starved_writer, &w0, &t[NR]);
     CU_ASSERT(CH_WAIT(atomic_load(&rw.arrived) == 1));
     ext_start(&ew, starved_writer, &w1);
     CU_ASSERT(CH_WAIT(atomic_load(&rw.arrived) == 2));
     atomic_store(&rw.stop, 1);
-    free_threads(t, NR + 1);
+    ch_free_threads(t, NR + 1);
     ext_join(&er);
     ext_join(&ew);
     CH_ASSERT_EQ(rw.value, 2);
@@ -319,7 +319,7 @@ static void rwop_body(void *arg)
 static void t_rwlock_arrival_order(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p3 = pool_of_rank(3);
+    coexec_pool_t p3 = ch_main_pool(3);
     coexec_rwlock_t l;
     CH_ASSERT_OK_FATAL(coexec_rwlock_init(&l));
     int log[8];
@@ -330,13 +330,13 @@ static void t_rwlock_arrival_order(void)
     rwop_t w = {.l = &l, .write = 1, .id = 0, .log = log, .pos = &pos};
     rwop_t r = {.l = &l, .write = 0, .id = 1, .log = log, .pos = &pos};
     coexec_thread_t tw, tr;
-    spawn_on(1, rwop_body, &w, &tw);
+    ch_spawn_on(1, rwop_body, &w, &tw);
     CU_ASSERT(wait_blocked(tw));
     rwexp_t tryr = {&l, 0, COEXEC_EBUSY, UINT64_MAX};
     CH_ASSERT_OK(ch_run_ult_in(p3, rw_expect, &tryr));
-    spawn_on(2, rwop_body, &r, &tr);
-    CH_WAIT(thread_state(tr) == COEXEC_UNIT_BLOCKED || atomic_load(&r.got));
-    linger(2);
+    ch_spawn_on(2, rwop_body, &r, &tr);
+    CH_WAIT(ch_thread_state(tr) == COEXEC_UNIT_BLOCKED || atomic_load(&r.got));
+    ch_linger(2);
     CH_ASSERT_EQ(atomic_load(&r.got), 0);
     CH_ASSERT_EQ(atomic_load(&w.got), 0);
     CH_ASSERT_OK(coexec_rwlock_unlock(&l));
@@ -362,13 +362,13 @@ static void t_rwlock_arrival_order(void)
     q[0].hold_until = &r2_got_flag;
     coexec_thread_t tq[4];
     for (int i = 0; i < 4; i++) {
-        spawn_on(1 + i % 3, rwop_body, &q[i], &tq[i]);
+        ch_spawn_on(1 + i % 3, rwop_body, &q[i], &tq[i]);
         CU_ASSERT(wait_blocked(tq[i]));
     }
     CH_ASSERT_OK(coexec_rwlock_unlock(&l));
     CU_ASSERT(CH_WAIT(atomic_load(&q[1].got)));
     atomic_store(&r2_got_flag, 1);
-    free_threads(tq, 4);
+    ch_free_threads(tq, 4);
     CH_ASSERT_EQ(atomic_load(&pos), 4);
     CU_ASSERT((log[0] == 0 && log[1] == 1) || (log[0] == 1 && log[1] == 0));
     CH_ASSERT_EQ(log[2], 2);
@@ -425,7 +425,7 @@ static void ext_write_holder(void *arg)
 static void t_rwlock_errors(void)
 {
     ch_init(NSTREAMS);
-    coexec_pool_t p1 = pool_of_rank(1);
+    coexec_pool_t p1 = ch_main_pool(1);
     coexec_rwlock_t l;
     CH_ASSERT_OK_FATAL(coexec_rwlock_init(&l));
     CH_ASSERT_RC(coexec_rwlock_unlock(&l), COEXEC_EPERM); /* not held */

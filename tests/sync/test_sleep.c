@@ -51,11 +51,11 @@ static void t_sleep_never_early(void)
         per[i] = (sleeper_t){.id = i, .rounds = s.rounds};
     }
     for (int i = 0; i < NU; i++)
-        spawn_on(i % NSTREAMS, sleeper_body, &per[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, sleeper_body, &per[i], &t[i]);
     for (int i = 0; i < NE; i++)
         ext_start(&e[i], sleeper_body, &per[NU + i]);
     sleeper_body(&per[NU + NE]); /* the main ULT too */
-    free_threads(t, NU);
+    ch_free_threads(t, NU);
     for (int i = 0; i < NE; i++)
         ext_join(&e[i]);
     long early = 0;
@@ -152,7 +152,7 @@ static void t_sleep_stream_not_blocked(void)
     nb_t m;
     memset(&m, 0, sizeof m);
     coexec_thread_t tm;
-    CH_ASSERT_OK(coexec_thread_create(pool_of_rank(0), nb_spinner, &m, NULL,
+    CH_ASSERT_OK(coexec_thread_create(ch_main_pool(0), nb_spinner, &m, NULL,
                                       &tm));
     CH_WAIT(atomic_load(&m.progress) > 0);
     int adv = 0;
@@ -195,10 +195,10 @@ static void t_sleep_idle_stream_parks(void)
     uint64_t ns = 600 * MS;
     coexec_thread_t t[NSTREAMS - 1];
     for (int i = 0; i < NSTREAMS - 1; i++) {
-        spawn_on(1 + i, long_sleeper, &ns, &t[i]);
+        ch_spawn_on(1 + i, long_sleeper, &ns, &t[i]);
         CU_ASSERT(wait_blocked(t[i]));
     }
-    linger(5); /* let the streams settle into their parked state */
+    ch_linger(5); /* let the streams settle into their parked state */
     double c0 = cpu_seconds(), w0 = ch_now();
     CH_ASSERT_OK(coexec_sleep_ns(200 * MS));
     double c1 = cpu_seconds(), w1 = ch_now();
@@ -207,7 +207,7 @@ static void t_sleep_idle_stream_parks(void)
             cpu * 1e3, wall * 1e3);
     CU_ASSERT(wall >= 0.2);
     CU_ASSERT(cpu < 0.25 * wall);
-    free_threads(t, NSTREAMS - 1);
+    ch_free_threads(t, NSTREAMS - 1);
     ch_finalize();
 }
 
@@ -270,8 +270,8 @@ static void t_sleep_deadline_order(void)
             d[i].deadline = base + (uint64_t)perm[i] * MS;
         atomic_store(&go, 1);
         for (int i = 0; i < K; i++)
-            CH_WAIT(thread_state(t[i]) == COEXEC_UNIT_TERMINATED);
-        free_threads(t, K);
+            CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_TERMINATED);
+        ch_free_threads(t, K);
         long pairs = 0;
         for (int i = 0; i < K; i++) {
             late += !d[i].late_ok;
@@ -343,15 +343,15 @@ static void t_sleep_waker_no_cut(void)
         wk_t k;
         memset(&k, 0, sizeof k);
         coexec_thread_t t;
-        spawn_on(1 + round, waked_sleeper, &k, &t);
+        ch_spawn_on(1 + round, waked_sleeper, &k, &t);
         CH_WAIT(atomic_load(&k.ready));
         /* Normally it is seen asleep; if this thread is held off past
          * both sleeps, the wakes below come late and prove less, but
          * nothing here may then fail. */
-        CU_ASSERT(CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED ||
+        CU_ASSERT(CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED ||
                           atomic_load(&k.slept)));
         CH_ASSERT_OK(coexec_waker_wake(k.w));
-        linger(1);
+        ch_linger(1);
         ext_t e;
         ext_start(&e, ext_wake, &k);
         ext_join(&e);

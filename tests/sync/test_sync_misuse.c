@@ -71,7 +71,7 @@ static void t_context_tasklet(void)
     CH_ASSERT_OK_FATAL(coexec_key_create(NULL, &x.k));
     CH_ASSERT_OK(coexec_mutex_lock(&x.held));
     for (int r = 1; r < NSTREAMS; r++)
-        CH_ASSERT_OK(ch_run_tasklet_in(pool_of_rank(r), tasklet_calls, &x));
+        CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(r), tasklet_calls, &x));
     CH_ASSERT_OK(coexec_mutex_unlock(&x.held));
     /* the refused calls left nothing behind: every object is free */
     CH_ASSERT_OK(coexec_mutex_destroy(&x.m));
@@ -109,7 +109,7 @@ static void t_context_tasklet_owner(void)
     atomic_init(&h.step, 0);
     CH_ASSERT_OK_FATAL(coexec_mutex_init(&h.m, COEXEC_MUTEX_PLAIN));
     coexec_tasklet_t k;
-    CH_ASSERT_OK(coexec_tasklet_create_on(xs_rank(1), tasklet_holder, &h, &k));
+    CH_ASSERT_OK(coexec_tasklet_create_on(ch_xstream(1), tasklet_holder, &h, &k));
     CH_WAIT(atomic_load(&h.step) == 1);
     CH_ASSERT_RC(coexec_mutex_trylock(&h.m), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_mutex_unlock(&h.m), COEXEC_EPERM);
@@ -283,7 +283,7 @@ static void t_args_init_live(void)
     CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN), COEXEC_EBUSY);
     live_t wu = {.m = &m, .rc = 1}, we = {.m = &m, .rc = 1};
     coexec_thread_t t;
-    spawn_on(1, live_lock, &wu, &t);
+    ch_spawn_on(1, live_lock, &wu, &t);
     wait_blocked(t);
     CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_RECURSIVE), COEXEC_EBUSY);
     ext_t e;
@@ -321,7 +321,7 @@ static void t_args_init_live(void)
     memset(&c, 0, sizeof c);
     CH_ASSERT_OK_FATAL(coexec_cond_init(&c));
     live_t wc = {.m = &m, .c = &c, .rc = 1};
-    spawn_on(2, live_cond, &wc, &t);
+    ch_spawn_on(2, live_cond, &wc, &t);
     CH_WAIT(atomic_load(&wc.arriving));
     wait_blocked(t);
     CH_ASSERT_OK(coexec_mutex_lock(&m)); /* its wait let go of m */
@@ -344,7 +344,7 @@ static void t_args_init_live(void)
     CH_ASSERT_OK(coexec_rwlock_wrlock(&l));
     CH_CHECK_RC(coexec_rwlock_init(&l), COEXEC_EBUSY);
     live_t wr = {.l = &l, .rc = 1};
-    spawn_on(3, live_rdlock, &wr, &t);
+    ch_spawn_on(3, live_rdlock, &wr, &t);
     wait_blocked(t);
     CH_CHECK_RC(coexec_rwlock_init(&l), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_rwlock_unlock(&l)); /* still ours */
@@ -360,7 +360,7 @@ static void t_args_init_live(void)
     memset(&b, 0, sizeof b);
     CH_ASSERT_OK_FATAL(coexec_barrier_init(&b, 2));
     live_t wb = {.b = &b, .rc = 1};
-    spawn_on(1, live_barrier, &wb, &t);
+    ch_spawn_on(1, live_barrier, &wb, &t);
     wait_blocked(t);
     CH_CHECK_RC(coexec_barrier_init(&b, 3), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_barrier_wait(&b, NULL)); /* still for two */
@@ -370,13 +370,13 @@ static void t_args_init_live(void)
     CH_ASSERT_OK(coexec_barrier_init(&b, 3));
     coexec_thread_t t2[2];
     atomic_store(&wb.done, 0);
-    spawn_on(1, live_barrier, &wb, &t2[0]);
-    spawn_on(2, live_barrier, &wb, &t2[1]);
+    ch_spawn_on(1, live_barrier, &wb, &t2[0]);
+    ch_spawn_on(2, live_barrier, &wb, &t2[1]);
     wait_blocked(t2[0]);
     wait_blocked(t2[1]);
     CH_ASSERT_EQ(atomic_load(&wb.done), 0);
     CH_ASSERT_OK(coexec_barrier_wait(&b, NULL));
-    free_threads(t2, 2);
+    ch_free_threads(t2, 2);
     CH_ASSERT_EQ(atomic_load(&wb.done), 2);
     CH_ASSERT_OK(coexec_barrier_destroy(&b));
 

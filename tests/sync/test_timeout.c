@@ -98,14 +98,14 @@ static void t_timeout_many(void)
             CH_ASSERT_OK(coexec_thread_create(s.pool, tmo_body, &a[i], NULL,
                                               &t[i]));
         CH_WAIT(atomic_load(&T.done) == K);
-        free_threads(t, K);
+        ch_free_threads(t, K);
         /* every stream and external threads */
         atomic_store(&T.done, 0);
         for (int i = 0; i < K; i++)
-            spawn_on(i % NSTREAMS, tmo_body, &a[i], &t[i]);
+            ch_spawn_on(i % NSTREAMS, tmo_body, &a[i], &t[i]);
         for (int i = 0; i < KE; i++)
             ext_start(&e[i], tmo_body, &a[K + i]);
-        free_threads(t, K);
+        ch_free_threads(t, K);
         for (int i = 0; i < KE; i++)
             ext_join(&e[i]);
         CH_ASSERT_EQ(atomic_load(&T.done), K + KE);
@@ -290,10 +290,10 @@ static void race_run(race_t *R, void (*fn)(void *), int nu, int ne)
     for (int i = 0; i < nu + ne; i++)
         a[i] = (race_arg_t){R, i};
     for (int i = 0; i < nu; i++)
-        spawn_on(i % NSTREAMS, fn, &a[i], &t[i]);
+        ch_spawn_on(i % NSTREAMS, fn, &a[i], &t[i]);
     for (int i = 0; i < ne; i++)
         ext_start(&e[i], fn, &a[nu + i]);
-    free_threads(t, nu);
+    ch_free_threads(t, nu);
     for (int i = 0; i < ne; i++)
         ext_join(&e[i]);
 }
@@ -360,8 +360,8 @@ void sync_busy_stream_timer(int sleep)
         CH_ASSERT_OK(coexec_thread_attr_init(&a));
         a.pinned = 1;
         coexec_thread_t w, h;
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs_rank(1), busy_hog, &b, &a, &h));
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs_rank(1), busy_timed_waiter,
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), busy_hog, &b, &a, &h));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), busy_timed_waiter,
                                                    &b, &a, &w));
         CH_ASSERT_OK(coexec_thread_free(&w));
         CH_ASSERT_OK(coexec_thread_free(&h));
@@ -430,10 +430,10 @@ static void t_timeout_races(void)
     for (int i = 0; i < 3; i++)
         pa[i] = (race_arg_t){&R, 100 + i};
     for (int i = 0; i < 2; i++)
-        spawn_on(1 + i, race_producer, &pa[i], &pt[i]);
+        ch_spawn_on(1 + i, race_producer, &pa[i], &pt[i]);
     ext_start(&pe, race_producer, &pa[2]);
     race_run(&R, race_consumer, 6, 1);
-    free_threads(pt, 2);
+    ch_free_threads(pt, 2);
     ext_join(&pe);
     CH_ASSERT_EQ(atomic_load(&R.bad), 0);
     CH_ASSERT_EQ(R.consumed, R.total);

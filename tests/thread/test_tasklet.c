@@ -20,13 +20,6 @@ static coexec_poll_status_t count_tasklet(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
-static int tasklet_state(coexec_tasklet_t k)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_tasklet_get_state(k, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
 /* ======================================================================= */
 /* basic                                                                    */
 /* ======================================================================= */
@@ -71,7 +64,7 @@ static void t_create_join_free(void)
     for (int i = 0; i < N; i++) {
         if (i % 2 == 0) {
             CH_ASSERT_OK(coexec_tasklet_join(k[i]));
-            CH_ASSERT_EQ(tasklet_state(k[i]), COEXEC_UNIT_TERMINATED);
+            CH_ASSERT_EQ(ch_tasklet_state(k[i]), COEXEC_UNIT_TERMINATED);
             CH_ASSERT_OK(coexec_tasklet_join(k[i]));
         }
         CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
@@ -133,7 +126,7 @@ static void t_join_in_place(void)
     c.out = -1;
     coexec_tasklet_t k;
     CH_ASSERT_OK(coexec_tasklet_create(standalone, calc_tasklet, &c, &k));
-    CH_ASSERT_EQ(tasklet_state(k), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_tasklet_state(k), COEXEC_UNIT_READY);
     CH_ASSERT_EQ(c.out, -1);
     CH_ASSERT_OK(coexec_tasklet_join(k));
     CH_ASSERT_EQ(c.out, 33);
@@ -273,7 +266,7 @@ static void wake_rounds(pend_t *p, coexec_tasklet_t k, int wait_blocked)
         if (!CH_WAIT(atomic_load(&p->published) == i + 1))
             return;
         if (wait_blocked)
-            CH_WAIT(tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         atomic_fetch_add(&p->woken, 1);
         CH_CHECK_RC(coexec_waker_wake(p->w), COEXEC_OK);
     }
@@ -320,12 +313,12 @@ static void t_pending(void)
             wake_rounds(&p, j.k, 1); /* the main ULT */
         }
         /* let its own stream poll it the last time, then join */
-        CH_WAIT(tasklet_state(j.k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(j.k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_join(j.k));
         CH_ASSERT_EQ(atomic_load(&p.polls), rounds + 1);
         CH_ASSERT_EQ(atomic_load(&p.early_polls), 0);
         CH_ASSERT_EQ(p.last_rank, s1.rank); /* polled again on its stream */
-        CH_ASSERT_EQ(tasklet_state(j.k), COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(ch_tasklet_state(j.k), COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&j.k));
     }
     CH_ASSERT_OK(ch_stream_free(&s1));
@@ -371,7 +364,7 @@ static void t_pending_join_and_inside(void)
     p.rounds = 1;
     CH_ASSERT_OK(coexec_tasklet_create(s.pool, pend_tasklet, &p, &k));
     CH_WAIT(atomic_load(&p.published) == 1);
-    CH_WAIT(tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     pjoin_t pj;
     pj.p = &p;
     pj.k = k;
@@ -416,7 +409,7 @@ static void t_join_started_not_in_place(void)
         p.last_rank = -1;
         coexec_tasklet_t k;
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, pend_tasklet, &p, &k));
-        CH_WAIT(atomic_load(&p.published) == 1 && tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(atomic_load(&p.published) == 1 && ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         atomic_fetch_add(&p.woken, 1);
         CH_ASSERT_OK(coexec_waker_wake(p.w));
         CH_ASSERT_OK(coexec_tasklet_join(k));

@@ -30,20 +30,6 @@ static coexec_poll_status_t count_tasklet(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
-static int thread_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static int self_rank(void)
-{
-    int r = -1;
-    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
-    return r;
-}
-
 /* ======================================================================= */
 /* basic                                                                    */
 /* ======================================================================= */
@@ -82,7 +68,7 @@ static void t_create_join_free(void)
     for (int i = 0; i < N; i++) {
         if (i % 3 == 0) {
             CH_ASSERT_OK(coexec_thread_join(t[i]));
-            CH_ASSERT_EQ(thread_state(t[i]), COEXEC_UNIT_TERMINATED);
+            CH_ASSERT_EQ(ch_thread_state(t[i]), COEXEC_UNIT_TERMINATED);
             CH_ASSERT_EQ(c[i].out, i * 3 + 1);
         }
         CH_ASSERT_OK(coexec_thread_free(&t[i]));
@@ -194,7 +180,7 @@ static void t_join_finished(void)
     atomic_store(&g_count, 0);
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(s.pool, count_ult, NULL, NULL, &t));
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
     CH_ASSERT_EQ(atomic_load(&g_count), 1);
     CH_ASSERT_OK(coexec_thread_join(t));
     CH_ASSERT_OK(coexec_thread_join(t)); /* again: still finished */
@@ -214,7 +200,7 @@ typedef struct {
 static void inplace_ult(void *arg)
 {
     inplace_t *p = arg;
-    p->rank = self_rank();
+    p->rank = ch_self_rank();
     CH_CHECK_RC(coexec_xstream_self(&p->xs), COEXEC_OK);
     p->caller = (int)coexec_self_caller();
     atomic_store(&p->ran, 1);
@@ -230,7 +216,7 @@ typedef struct {
 static void joiner_ult(void *arg)
 {
     joiner_t *j = arg;
-    j->my_rank = self_rank();
+    j->my_rank = ch_self_rank();
     CH_CHECK_RC(coexec_xstream_self(&j->my_xs), COEXEC_OK);
     coexec_thread_t t;
     CH_CHECK_RC(coexec_thread_create(j->standalone, inplace_ult, &j->probe, NULL, &t), COEXEC_OK);
@@ -252,7 +238,7 @@ static void t_join_not_started_in_place(void)
     p.rank = -1;
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(standalone, inplace_ult, &p, NULL, &t));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
     CH_ASSERT_EQ(atomic_load(&p.ran), 0);
     CH_ASSERT_OK(coexec_thread_join(t));
     CH_ASSERT_EQ(atomic_load(&p.ran), 1); /* ran before join returned */
@@ -330,7 +316,7 @@ static void t_join_running(void)
     CH_ASSERT_OK(coexec_thread_create(s.pool, gated_yielder_ult, NULL, NULL, &t));
     CH_ASSERT_OK(coexec_thread_join(t));
     CH_ASSERT_EQ(atomic_load(&g_count), 1);
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_thread_free(&t));
 
     /* an external thread joins; it returns only after the gate opens */
@@ -340,7 +326,7 @@ static void t_join_running(void)
     atomic_init(&e.rc, 1);
     atomic_init(&e.done, 0);
     CH_ASSERT_OK(coexec_thread_create(s.pool, gated_yielder_ult, NULL, NULL, &e.t));
-    CH_WAIT(thread_state(e.t) == COEXEC_UNIT_RUNNING || thread_state(e.t) == COEXEC_UNIT_READY);
+    CH_WAIT(ch_thread_state(e.t) == COEXEC_UNIT_RUNNING || ch_thread_state(e.t) == COEXEC_UNIT_READY);
     ch_pthread_t th;
     ch_pthread_start(&th, join_pthread, &e);
     /* while the gate is closed the joinee cannot finish */
@@ -418,7 +404,7 @@ static void t_join_popped_in_place(void)
         CH_ASSERT_OK(coexec_pool_pop(standalone, &u));
         CU_ASSERT(CH_SAME(u, kind == 0 ? coexec_thread_unit(t) : coexec_tasklet_unit(k)));
         if (kind == 0) {
-            CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY);
+            CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
             CH_ASSERT_OK(coexec_thread_join(t));
         } else {
             CH_ASSERT_OK(coexec_tasklet_join(k));
@@ -667,7 +653,7 @@ static void t_exit(void)
     }
     for (int i = 0; i < 4; i++) {
         CH_ASSERT_OK(coexec_thread_join(t[i]));
-        CH_ASSERT_EQ(thread_state(t[i]), COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(ch_thread_state(t[i]), COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_thread_free(&t[i]));
     }
     /* detached ULTs exiting */
@@ -815,7 +801,7 @@ static void state_ult(void *arg)
     state_probe_t *p = arg;
     coexec_thread_t me;
     CH_CHECK_RC(coexec_thread_self(&me), COEXEC_OK);
-    p->self_state = thread_state(me);
+    p->self_state = ch_thread_state(me);
     atomic_store(&p->phase, 1);
     CH_CHECK_RC(coexec_self_suspend(), COEXEC_OK);
     atomic_store(&p->phase, 2);
@@ -840,26 +826,26 @@ static void t_states(void)
     memset(&p, 0, sizeof p);
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(standalone, state_ult, &p, NULL, &t));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
     coexec_unit_t u;
     CH_ASSERT_OK(coexec_pool_pop(standalone, &u));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY); /* in no pool */
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY); /* in no pool */
     CH_ASSERT_OK(coexec_pool_push(s.pool, u));
     CH_WAIT(atomic_load(&p.phase) == 1);
     CH_ASSERT_EQ(p.self_state, COEXEC_UNIT_RUNNING);
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     /* a ULT waiting in a join is BLOCKED too */
     coexec_thread_t w;
     CH_ASSERT_OK(coexec_thread_create(s.pool, join_waiter_ult, &t, NULL, &w));
-    CH_WAIT(thread_state(w) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(w) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_thread_resume(t));
     CH_WAIT(atomic_load(&p.phase) == 2);
-    int st = thread_state(t);
+    int st = ch_thread_state(t);
     CU_ASSERT(st == COEXEC_UNIT_RUNNING || st == COEXEC_UNIT_READY);
     atomic_store(&p.phase, 3);
     CH_ASSERT_OK(coexec_thread_join(w));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_TERMINATED);
-    CH_ASSERT_EQ(thread_state(w), COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_EQ(ch_thread_state(w), COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_thread_free(&w));
     CH_ASSERT_OK(coexec_thread_free(&t));
     CH_ASSERT_OK(coexec_pool_free(&standalone));
@@ -880,13 +866,13 @@ typedef struct {
 static void sleeper_ult(void *arg)
 {
     sleeper_t *s = arg;
-    s->rank_before = self_rank();
+    s->rank_before = ch_self_rank();
     for (int i = 0; i < s->rounds; i++) {
         atomic_store(&s->phase, 2 * i + 1);
         CH_CHECK_RC(coexec_self_suspend(), COEXEC_OK);
         atomic_store(&s->phase, 2 * i + 2);
     }
-    s->rank_after = self_rank();
+    s->rank_after = ch_self_rank();
 }
 
 /* resumers */
@@ -901,7 +887,7 @@ static void resume_rounds(resumer_t *r)
     for (int i = 0; i < r->s->rounds; i++) {
         if (!CH_WAIT(atomic_load(&r->s->phase) == 2 * i + 1))
             return;
-        CH_WAIT(thread_state(r->t) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_thread_state(r->t) == COEXEC_UNIT_BLOCKED);
         int rc = coexec_thread_resume(r->t);
         if (rc != COEXEC_OK) {
             CH_CHECK_RC(rc, COEXEC_OK);
@@ -972,7 +958,7 @@ static void t_suspend_resume(void)
         resumer_t r;
         r.s = &sl;
         CH_ASSERT_OK(coexec_thread_create(s1.pool, sleeper_ult, &sl, NULL, &r.t));
-        CH_WAIT(thread_state(r.t) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_thread_state(r.t) == COEXEC_UNIT_BLOCKED);
         coexec_tasklet_t k;
         CH_ASSERT_OK(coexec_tasklet_create(s2.pool, resumer_tasklet, &r, &k));
         CH_ASSERT_OK(coexec_thread_join(r.t));
@@ -1020,7 +1006,7 @@ static void t_resume_before_suspend(void)
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(s.pool, early_ult, &e, NULL, &t));
     CH_WAIT(atomic_load(&e.phase) == 1);
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_RUNNING);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_RUNNING);
     CH_ASSERT_OK(coexec_thread_resume(t));
     CH_ASSERT_OK(coexec_thread_resume(t));
     atomic_store(&e.phase, 2);
@@ -1028,8 +1014,8 @@ static void t_resume_before_suspend(void)
     CH_ASSERT_EQ(e.suspends_returned, 1);
     /* now it parks for real (not TERMINATED: the second resume was not
      * remembered separately) */
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
     CH_ASSERT_EQ(atomic_load(&e.phase), 3);
     CH_ASSERT_OK(coexec_thread_resume(t));
     CH_ASSERT_OK(coexec_thread_join(t));
@@ -1047,7 +1033,7 @@ typedef struct {
 static void *resume_main_pthread(void *arg)
 {
     main_resumer_t *m = arg;
-    CH_WAIT(thread_state(m->main) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(m->main) == COEXEC_UNIT_BLOCKED);
     atomic_store(&m->rc, coexec_thread_resume(m->main));
     return NULL;
 }
@@ -1264,7 +1250,7 @@ static void parker_ult(void *arg)
         CH_CHECK_RC(coexec_park(), COEXEC_OK);
         atomic_store(&p->phase, 2 * i + 2);
     }
-    p->rank_after = self_rank();
+    p->rank_after = ch_self_rank();
 }
 
 typedef struct {
@@ -1278,7 +1264,7 @@ static void wake_rounds(waker_job_t *j)
         if (!CH_WAIT(atomic_load(&j->p->phase) == 2 * i + 1))
             return;
         if (i % 2)
-            CH_WAIT(thread_state(j->t) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(j->t) == COEXEC_UNIT_BLOCKED);
         CH_CHECK_RC(coexec_waker_wake(j->p->w), COEXEC_OK);
         CH_WAIT(atomic_load(&j->p->phase) >= 2 * i + 2);
     }
@@ -1374,7 +1360,7 @@ static void t_waker_early_and_stale(void)
     atomic_store(&e.phase, 2);
     CH_WAIT(atomic_load(&e.phase) >= 3);
     CH_ASSERT_EQ(e.parks_returned, 1);
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
     CH_ASSERT_EQ(atomic_load(&e.phase), 3);
     CH_ASSERT_OK(coexec_waker_wake(e.w));
     CH_ASSERT_OK(coexec_thread_join(t));
@@ -1393,14 +1379,14 @@ static void t_waker_early_and_stale(void)
         CH_ASSERT_OK(coexec_thread_create(s.pool, parked_ult, &pk[i], NULL, &pt[i]));
     }
     for (int i = 0; i < M; i++)
-        CH_WAIT(atomic_load(&pk[i].phase) == 1 && thread_state(pt[i]) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(atomic_load(&pk[i].phase) == 1 && ch_thread_state(pt[i]) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_waker_wake(stale));
     CH_ASSERT_OK(coexec_waker_wake(stale));
     for (int i = 0; i < 200; i++)
         ch_relax();
     int woken = 0;
     for (int i = 0; i < M; i++)
-        woken += atomic_load(&pk[i].phase) != 1 || thread_state(pt[i]) != COEXEC_UNIT_BLOCKED;
+        woken += atomic_load(&pk[i].phase) != 1 || ch_thread_state(pt[i]) != COEXEC_UNIT_BLOCKED;
     CH_ASSERT_EQ(woken, 0);
     /* their own wakers do wake them */
     for (int i = 0; i < M; i++) {

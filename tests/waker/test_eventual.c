@@ -204,8 +204,8 @@ static void t_wait_everywhere(void)
         CH_ASSERT_OK_FATAL(coexec_thread_create(s1.pool, ev_wait_ult, &e, NULL, &t));
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(s1.pool, ev_poll_tasklet, &kk, &k));
         ch_pthread_start(&th, ev_wait_pthread, &e);
-        CH_WAIT(atomic_load(&e.arrived) == 3 && wk_ult_state(t) == COEXEC_UNIT_BLOCKED &&
-                wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(atomic_load(&e.arrived) == 3 && ch_thread_state(t) == COEXEC_UNIT_BLOCKED &&
+                ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&e.released), 0);
         CH_ASSERT_EQ(atomic_load(&kk.polls), 1);
         /* the setter: alternately a ULT of s2, a tasklet of s2, the main
@@ -232,7 +232,7 @@ static void t_wait_everywhere(void)
         CU_ASSERT(v && memcmp(v, &e.want, sizeof e.want) == 0);
         ch_pthread_join(&th);
         CH_ASSERT_OK(coexec_thread_free(&t));
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_EQ(atomic_load(&e.released), 3);
         CH_ASSERT_EQ(atomic_load(&e.bad), 0);
@@ -260,7 +260,7 @@ static void set_when_main_blocked(void *arg)
 {
     main_wait_t *m = arg;
     CH_WAIT(atomic_load(&m->e->arrived) == 1);
-    CH_WAIT(wk_ult_state(m->main_t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(m->main_t) == COEXEC_UNIT_BLOCKED);
     ev_set_fn(m->e);
 }
 
@@ -303,25 +303,25 @@ static void t_many_waiters(void)
         atomic_store(&e->set_done, 0);
         e->want = (evval_t){(uint64_t)r * 3, (uint64_t)r * 5, (uint64_t)r * 7, 9};
         for (int i = 0; i < NU; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS), ev_wait_ult, e,
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), ev_wait_ult, e,
                                                        NULL, &t[i]));
         for (int i = 0; i < NK; i++) {
             kk[i].e = e;
             atomic_init(&kk[i].polls, 0);
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(i % WK_NSTREAMS), ev_poll_tasklet,
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i % WK_NSTREAMS), ev_poll_tasklet,
                                                         &kk[i], &k[i]));
         }
         for (int i = 0; i < NP; i++)
             ch_pthread_start(&th[i], ev_wait_pthread, e);
         CH_WAIT(atomic_load(&e->arrived) == NU + NP + NK);
         for (int i = 0; i < NU; i++)
-            CH_WAIT(wk_ult_state(t[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
         for (int i = 0; i < NK; i++)
-            CH_WAIT(wk_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&e->released), 0);
         /* one set releases them all; the set comes from a ULT on rank 1 */
         coexec_thread_t st;
-        CH_ASSERT_OK(coexec_thread_create_on(wk_xs(1 + r % (WK_NSTREAMS - 1)), ev_set_fn, e,
+        CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(1 + r % (WK_NSTREAMS - 1)), ev_set_fn, e,
                                              NULL, &st));
         CH_ASSERT_OK(coexec_thread_free(&st));
         for (int i = 0; i < NU; i++)
@@ -429,7 +429,7 @@ static void t_timed(void)
         ch_pthread_t th;
         if (who == 0) {
             CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, timed_wait_fn, &w, NULL, &t));
-            CH_WAIT(atomic_load(&w.arrived) && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         } else {
             ch_pthread_start(&th, timed_wait_pthread, &w);
             CH_WAIT(atomic_load(&w.arrived));
@@ -543,16 +543,16 @@ static void t_eventual_errors(void)
     ev_busy_t bu = {&g_ev, 1}, bk = {&g_ev, 1};
     coexec_thread_t t;
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, busy_wait_ult, &bu, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_eventual_destroy(&g_ev), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_tasklet_create(s.pool, busy_poll_tasklet, &bk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_eventual_destroy(&g_ev), COEXEC_EBUSY);
     /* still usable: the set releases both */
     uint64_t x = 5;
     CH_ASSERT_OK(coexec_eventual_set(&g_ev, &x, sizeof x));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_RC(atomic_load(&bu.rc), COEXEC_OK);
     CH_ASSERT_RC(atomic_load(&bk.rc), COEXEC_OK);
@@ -776,21 +776,21 @@ static void t_future_waiters(void)
         atomic_store(&f->released, 0);
         f->want_effect = r + 1;
         for (int i = 0; i < NU; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS), fut_wait_ult, f,
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), fut_wait_ult, f,
                                                        NULL, &t[i]));
         for (int i = 0; i < NK; i++) {
             kk[i].f = f;
             atomic_init(&kk[i].polls, 0);
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(i % WK_NSTREAMS),
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i % WK_NSTREAMS),
                                                         fut_poll_tasklet, &kk[i], &k[i]));
         }
         for (int i = 0; i < NP; i++)
             ch_pthread_start(&th[i], fut_wait_pthread, f);
         CH_WAIT(atomic_load(&f->arrived) == NU + NP + NK);
         for (int i = 0; i < NU; i++)
-            CH_WAIT(wk_ult_state(t[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
         for (int i = 0; i < NK; i++)
-            CH_WAIT(wk_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&f->released), 0);
         /* 8 setters: ULTs on the 4 streams, 2 tasklets, 2 threads */
         setter_t s[NSET];
@@ -800,9 +800,9 @@ static void t_future_waiters(void)
         for (int i = 0; i < NSET; i++)
             s[i] = (setter_t){f, (size_t)i * PER, PER};
         for (int i = 0; i < 4; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i), fut_set_fn, &s[i], NULL, &st[i]));
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i), fut_set_fn, &s[i], NULL, &st[i]));
         for (int i = 0; i < 2; i++)
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(i + 1), fut_set_tasklet, &s[4 + i],
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i + 1), fut_set_tasklet, &s[4 + i],
                                                         &sk[i]));
         for (int i = 0; i < 2; i++)
             ch_pthread_start(&sth[i], fut_set_pthread, &s[6 + i]);
@@ -940,8 +940,8 @@ static void t_wait_all(void)
         CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, all_wait_ult, a, NULL, &t));
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, all_poll_tasklet, a, &k));
         ch_pthread_start(&th, all_wait_pthread, a);
-        CH_WAIT(atomic_load(&a->arrived) == 3 && wk_ult_state(t) == COEXEC_UNIT_BLOCKED &&
-                wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(atomic_load(&a->arrived) == 3 && ch_thread_state(t) == COEXEC_UNIT_BLOCKED &&
+                ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         /* complete them in an order that changes with r, one compartment
          * at a time, round robin; nobody is released before the last */
         int left[NF];
@@ -961,7 +961,7 @@ static void t_wait_all(void)
         }
         CH_ASSERT_OK(coexec_thread_free(&t));
         ch_pthread_join(&th);
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_EQ(atomic_load(&a->released), 3);
         CH_ASSERT_EQ(atomic_load(&a->bad), 0);
@@ -1063,7 +1063,7 @@ static void t_future_timed(void)
         ch_pthread_t th;
         if (who == 0) {
             CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, ftimed_fn, &w, NULL, &t));
-            CH_WAIT(atomic_load(&w.arrived) && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         } else {
             ch_pthread_start(&th, ftimed_pthread, &w);
             CH_WAIT(atomic_load(&w.arrived));
@@ -1163,18 +1163,18 @@ static void t_future_errors(void)
     fbusy_t bu = {&g_fut, 1}, bk = {&g_fut, 1};
     coexec_thread_t t;
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, fbusy_ult, &bu, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_future_destroy(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_future_reset(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_tasklet_create(s.pool, fbusy_tasklet, &bk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_future_destroy(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_future_reset(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_future_set(&g_fut, fv(1)));
     CH_ASSERT_EQ(atomic_load(&bu.rc), 1);
     CH_ASSERT_OK(coexec_future_set(&g_fut, fv(2)));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_RC(atomic_load(&bu.rc), COEXEC_OK);
     CH_ASSERT_RC(atomic_load(&bk.rc), COEXEC_OK);
@@ -1269,11 +1269,11 @@ static void t_eventual_init_live(void)
         w[i].ev = &ev;
         w[i].size = BIG;
     }
-    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), evl_wait, &w[0], NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), evl_wait, &w[0], NULL, &t));
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_eventual_init(&ev, BIG), COEXEC_EBUSY);
-    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), evl_tasklet, &w[1], &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(2), evl_tasklet, &w[1], &k));
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_eventual_init(&ev, 8), COEXEC_EBUSY);
     if (threads) {
         ch_pthread_start(&th, evl_pthread, &w[2]);
@@ -1284,8 +1284,8 @@ static void t_eventual_init_live(void)
     int is_set = 7;
     CH_ASSERT_OK(coexec_eventual_test(&ev, NULL, &is_set));
     CH_ASSERT_EQ(is_set, 0);
-    CH_ASSERT_EQ(wk_ult_state(t), COEXEC_UNIT_BLOCKED);
-    CH_ASSERT_EQ(wk_tasklet_state(k), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_EQ(ch_tasklet_state(k), COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_eventual_set(&ev, val, BIG));
     for (int i = 0; i < (threads ? 3 : 2); i++) {
         CH_WAIT(atomic_load(&w[i].done));
@@ -1377,12 +1377,12 @@ static void t_future_init_live(void)
     fl_wait_t wu = {&f, 0, 1}, wk = {&f, 0, 1};
     coexec_thread_t t;
     coexec_tasklet_t k;
-    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), fl_wait, &wu, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), fl_wait, &wu, NULL, &t));
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_future_set(&f, (void *)1));
     CH_CHECK_RC(coexec_future_init(&f, 2, NULL, NULL), COEXEC_EBUSY);
-    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), fl_poll, &wk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(2), fl_poll, &wk, &k));
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_future_init(&f, 5, NULL, NULL), COEXEC_EBUSY);
     void *v = NULL;
     CH_ASSERT_OK(coexec_future_get(&f, 0, &v));
@@ -1407,7 +1407,7 @@ static void t_future_init_live(void)
     CH_ASSERT_OK(coexec_future_set(&f, (void *)6));
     atomic_store(&fl_in_cb, 0);
     atomic_store(&fl_release, 0);
-    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), fl_set, &f, NULL, &t));
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), fl_set, &f, NULL, &t));
     CH_WAIT(atomic_load(&fl_in_cb));
     CH_CHECK_RC(coexec_future_init(&f, 1, NULL, NULL), COEXEC_EBUSY);
     atomic_store(&fl_release, 1);

@@ -15,35 +15,6 @@
 /* Streams used by tests that want more streams than the machine's cores. */
 #define WK_NSTREAMS 4
 
-static inline int wk_ult_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static inline int wk_tasklet_state(coexec_tasklet_t k)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_tasklet_get_state(k, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static inline int wk_self_rank(void)
-{
-    int r = -1;
-    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
-    return r;
-}
-
-/* The stream of the given rank (records a failure if there is none). */
-static inline coexec_xstream_t wk_xs(int rank)
-{
-    coexec_xstream_t xs = {0};
-    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
-    return xs;
-}
-
 /* Lets other units and threads run n times (never a verdict). */
 static inline void wk_relax_n(int n)
 {
