@@ -47,18 +47,6 @@ static void note_rc(atomic_int *slot, int rc)
     atomic_compare_exchange_strong(slot, &ok, rc);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* ---- the runtime: compute streams, then the service stream's CPU ----------- */
 
 /* Compute streams of the many-calls benchmarks: 2 when a third CPU is left
@@ -210,7 +198,7 @@ static int bench_offload_roundtrip_2es(bench_run_t *r)
                           "and wait, 100,000 calls per rep; then 100,000 "
                           "direct calls (syscall_direct, same rep)");
     if (ndirect) {
-        double d = median_of(direct, ndirect);
+        double d = bench_median(direct, ndirect);
         int len = snprintf(r->reference, sizeof r->reference,
                            "syscall_direct %.1f ns (same reps, same ULT)", d);
         if (bench_floor_ns > 0)
@@ -300,7 +288,7 @@ static int bench_offload_throughput_64(bench_run_t *r)
             memcpy(s, r->samples, sizeof(double) * (size_t)r->nsamples);
             snprintf(r->reference, sizeof r->reference,
                      "%.2f M calls/s at the median",
-                     1e3 / median_of(s, r->nsamples));
+                     1e3 / bench_median(s, r->nsamples));
         }
         free(s);
     }
@@ -585,7 +573,7 @@ static int pread_roundtrip(bench_run_t *r, coexec_service_io_t io)
                           "1 MiB file and wait, 20,000 calls per rep; then "
                           "20,000 plain preads (pread_direct, same rep)");
     if (ndirect) {
-        double d = median_of(direct, ndirect);
+        double d = bench_median(direct, ndirect);
         int len = snprintf(r->reference, sizeof r->reference,
                            "pread_direct %.1f ns (same reps, same ULT)", d);
         if (bench_floor_ns > 0)

@@ -689,12 +689,6 @@ static void lat_sleeper(void *arg)
     atomic_fetch_add(&lat.n, 1); /* after the entry: the reader's count */
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int timer_lateness(bench_run_t *r, double pct)
 {
     coexec_pool_t pool0;
@@ -738,7 +732,7 @@ static int timer_lateness(bench_run_t *r, double pct)
             bench_fail(r, "a sleeper or hog: %s", coexec_err_name(rc));
             goto out;
         }
-        qsort(lat.late, (size_t)n, sizeof lat.late[0], cmp_double);
+        bench_sort(lat.late, n);
         if (rep >= r->warmups)
             bench_sample(r, lat.late[(int)((n - 1) * pct)]);
     }
