@@ -70,6 +70,10 @@ int bench_fail(bench_run_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void bench_setup(bench_run_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* 0 when the process may use n CPUs; otherwise -1 after bench_fail. */
+int bench_need_cpus(bench_run_t *r, int n);
+/* The end of a benchmark: 0, or -1 (and no samples kept) when it failed. */
+int bench_finish(bench_run_t *r);
 
 /* Notes the CPUs the process may run on (bench_cpus, bench_ncpus and the
  * set bench_restore_affinity gives back); main() calls it once, first. */

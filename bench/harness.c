@@ -45,6 +45,13 @@ void bench_setup(bench_run_t *r, const char *fmt, ...)
     va_end(ap);
 }
 
+int bench_finish(bench_run_t *r)
+{
+    if (r->error[0])
+        r->nsamples = 0;
+    return r->error[0] ? -1 : 0;
+}
+
 int bench_pin_self(int cpu)
 {
     cpu_set_t set;
@@ -62,6 +69,14 @@ void bench_restore_affinity(void)
 }
 
 /* ---- CPUs ----------------------------------------------------------------- */
+
+int bench_need_cpus(bench_run_t *r, int n)
+{
+    if (bench_ncpus < n)
+        return bench_fail(r, "needs %d CPUs, the process may use %d", n,
+                          bench_ncpus);
+    return 0;
+}
 
 void bench_affinity_init(void)
 {

@@ -300,9 +300,7 @@ out:
                 bench_fail(r, "coexec_thread_free: %s", coexec_err_name(rc));
         }
     svc_stop(r);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* ---- the file set ---------------------------------------------------------------- */
@@ -501,9 +499,7 @@ out:
         svc_stop(r);
     for (int i = 0; i < FS_FILES; i++)
         free(fr.buf[i]);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 static int bench_file_read_throughput(bench_run_t *r)
@@ -586,9 +582,7 @@ out:
     if (fd >= 0)
         close(fd);
     free(buf);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 static int bench_pread_roundtrip_uring(bench_run_t *r)
@@ -645,9 +639,8 @@ static int bench_pthread_file_read_throughput(bench_run_t *r)
     /* As many threads as file_read_throughput occupies CPUs: its compute
      * streams and the service stream. */
     pr.nthreads = svc_compute_streams() + 1;
-    if (bench_ncpus < pr.nthreads)
-        return bench_fail(r, "needs %d CPUs, the process may use %d",
-                          pr.nthreads, bench_ncpus);
+    if (bench_need_cpus(r, pr.nthreads) != 0)
+        return -1;
     if (fs_prepare(r) != 0)
         return -1;
     for (int k = 0; k < pr.nthreads; k++) {
@@ -703,9 +696,7 @@ out:
             close(pr.fd[i]);
     for (int k = 0; k < 3; k++)
         free(th[k].buf);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* Goals and peers' figures: BENCH.md, "The figures to beat". */
