@@ -606,6 +606,33 @@ static void *ch_agent_main(void *arg)
     }
 }
 
+static void *ext_body(void *p)
+{
+    ch_ext_t *e = p;
+    atomic_store(&e->tid, (int)ch_gettid());
+    e->fn(e->arg);
+    atomic_store(&e->done, 1);
+    return NULL;
+}
+
+void ch_ext_start(ch_ext_t *e, void (*fn)(void *), void *arg)
+{
+    e->fn = fn;
+    e->arg = arg;
+    atomic_init(&e->done, 0);
+    atomic_init(&e->tid, 0);
+    ch_pthread_start(&e->th, ext_body, e);
+}
+
+void ch_ext_join(ch_ext_t *e) { ch_pthread_join(&e->th); }
+
+void ch_run_external(void (*fn)(void *), void *arg)
+{
+    ch_ext_t e;
+    ch_ext_start(&e, fn, arg);
+    ch_ext_join(&e);
+}
+
 void ch_agent_start(ch_agent_t *a)
 {
     memset(a, 0, sizeof *a);

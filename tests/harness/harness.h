@@ -219,6 +219,20 @@ typedef struct ch_pthread {
 void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg);
 void ch_pthread_join(ch_pthread_t *t);
 
+/* A helper pthread running fn(arg) once, with a done flag and its OS
+ * thread id (set before fn runs). */
+typedef struct ch_ext {
+    ch_pthread_t th;
+    void (*fn)(void *);
+    void *arg;
+    atomic_int done;
+    atomic_int tid;
+} ch_ext_t;
+void ch_ext_start(ch_ext_t *e, void (*fn)(void *), void *arg);
+void ch_ext_join(ch_ext_t *e);
+/* Runs fn(arg) on a helper pthread and waits for it. */
+void ch_run_external(void (*fn)(void *), void *arg);
+
 /*
  * A helper pthread that stays alive and runs the calls it is given, one at
  * a time: a thread that must stay the same across calls (a pool's single

@@ -134,40 +134,6 @@ static inline void tmpdir_remove(const char *dir)
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* A helper pthread running fn(arg) with a done flag. */
-typedef struct {
-    ch_pthread_t th;
-    void (*fn)(void *);
-    void *arg;
-    atomic_int done;
-} ext_t;
-
-static inline void *ext_body(void *p)
-{
-    ext_t *e = p;
-    e->fn(e->arg);
-    atomic_store(&e->done, 1);
-    return NULL;
-}
-
-static inline void ext_start(ext_t *e, void (*fn)(void *), void *arg)
-{
-    e->fn = fn;
-    e->arg = arg;
-    atomic_init(&e->done, 0);
-    ch_pthread_start(&e->th, ext_body, e);
-}
-
-static inline void ext_join(ext_t *e) { ch_pthread_join(&e->th); }
-
-/* Runs fn(arg) on a helper pthread and waits for it. */
-static inline void run_external(void (*fn)(void *), void *arg)
-{
-    ext_t e;
-    ext_start(&e, fn, arg);
-    ext_join(&e);
-}
-
 /* ---- offloaded functions ---------------------------------------------- */
 
 /* Returns its argument as the result. */

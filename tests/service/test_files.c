@@ -236,14 +236,14 @@ static void t_files_external_direct(void)
     /* nothing else runs: calls from external threads must not reach the
      * service, whose completed count therefore stays where it is */
     uint64_t c0 = svc_completed();
-    run_external(ext_mkdirs, dir);
+    ch_run_external(ext_mkdirs, dir);
     fjob_t j[2] = {{.dir = dir, .i = 0, .count = (int)ch_iters(16, 2)},
                    {.dir = dir, .i = 1000, .count = (int)ch_iters(16, 2)}};
-    ext_t e[2];
-    ext_start(&e[0], ext_files, &j[0]);
-    ext_start(&e[1], ext_files, &j[1]);
-    ext_join(&e[0]);
-    ext_join(&e[1]);
+    ch_ext_t e[2];
+    ch_ext_start(&e[0], ext_files, &j[0]);
+    ch_ext_start(&e[1], ext_files, &j[1]);
+    ch_ext_join(&e[0]);
+    ch_ext_join(&e[1]);
     CH_ASSERT_EQ(atomic_load(&j[0].done), 1);
     CH_ASSERT_EQ(atomic_load(&j[1].done), 1);
     CU_ASSERT(j[0].calls >= 23L * j[0].count);
@@ -387,7 +387,7 @@ static void t_errors_everywhere(void)
 
     /* direct: an external thread and a tasklet leave errno alone */
     j.check_errno = true;
-    run_external(errors_job, &j);
+    ch_run_external(errors_job, &j);
     CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(1), errors_tasklet, &j));
     CH_ASSERT_EQ(atomic_load(&j.ran), 4 + NSTREAMS);
     ch_finalize();

@@ -114,11 +114,11 @@ static void t_offload_main_and_external(void)
     /* external threads, two at once */
     probe_job_t ej[2] = {{.rounds = rounds, .base = 2, .is_ult = 0},
                          {.rounds = rounds, .base = 3, .is_ult = 0}};
-    ext_t e[2];
-    ext_start(&e[0], probe_job, &ej[0]);
-    ext_start(&e[1], probe_job, &ej[1]);
-    ext_join(&e[0]);
-    ext_join(&e[1]);
+    ch_ext_t e[2];
+    ch_ext_start(&e[0], probe_job, &ej[0]);
+    ch_ext_start(&e[1], probe_job, &ej[1]);
+    ch_ext_join(&e[0]);
+    ch_ext_join(&e[1]);
     CH_ASSERT_EQ(atomic_load(&ej[0].calls_ok), rounds);
     CH_ASSERT_EQ(atomic_load(&ej[1].calls_ok), rounds);
 
@@ -170,14 +170,14 @@ static void t_offload_many_callers(void)
         b[i].rounds = rounds;
         b[i].base = 1000000L * (i + 1);
     }
-    ext_t e[NEXT];
+    ch_ext_t e[NEXT];
     for (int i = 0; i < NEXT; i++)
-        ext_start(&e[i], burst_job, &b[nult + i]);
+        ch_ext_start(&e[i], burst_job, &b[nult + i]);
     for (int i = 0; i < nult; i++)
         ch_spawn_on(i % NSTREAMS, burst_job, &b[i], &t[i]);
     ch_free_threads(t, nult);
     for (int i = 0; i < NEXT; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
     long ok = 0;
     for (int i = 0; i < nult + NEXT; i++)
         ok += atomic_load(&b[i].ok);
@@ -231,7 +231,7 @@ static void t_offload_errors(void)
     CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(2), null_fn_body, &c));
     CH_ASSERT_RC(c.rc_null_fn, COEXEC_EINVAL);
     c.rc_null_fn = 0;
-    run_external(null_fn_body, &c);
+    ch_run_external(null_fn_body, &c);
     CH_ASSERT_RC(c.rc_null_fn, COEXEC_EINVAL);
 
     /* from a tasklet: COEXEC_ECONTEXT, and fn never runs */
@@ -308,7 +308,7 @@ static void t_offload_wrappers_inside(void)
     memset(&in.stat_rc, 0, sizeof in.stat_rc);
     in.got = 0;
     c.rc = 1;
-    run_external(inner_caller, &c);
+    ch_run_external(inner_caller, &c);
     CH_ASSERT_RC(c.rc, COEXEC_OK);
     CH_ASSERT_EQ(c.ret, 1);
     CH_ASSERT_EQ(in.got, 'q');

@@ -184,13 +184,13 @@ static void t_stuck_external_and_tasklet(void)
     make_pipe(p);
     svc_init(NSTREAMS, 1, 4);
     blocked_ult_t a = {.b = {.fd = p[0]}, .rc = 1};
-    ext_t ea;
-    ext_start(&ea, ext_blocked_call, &a);
+    ch_ext_t ea;
+    ch_ext_start(&ea, ext_blocked_call, &a);
     CU_ASSERT_FATAL(CH_WAIT(atomic_load(&a.b.started)));
 
     /* an external thread's call completes meanwhile */
     quick_call_t q = {.rc = 1, .ret = 0};
-    run_external(ext_quick_call, &q);
+    ch_run_external(ext_quick_call, &q);
     CH_ASSERT_RC(q.rc, COEXEC_OK);
     CH_ASSERT_EQ(q.ret, 321);
 
@@ -210,7 +210,7 @@ static void t_stuck_external_and_tasklet(void)
     CH_ASSERT_EQ(atomic_load(&a.b.finished), 0);
     CU_ASSERT(svc_info().threads > 1);
     poke(p[1], 'e');
-    ext_join(&ea);
+    ch_ext_join(&ea);
     CH_ASSERT_RC(a.rc, COEXEC_OK);
     CH_ASSERT_EQ(a.ret, 'e');
     ch_finalize();

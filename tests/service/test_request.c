@@ -127,7 +127,7 @@ static void t_request_wait(void)
     memset(&s[NSTREAMS], 0, sizeof s[NSTREAMS]);
     s[NSTREAMS].rounds = rounds;
     s[NSTREAMS].base = 99000;
-    run_external(subwait_job, &s[NSTREAMS]);
+    ch_run_external(subwait_job, &s[NSTREAMS]);
     ch_free_threads(t, NSTREAMS);
     for (int r = 0; r <= NSTREAMS; r++)
         CH_ASSERT_EQ(atomic_load(&s[r].ok), rounds);
@@ -146,8 +146,8 @@ static void t_request_wait(void)
     waiter_t w1 = {.req = &r1, .rc = 1}, w2 = {.req = &r2, .rc = 1};
     coexec_thread_t wt;
     ch_spawn_on(2, waiter_job, &w1, &wt);
-    ext_t e;
-    ext_start(&e, waiter_job, &w2);
+    ch_ext_t e;
+    ch_ext_start(&e, waiter_job, &w2);
     CH_WAIT(ch_thread_state(wt) == COEXEC_UNIT_BLOCKED);
     CH_WAIT(atomic_load(&w2.waiting));
     ch_linger(5);
@@ -157,7 +157,7 @@ static void t_request_wait(void)
     poke(p[1], 'x');
     poke(q[1], 'y');
     CH_ASSERT_OK(coexec_thread_free(&wt));
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_RC(w1.rc, COEXEC_OK);
     CH_ASSERT_EQ(w1.ret, 'x');
     CH_ASSERT_RC(w2.rc, COEXEC_OK);
@@ -337,12 +337,12 @@ static void t_request_resubmit_busy(void)
     CH_ASSERT_OK_FATAL(coexec_request_wait(&r->req, &ret));
     atomic_store(&r->g.ran, 0);
     coexec_thread_t t[RS_ULTS];
-    ext_t e[RS_EXTS];
+    ch_ext_t e[RS_EXTS];
     coexec_tasklet_t k;
     for (int i = 0; i < RS_ULTS; i++)
         ch_spawn_on(1 + i, resub_job, r, &t[i]);
     for (int i = 0; i < RS_EXTS; i++)
-        ext_start(&e[i], resub_job, r);
+        ch_ext_start(&e[i], resub_job, r);
     CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(3), resub_tasklet, r, &k));
     long bad = 0;
     for (long i = 0; i < r->rounds; i++) {
@@ -382,7 +382,7 @@ static void t_request_resubmit_busy(void)
     for (int i = 0; i < RS_ULTS; i++)
         CH_ASSERT_OK(coexec_thread_free(&t[i]));
     for (int i = 0; i < RS_EXTS; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     free(r);
     ch_finalize();
@@ -441,8 +441,8 @@ static void t_cancel_queued(void)
     memset(&re, 0, sizeof re);
     CH_ASSERT_OK(coexec_request_submit(&re, count_fn, &ran));
     waiter_t we = {.req = &re, .rc = 1};
-    ext_t e;
-    ext_start(&e, waiter_job, &we);
+    ch_ext_t e;
+    ch_ext_start(&e, waiter_job, &we);
     CH_WAIT(atomic_load(&we.waiting));
     ch_linger(5);
 
@@ -466,7 +466,7 @@ static void t_cancel_queued(void)
     CH_WAIT(atomic_load(&pd.done));
     CH_ASSERT_OK(coexec_tasklet_free(&kd));
     CH_ASSERT_RC(pd.final_rc, COEXEC_ECANCELED);
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_RC(we.rc, COEXEC_ECANCELED);
 
     /* A is still running: nothing was written to its pipe */

@@ -84,8 +84,8 @@ static void t_finalize_in_flight(void)
     /* one service thread, held by the external thread's call */
     svc_init(NSTREAMS, 1, 1);
     ext_call_t ec = {.s = {.us = 150000, .val = 7}, .rc = 1};
-    ext_t e;
-    ext_start(&e, ext_sleep_call, &ec);
+    ch_ext_t e;
+    ch_ext_start(&e, ext_sleep_call, &ec);
     CU_ASSERT_FATAL(CH_WAIT(atomic_load(&ec.s.started)));
 
     /* queued behind it: ULTs on every stream ... */
@@ -120,8 +120,8 @@ static void t_finalize_in_flight(void)
                                           &g_fin_poller, NULL));
     /* ... and another external thread calling in a loop */
     looper_t lp = {.last_rc = 1};
-    ext_t f;
-    ext_start(&f, ext_loop_calls, &lp);
+    ch_ext_t f;
+    ch_ext_start(&f, ext_loop_calls, &lp);
 
     for (int i = 0; i < n; i++)
         CH_WAIT(atomic_load(&g_fin[i].entered));
@@ -134,8 +134,8 @@ static void t_finalize_in_flight(void)
 
     CH_ASSERT_RC(coexec_finalize(), COEXEC_OK);
 
-    ext_join(&e);
-    ext_join(&f);
+    ch_ext_join(&e);
+    ch_ext_join(&f);
     /* it had started before finalize began: it ran to its end */
     CH_ASSERT_RC(ec.rc, COEXEC_OK);
     CH_ASSERT_EQ(ec.ret, 7);

@@ -143,7 +143,7 @@ static void t_sockets_refused(void)
     close(s);
     svc_init(2, 0, 0);
     CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(1), refused_ult, &addr));
-    run_external(refused_ult, &addr);
+    ch_run_external(refused_ult, &addr);
     ch_finalize();
 }
 
@@ -280,7 +280,7 @@ static void t_sockets_getaddrinfo(void)
     gai_job(&g); /* the main ULT */
     gai_check(&g);
     memset(&g, 0, sizeof g);
-    run_external(gai_job, &g);
+    ch_run_external(gai_job, &g);
     gai_check(&g);
     ch_finalize();
 }

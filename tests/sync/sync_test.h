@@ -37,35 +37,6 @@ static inline bool wait_blocked(coexec_thread_t t)
     return CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
 }
 
-/* A helper pthread running fn(arg) with a done flag. */
-typedef struct {
-    ch_pthread_t th;
-    void (*fn)(void *);
-    void *arg;
-    atomic_int done;
-    atomic_int tid;
-} ext_t;
-
-static inline void *ext_body(void *p)
-{
-    ext_t *e = p;
-    atomic_store(&e->tid, (int)ch_gettid());
-    e->fn(e->arg);
-    atomic_store(&e->done, 1);
-    return NULL;
-}
-
-static inline void ext_start(ext_t *e, void (*fn)(void *), void *arg)
-{
-    e->fn = fn;
-    e->arg = arg;
-    atomic_init(&e->done, 0);
-    atomic_init(&e->tid, 0);
-    ch_pthread_start(&e->th, ext_body, e);
-}
-
-static inline void ext_join(ext_t *e) { ch_pthread_join(&e->th); }
-
 /* A pinned stream per slot (no stealing: units queued there run there). */
 static inline void streams_create(ch_stream_t *s, int n)
 {

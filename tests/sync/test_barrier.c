@@ -92,18 +92,18 @@ static void run_barrier(int nu, int ne, int with_main)
     CH_ASSERT_OK_FATAL(coexec_barrier_init(&B->b, (unsigned)n));
     bar_arg_t a[BAR_MAX];
     coexec_thread_t t[BAR_MAX];
-    ext_t e[4];
+    ch_ext_t e[4];
     for (int i = 0; i < n; i++)
         a[i] = (bar_arg_t){B, i};
     for (int i = 0; i < nu; i++)
         ch_spawn_on(i % NSTREAMS, bar_body, &a[i], &t[i]);
     for (int i = 0; i < ne; i++)
-        ext_start(&e[i], bar_body, &a[nu + i]);
+        ch_ext_start(&e[i], bar_body, &a[nu + i]);
     if (with_main)
         bar_body(&a[n - 1]);
     ch_free_threads(t, nu);
     for (int i = 0; i < ne; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
     CH_ASSERT_EQ(atomic_load(&B->bad_phase), 0);
     CH_ASSERT_EQ(atomic_load(&B->bad_serial), 0);
     long wrong = 0;
@@ -171,10 +171,10 @@ static void t_barrier_errors(void)
     CH_ASSERT_EQ(serial + w.serial, 1);
     CU_ASSERT(serial == 0 || serial == 1);
     /* a second generation, this time with an external thread */
-    ext_t e;
-    ext_start(&e, bwait_body, &w);
+    ch_ext_t e;
+    ch_ext_start(&e, bwait_body, &w);
     CH_ASSERT_OK(coexec_barrier_wait(&b, &serial));
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_OK(w.rc);
     CH_ASSERT_EQ(serial + w.serial, 1);
     CH_ASSERT_OK(coexec_barrier_destroy(&b));
@@ -230,7 +230,7 @@ static void run_xbarrier(int ns, int ne, int with_tasklet)
     bar_arg_t a[BAR_MAX];
     coexec_thread_t t[NSTREAMS] = {{0}};
     coexec_tasklet_t k = {0};
-    ext_t e[4];
+    ch_ext_t e[4];
     for (int i = 0; i < n; i++)
         a[i] = (bar_arg_t){B, i};
     for (int i = 0; i < ns; i++) {
@@ -243,7 +243,7 @@ static void run_xbarrier(int ns, int ne, int with_tasklet)
                                                  NULL, &t[i]));
     }
     for (int i = 0; i < ne; i++)
-        ext_start(&e[i], xbar_body, &a[ns + i]);
+        ch_ext_start(&e[i], xbar_body, &a[ns + i]);
     B->want_rank[n - 1] = 0;
     xbar_body(&a[n - 1]);
     /* wait before freeing: a join would run a unit that never started in
@@ -257,7 +257,7 @@ static void run_xbarrier(int ns, int ne, int with_tasklet)
             CH_ASSERT_OK(coexec_thread_free(&t[i]));
     }
     for (int i = 0; i < ne; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
     CH_ASSERT_EQ(atomic_load(&B->bad_phase), 0);
     CH_ASSERT_EQ(atomic_load(&B->bad_rank), 0);
     CH_ASSERT_OK(coexec_xstream_barrier_destroy(&B->xb));
@@ -296,13 +296,13 @@ static void t_xbarrier_errors(void)
      */
     CH_ASSERT_OK(coexec_xstream_barrier_init(&b, 2));
     xwait_t w = {.b = &b, .rc = -1};
-    ext_t e;
-    ext_start(&e, xwait_body, &w);
+    ch_ext_t e;
+    ch_ext_start(&e, xwait_body, &w);
     CH_WAIT(atomic_load(&w.arriving) && atomic_load(&e.tid) != 0 &&
             ch_task_state((pid_t)atomic_load(&e.tid)) == 'S');
     CH_ASSERT_RC(coexec_xstream_barrier_destroy(&b), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_xstream_barrier_wait(&b));
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_OK(w.rc);
     CH_ASSERT_OK(coexec_xstream_barrier_destroy(&b));
     CH_ASSERT_RC(coexec_xstream_barrier_wait(&b), COEXEC_EHANDLE);

@@ -126,13 +126,13 @@ static void t_cond_signal(void)
     cv_init(&cv);
     cv_arg_t a[N];
     coexec_thread_t t[NU];
-    ext_t e[NE];
+    ch_ext_t e[NE];
     for (int i = 0; i < N; i++)
         a[i] = (cv_arg_t){&cv, i};
     for (int i = 0; i < NU; i++)
         ch_spawn_on(i % NSTREAMS, token_waiter, &a[i], &t[i]);
     for (int i = 0; i < NE; i++)
-        ext_start(&e[i], token_waiter, &a[NU + i]);
+        ch_ext_start(&e[i], token_waiter, &a[NU + i]);
     CH_WAIT(cv_read(&cv, &cv.waiting) == N);
     for (int k = 0; k < N; k++) {
         if (k == N - 1) {
@@ -150,7 +150,7 @@ static void t_cond_signal(void)
     }
     ch_free_threads(t, NU);
     for (int i = 0; i < NE; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
     CH_ASSERT_EQ(cv.tokens, 0);
     CH_ASSERT_EQ(atomic_load(&cv.overlaps), 0);
     for (int i = 0; i < N; i++)
@@ -172,13 +172,13 @@ static void t_cond_broadcast(void)
         cv_init(&cv);
         cv_arg_t a[N];
         coexec_thread_t t[NU];
-        ext_t e[NE];
+        ch_ext_t e[NE];
         for (int i = 0; i < N; i++)
             a[i] = (cv_arg_t){&cv, i};
         for (int i = 0; i < NU; i++)
             ch_spawn_on(i % NSTREAMS, go_waiter, &a[i], &t[i]);
         for (int i = 0; i < NE; i++)
-            ext_start(&e[i], go_waiter, &a[NU + i]);
+            ch_ext_start(&e[i], go_waiter, &a[NU + i]);
         CH_WAIT(cv_read(&cv, &cv.waiting) == N);
         CH_ASSERT_OK(coexec_mutex_lock(&cv.m));
         cv.go = 1;
@@ -186,7 +186,7 @@ static void t_cond_broadcast(void)
         CH_ASSERT_OK(coexec_mutex_unlock(&cv.m));
         ch_free_threads(t, NU);
         for (int i = 0; i < NE; i++)
-            ext_join(&e[i]);
+            ch_ext_join(&e[i]);
         CH_ASSERT_EQ(atomic_load(&cv.done), N);
         CH_ASSERT_EQ(cv.woken, N);
         CH_ASSERT_EQ(atomic_load(&cv.overlaps), 0);
@@ -336,9 +336,9 @@ static void t_cond_timed(void)
         CU_ASSERT(a.elapsed >= tmo[i]);
         CU_ASSERT(a.held_after);
         ctimed_t b = {.cv = &cv, .timeout = tmo[i]};
-        ext_t e;
-        ext_start(&e, cond_timed_body, &b);
-        ext_join(&e);
+        ch_ext_t e;
+        ch_ext_start(&e, cond_timed_body, &b);
+        ch_ext_join(&e);
         CH_ASSERT_RC(b.rc, COEXEC_ETIMEDOUT);
         CU_ASSERT(b.elapsed >= tmo[i]);
         CU_ASSERT(b.held_after);
@@ -352,15 +352,15 @@ static void t_cond_timed(void)
     coexec_thread_t t[2];
     ch_spawn_on(1, go_waiter_timed, &ga[0], &t[0]);
     ch_spawn_on(2, go_waiter_timed, &ga[1], &t[1]);
-    ext_t e;
-    ext_start(&e, go_waiter_timed, &ga[2]);
+    ch_ext_t e;
+    ch_ext_start(&e, go_waiter_timed, &ga[2]);
     CH_WAIT(cv_read(&cv, &cv.waiting) == 3);
     CH_ASSERT_OK(coexec_mutex_lock(&cv.m));
     cv.go = 1;
     CH_ASSERT_OK(coexec_cond_broadcast(&cv.c));
     CH_ASSERT_OK(coexec_mutex_unlock(&cv.m));
     ch_free_threads(t, 2);
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_EQ(cv.woken, 3);
 
     /* a signal after a waiter timed out goes to the waiter still there */
@@ -469,21 +469,21 @@ static void t_cond_producer_consumer(void)
     CH_ASSERT_OK(coexec_cond_init(&pc.not_empty));
     pc_arg_t pa[NP + 1], ca[NC + 1];
     coexec_thread_t pt[NP], ct[NC];
-    ext_t pe, ce;
+    ch_ext_t pe, ce;
     for (int i = 0; i <= NP; i++)
         pa[i] = (pc_arg_t){&pc, i};
     for (int i = 0; i <= NC; i++)
         ca[i] = (pc_arg_t){&pc, i};
     for (int i = 0; i < NC; i++)
         ch_spawn_on(i % NSTREAMS, consumer, &ca[i], &ct[i]);
-    ext_start(&ce, consumer, &ca[NC]);
+    ch_ext_start(&ce, consumer, &ca[NC]);
     for (int i = 0; i < NP; i++)
         ch_spawn_on((i + 1) % NSTREAMS, producer, &pa[i], &pt[i]);
-    ext_start(&pe, producer, &pa[NP]);
+    ch_ext_start(&pe, producer, &pa[NP]);
     ch_free_threads(pt, NP);
-    ext_join(&pe);
+    ch_ext_join(&pe);
     ch_free_threads(ct, NC);
-    ext_join(&ce);
+    ch_ext_join(&ce);
     CH_ASSERT_EQ(pc.consumed, pc.total);
     CH_ASSERT_EQ(pc.count, 0);
     long missing = 0, dup = 0;
@@ -512,9 +512,9 @@ static void t_cond_destroy(void)
     cv_init(&cv);
     cv_arg_t a[2] = {{&cv, 0}, {&cv, 1}};
     coexec_thread_t t;
-    ext_t e;
+    ch_ext_t e;
     ch_spawn_on(1, go_waiter, &a[0], &t);
-    ext_start(&e, go_waiter, &a[1]);
+    ch_ext_start(&e, go_waiter, &a[1]);
     CH_WAIT(cv_read(&cv, &cv.waiting) == 2);
     CH_ASSERT_RC(coexec_cond_destroy(&cv.c), COEXEC_EBUSY);
     /* still a working cond: the waiters are released by a broadcast */
@@ -523,7 +523,7 @@ static void t_cond_destroy(void)
     CH_ASSERT_OK(coexec_cond_broadcast(&cv.c));
     CH_ASSERT_OK(coexec_mutex_unlock(&cv.m));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_EQ(cv.woken, 2);
     CH_ASSERT_OK(coexec_cond_destroy(&cv.c));
     /* use after destroy */

@@ -395,9 +395,9 @@ static void t_key_external(void)
     ch_init(2);
     kext_t x;
     CH_ASSERT_OK_FATAL(coexec_key_create(NULL, &x.k));
-    ext_t e;
-    ext_start(&e, key_external, &x);
-    ext_join(&e);
+    ch_ext_t e;
+    ch_ext_start(&e, key_external, &x);
+    ch_ext_join(&e);
     CH_ASSERT_OK(coexec_key_set(x.made, (void *)3));
     CH_ASSERT_OK(coexec_key_delete(x.made));
     CH_ASSERT_OK(coexec_key_delete(x.k));

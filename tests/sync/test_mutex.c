@@ -40,14 +40,14 @@ static void run_exclusion(coexec_mutex_t *m, int nult, int next, long iters)
 {
     excl_t x = {.m = m, .iters = iters};
     coexec_thread_t t[32];
-    ext_t e[4];
+    ch_ext_t e[4];
     for (int i = 0; i < nult; i++)
         ch_spawn_on(i % NSTREAMS, excl_body, &x, &t[i]);
     for (int i = 0; i < next; i++)
-        ext_start(&e[i], excl_body, &x);
+        ch_ext_start(&e[i], excl_body, &x);
     ch_free_threads(t, nult);
     for (int i = 0; i < next; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
     CH_ASSERT_EQ(atomic_load(&x.overlaps), 0);
     CH_ASSERT_EQ(x.counter, (long)(nult + next) * iters);
 }
@@ -269,9 +269,9 @@ static void t_mutex_timed(void)
         CH_ASSERT_RC(a.rc, COEXEC_ETIMEDOUT);
         CU_ASSERT(a.elapsed >= tmo[i]);
         tlock_t b = {.m = &m, .timeout = tmo[i]};
-        ext_t e;
-        ext_start(&e, tlock_body, &b);
-        ext_join(&e);
+        ch_ext_t e;
+        ch_ext_start(&e, tlock_body, &b);
+        ch_ext_join(&e);
         CH_ASSERT_RC(b.rc, COEXEC_ETIMEDOUT);
         CU_ASSERT(b.elapsed >= tmo[i]);
     }
@@ -280,14 +280,14 @@ static void t_mutex_timed(void)
     tlock_t b = {.m = &m, .timeout = LONG_TIMEOUT_NS};
     coexec_thread_t t;
     ch_spawn_on(2, tlock_body, &a, &t);
-    ext_t e;
-    ext_start(&e, tlock_body, &b);
+    ch_ext_t e;
+    ch_ext_start(&e, tlock_body, &b);
     CU_ASSERT(wait_blocked(t));
     CH_WAIT(atomic_load(&b.started));
     ch_linger(5);
     CH_ASSERT_OK(coexec_mutex_unlock(&m));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_OK(a.rc);
     CH_ASSERT_OK(b.rc);
 

@@ -119,8 +119,8 @@ static void t_rwlock_readers_share(void)
         a[i] = (rw_arg_t){&rw, i};
     for (int i = 0; i < NU; i++)
         ch_spawn_on(i % NSTREAMS, share_reader, &a[i], &t[i]);
-    ext_t e;
-    ext_start(&e, share_reader, &a[NU]);
+    ch_ext_t e;
+    ch_ext_start(&e, share_reader, &a[NU]);
     /* every reader holds it at once (it would hang here otherwise) */
     CU_ASSERT(CH_WAIT(atomic_load(&rw.arrived) == N));
     CH_ASSERT_EQ(atomic_load(&rw.readers), N);
@@ -135,7 +135,7 @@ static void t_rwlock_readers_share(void)
     CH_ASSERT_RC(coexec_rwlock_destroy(&rw.l), COEXEC_EBUSY);
     atomic_store(&rw.release, 1);
     ch_free_threads(t, NU);
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_EQ(atomic_load(&rw.readers), 0);
     CH_ASSERT_OK(coexec_rwlock_trywrlock(&rw.l));
     CH_ASSERT_OK(coexec_rwlock_unlock(&rw.l));
@@ -208,12 +208,12 @@ static void t_rwlock_writer_excludes(void)
     for (int i = 0; i < NW + NR; i++)
         ch_spawn_on(i % NSTREAMS, i < NW ? excl_writer : excl_reader, &a[i],
                  &t[i]);
-    ext_t ew, er;
-    ext_start(&ew, excl_writer, &a[NW + NR]);
-    ext_start(&er, excl_reader, &a[NW + NR + 1]);
+    ch_ext_t ew, er;
+    ch_ext_start(&ew, excl_writer, &a[NW + NR]);
+    ch_ext_start(&er, excl_reader, &a[NW + NR + 1]);
     ch_free_threads(t, NW + NR);
-    ext_join(&ew);
-    ext_join(&er);
+    ch_ext_join(&ew);
+    ch_ext_join(&er);
     CH_ASSERT_EQ(atomic_load(&rw.bad), 0);
     CH_ASSERT_EQ(rw.value, (long)(NW + 1) * rw.iters);
     CH_ASSERT_OK(coexec_rwlock_destroy(&rw.l));
@@ -271,17 +271,17 @@ static void t_rwlock_writer_not_starved(void)
         a[i] = (rw_arg_t){&rw, i};
     for (int i = 0; i < NR; i++)
         ch_spawn_on(1 + i % 3, stream_reader, &a[i], &t[i]);
-    ext_t er, ew;
-    ext_start(&er, stream_reader, &a[NR]);
+    ch_ext_t er, ew;
+    ch_ext_start(&er, stream_reader, &a[NR]);
     rw_arg_t w0 = {&rw, 0}, w1 = {&rw, 1};
     ch_spawn_on(0, starved_writer, &w0, &t[NR]);
     CU_ASSERT(CH_WAIT(atomic_load(&rw.arrived) == 1));
-    ext_start(&ew, starved_writer, &w1);
+    ch_ext_start(&ew, starved_writer, &w1);
     CU_ASSERT(CH_WAIT(atomic_load(&rw.arrived) == 2));
     atomic_store(&rw.stop, 1);
     ch_free_threads(t, NR + 1);
-    ext_join(&er);
-    ext_join(&ew);
+    ch_ext_join(&er);
+    ch_ext_join(&ew);
     CH_ASSERT_EQ(rw.value, 2);
     CH_ASSERT_EQ(atomic_load(&rw.bad), 0);
     CH_ASSERT_OK(coexec_rwlock_destroy(&rw.l));
@@ -397,14 +397,14 @@ static void rw_others_see_writer(coexec_rwlock_t *l, coexec_pool_t p)
     };
     for (unsigned i = 0; i < sizeof x / sizeof x[0]; i++) {
         CH_ASSERT_OK(ch_run_ult_in(p, rw_expect, &x[i]));
-        ext_t e;
-        ext_start(&e, rw_expect, &x[i]);
-        ext_join(&e);
+        ch_ext_t e;
+        ch_ext_start(&e, rw_expect, &x[i]);
+        ch_ext_join(&e);
     }
     CH_ASSERT_OK(ch_run_ult_in(p, rw_unlock_eperm, l));
-    ext_t e;
-    ext_start(&e, rw_unlock_eperm, l);
-    ext_join(&e);
+    ch_ext_t e;
+    ch_ext_start(&e, rw_unlock_eperm, l);
+    ch_ext_join(&e);
 }
 
 typedef struct {
@@ -439,15 +439,15 @@ static void t_rwlock_errors(void)
     CH_ASSERT_RC(coexec_rwlock_unlock(&l), COEXEC_EPERM);
     /* write-held by an external thread: the main ULT is not the owner */
     ext_holder_t h = {.l = &l};
-    ext_t eh;
-    ext_start(&eh, ext_write_holder, &h);
+    ch_ext_t eh;
+    ch_ext_start(&eh, ext_write_holder, &h);
     CH_WAIT(atomic_load(&h.holding));
     CH_ASSERT_RC(coexec_rwlock_tryrdlock(&l), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_rwlock_trywrlock(&l), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_rwlock_rdlock_timed(&l, 2 * MS), COEXEC_ETIMEDOUT);
     CH_ASSERT_RC(coexec_rwlock_unlock(&l), COEXEC_EPERM);
     atomic_store(&h.release, 1);
-    ext_join(&eh);
+    ch_ext_join(&eh);
     CH_ASSERT_OK(coexec_rwlock_wrlock_timed(&l, 0));
     CH_ASSERT_OK(coexec_rwlock_unlock(&l));
     /* read-held: writers wait or fail, readers come in */
@@ -461,9 +461,9 @@ static void t_rwlock_errors(void)
     };
     for (unsigned i = 0; i < sizeof x / sizeof x[0]; i++) {
         CH_ASSERT_OK(ch_run_ult_in(p1, rw_expect, &x[i]));
-        ext_t e;
-        ext_start(&e, rw_expect, &x[i]);
-        ext_join(&e);
+        ch_ext_t e;
+        ch_ext_start(&e, rw_expect, &x[i]);
+        ch_ext_join(&e);
     }
     CH_ASSERT_RC(coexec_rwlock_destroy(&l), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_rwlock_rdlock(&l)); /* twice shared */

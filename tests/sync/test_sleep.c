@@ -46,18 +46,18 @@ static void t_sleep_never_early(void)
     sleeper_t s = {.rounds = ch_iters(10, 2)};
     sleeper_t per[NU + NE + 1];
     coexec_thread_t t[NU];
-    ext_t e[NE];
+    ch_ext_t e[NE];
     for (int i = 0; i < NU + NE + 1; i++) {
         per[i] = (sleeper_t){.id = i, .rounds = s.rounds};
     }
     for (int i = 0; i < NU; i++)
         ch_spawn_on(i % NSTREAMS, sleeper_body, &per[i], &t[i]);
     for (int i = 0; i < NE; i++)
-        ext_start(&e[i], sleeper_body, &per[NU + i]);
+        ch_ext_start(&e[i], sleeper_body, &per[NU + i]);
     sleeper_body(&per[NU + NE]); /* the main ULT too */
     ch_free_threads(t, NU);
     for (int i = 0; i < NE; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
     long early = 0;
     for (int i = 0; i < NU + NE + 1; i++) {
         early += atomic_load(&per[i].early);
@@ -352,9 +352,9 @@ static void t_sleep_waker_no_cut(void)
                           atomic_load(&k.slept)));
         CH_ASSERT_OK(coexec_waker_wake(k.w));
         ch_linger(1);
-        ext_t e;
-        ext_start(&e, ext_wake, &k);
-        ext_join(&e);
+        ch_ext_t e;
+        ch_ext_start(&e, ext_wake, &k);
+        ch_ext_join(&e);
         if (round == 1) {
             int rc = coexec_thread_resume(k.self);
             CU_ASSERT(rc == COEXEC_OK);

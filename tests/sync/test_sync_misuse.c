@@ -286,14 +286,14 @@ static void t_args_init_live(void)
     ch_spawn_on(1, live_lock, &wu, &t);
     wait_blocked(t);
     CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_RECURSIVE), COEXEC_EBUSY);
-    ext_t e;
-    ext_start(&e, live_lock, &we);
+    ch_ext_t e;
+    ch_ext_start(&e, live_lock, &we);
     CH_WAIT(atomic_load(&we.arriving) && atomic_load(&e.tid) != 0 &&
             ch_task_state((pid_t)atomic_load(&e.tid)) == 'S');
     CH_CHECK_RC(coexec_mutex_init(&m, COEXEC_MUTEX_PLAIN), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_mutex_unlock(&m)); /* still ours */
     CH_ASSERT_OK(coexec_thread_free(&t));
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_RC(wu.rc, COEXEC_OK);
     CH_ASSERT_RC(we.rc, COEXEC_OK);
     /* free: starts afresh, here as a recursive one */
@@ -385,12 +385,12 @@ static void t_args_init_live(void)
     memset(&xb, 0, sizeof xb);
     CH_ASSERT_OK_FATAL(coexec_xstream_barrier_init(&xb, 2));
     xwait_t xw = {.b = &xb, .rc = -1};
-    ext_start(&e, xwait_body, &xw);
+    ch_ext_start(&e, xwait_body, &xw);
     CH_WAIT(atomic_load(&xw.arriving) && atomic_load(&e.tid) != 0 &&
             ch_task_state((pid_t)atomic_load(&e.tid)) == 'S');
     CH_CHECK_RC(coexec_xstream_barrier_init(&xb, 3), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_xstream_barrier_wait(&xb)); /* still for two */
-    ext_join(&e);
+    ch_ext_join(&e);
     CH_ASSERT_OK(xw.rc);
     CH_ASSERT_OK(coexec_xstream_barrier_init(&xb, 1));
     CH_ASSERT_OK(coexec_xstream_barrier_wait(&xb));

@@ -89,7 +89,7 @@ static void t_timeout_many(void)
     for (long r = 0; r < rounds; r++) {
         tmo_arg_t a[K + KE];
         coexec_thread_t t[K];
-        ext_t e[KE];
+        ch_ext_t e[KE];
         atomic_store(&T.done, 0);
         for (int i = 0; i < K + KE; i++)
             a[i] = (tmo_arg_t){&T, i % 6, (uint64_t)(K - i) % 12 * MS + MS};
@@ -104,10 +104,10 @@ static void t_timeout_many(void)
         for (int i = 0; i < K; i++)
             ch_spawn_on(i % NSTREAMS, tmo_body, &a[i], &t[i]);
         for (int i = 0; i < KE; i++)
-            ext_start(&e[i], tmo_body, &a[K + i]);
+            ch_ext_start(&e[i], tmo_body, &a[K + i]);
         ch_free_threads(t, K);
         for (int i = 0; i < KE; i++)
-            ext_join(&e[i]);
+            ch_ext_join(&e[i]);
         CH_ASSERT_EQ(atomic_load(&T.done), K + KE);
     }
     CH_ASSERT_EQ(atomic_load(&T.wrong_rc), 0);
@@ -286,16 +286,16 @@ static void race_run(race_t *R, void (*fn)(void *), int nu, int ne)
 {
     race_arg_t a[24];
     coexec_thread_t t[20];
-    ext_t e[4];
+    ch_ext_t e[4];
     for (int i = 0; i < nu + ne; i++)
         a[i] = (race_arg_t){R, i};
     for (int i = 0; i < nu; i++)
         ch_spawn_on(i % NSTREAMS, fn, &a[i], &t[i]);
     for (int i = 0; i < ne; i++)
-        ext_start(&e[i], fn, &a[nu + i]);
+        ch_ext_start(&e[i], fn, &a[nu + i]);
     ch_free_threads(t, nu);
     for (int i = 0; i < ne; i++)
-        ext_join(&e[i]);
+        ch_ext_join(&e[i]);
 }
 
 /*
@@ -426,15 +426,15 @@ static void t_timeout_races(void)
     R.total = 3 * R.iters;
     race_arg_t pa[3];
     coexec_thread_t pt[2];
-    ext_t pe;
+    ch_ext_t pe;
     for (int i = 0; i < 3; i++)
         pa[i] = (race_arg_t){&R, 100 + i};
     for (int i = 0; i < 2; i++)
         ch_spawn_on(1 + i, race_producer, &pa[i], &pt[i]);
-    ext_start(&pe, race_producer, &pa[2]);
+    ch_ext_start(&pe, race_producer, &pa[2]);
     race_run(&R, race_consumer, 6, 1);
     ch_free_threads(pt, 2);
-    ext_join(&pe);
+    ch_ext_join(&pe);
     CH_ASSERT_EQ(atomic_load(&R.bad), 0);
     CH_ASSERT_EQ(R.consumed, R.total);
     CH_ASSERT_EQ(atomic_load(&R.got), R.total);
