@@ -32,6 +32,8 @@
 #include <CUnit/Basic.h>
 #endif
 
+#include "arch_main.h"
+
 #include "arch/context.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -1729,23 +1731,5 @@ int main(int argc, char **argv)
     CU_add_test(s, "start_return", t_start_return);
 #endif
 
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_ErrorCode rc;
-    if (argc > 1) {
-        CU_pSuite only = CU_get_suite(argv[1]);
-        if (only == NULL) {
-            fprintf(stderr, "no suite named %s\n", argv[1]);
-            CU_cleanup_registry();
-            return 2;
-        }
-        rc = CU_basic_run_suite(only);
-    } else {
-        rc = CU_basic_run_tests();
-    }
-    /* CUnit returns success even when assertions failed: the exit code
-     * must come from the failure counts. */
-    unsigned bad = CU_get_number_of_suites_failed() +
-                   CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return (rc != CUE_SUCCESS || bad) ? 1 : 0;
+    return arch_run_suites(argc, argv);
 }
