@@ -455,6 +455,33 @@ static coexec_poll_status_t ch_run_tasklet_body(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
+bool ch_init_env_refused(const char *var, const char *val, char *err,
+                         size_t errsize)
+{
+    char ctx[200];
+    snprintf(ctx, sizeof ctx, "%s=\"%s\"", var, val);
+    setenv(var, val, 1);
+    if (err)
+        ch_stderr_begin();
+    int rc = coexec_init(NULL);
+    if (err)
+        ch_stderr_end(err, errsize);
+    unsetenv(var);
+    if (rc != COEXEC_EENV) {
+        char b[300];
+        snprintf(b, sizeof b, "%s: init returned %s, expected EENV", ctx,
+                 coexec_err_name(rc));
+        CU_assertImplementation(CU_FALSE, __LINE__, b, __FILE__, "",
+                                CU_FALSE);
+        if (rc == COEXEC_OK)
+            CH_ASSERT_OK_FATAL(coexec_finalize());
+        return false;
+    }
+    CU_PASS(ctx);
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+    return true;
+}
+
 int ch_thread_state(coexec_thread_t t)
 {
     coexec_unit_state_t st;

@@ -165,6 +165,16 @@ void ch_spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
 /* Joins and frees t[0..n). */
 void ch_free_threads(coexec_thread_t *t, long n);
 
+/*
+ * Sets var=val, calls coexec_init(NULL) and unsets var again; with err,
+ * what init wrote to stderr is kept there (errsize bytes). True when init
+ * refused with COEXEC_EENV and left the runtime uninitialized; otherwise
+ * records why, finalizes a runtime that init started, and returns false.
+ * Test function only (CUnit asserts).
+ */
+bool ch_init_env_refused(const char *var, const char *val, char *err,
+                         size_t errsize);
+
 /* Handles equal (same record, same generation). */
 #define CH_SAME(a, b) ((a).p == (b).p && (a).gen == (b).gen)
 #define CH_IS_NULL(h) ((h).p == NULL && (h).gen == 0)
