@@ -68,7 +68,7 @@ void bench_restore_affinity(void)
                                  &start_affinity);
 }
 
-/* ---- CPUs ----------------------------------------------------------------- */
+/* ---- CPUs --------------------------------------------------------------- */
 
 int bench_need_cpus(bench_run_t *r, int n)
 {
@@ -92,7 +92,7 @@ void bench_affinity_init(void)
             bench_cpus[bench_ncpus++] = c;
 }
 
-/* ---- medians -------------------------------------------------------------- */
+/* ---- medians ------------------------------------------------------------ */
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -38,7 +38,8 @@ static inline void olog_add(olog_t *l, int v)
 }
 
 /* Asserts that l holds exactly want[0..n). */
-static inline void olog_expect(olog_t *l, const int *want, int n, const char *what)
+static inline void olog_expect(olog_t *l, const int *want, int n,
+                               const char *what)
 {
     int got = atomic_load(&l->n);
     CH_ASSERT_EQ(got, n);
@@ -172,7 +173,8 @@ static inline coexec_poll_status_t cnt_tasklet(coexec_poll_t *cx, void *arg)
 }
 
 /* Creates unit i of a counted batch into pool (ULTs for odd i). */
-static inline int cnt_create(coexec_pool_t pool, cnt_arg_t *args, long i, int yields)
+static inline int cnt_create(coexec_pool_t pool, cnt_arg_t *args, long i,
+                             int yields)
 {
     args[i].idx = i;
     args[i].yields = yields;
