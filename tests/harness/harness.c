@@ -611,6 +611,20 @@ void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg)
         ch_fail_at(__FILE__, __LINE__, "pthread_create: %s", strerror(rc));
 }
 
+static void *pthread_run_main(void *arg)
+{
+    ch_pthread_t *t = arg;
+    t->fn(t->arg);
+    return NULL;
+}
+
+void ch_pthread_run(ch_pthread_t *t, void (*fn)(void *), void *arg)
+{
+    t->fn = fn;
+    t->arg = arg;
+    ch_pthread_start(t, pthread_run_main, t);
+}
+
 void ch_pthread_join(ch_pthread_t *t)
 {
     if (t->started)

@@ -224,9 +224,14 @@ void ch_linger(double ms);
 typedef struct ch_pthread {
     pthread_t tid;
     int started;
+    void (*fn)(void *); /* ch_pthread_run's */
+    void *arg;
 } ch_pthread_t;
 
 void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg);
+/* The same for a function of the shape ULT bodies have: runs fn(arg) on a
+ * helper pthread (t must stay in place until ch_pthread_join). */
+void ch_pthread_run(ch_pthread_t *t, void (*fn)(void *), void *arg);
 void ch_pthread_join(ch_pthread_t *t);
 
 /* A helper pthread running fn(arg) once, with a done flag and its OS

@@ -210,12 +210,6 @@ static void cond_wait_expect(void *arg)
     CH_CHECK_RC(coexec_cond_wait_timed(w->c, w->m, 1 * MS), w->want);
 }
 
-static void *ext_cond_wait_expect(void *arg)
-{
-    cond_wait_expect(arg);
-    return NULL;
-}
-
 static void t_cond_requires_mutex(void)
 {
     ch_init(NSTREAMS);
@@ -230,7 +224,7 @@ static void t_cond_requires_mutex(void)
     cwait_t w = {&cv.c, &cv.m, COEXEC_EPERM};
     CH_ASSERT_OK(ch_run_ult_in(p1, cond_wait_expect, &w));
     ch_pthread_t th;
-    ch_pthread_start(&th, ext_cond_wait_expect, &w);
+    ch_pthread_run(&th, cond_wait_expect, &w);
     ch_pthread_join(&th);
     CH_ASSERT_OK(coexec_mutex_unlock(&cv.m));
 

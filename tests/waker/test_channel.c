@@ -80,18 +80,6 @@ static void spsc_consume(void *arg)
     }
 }
 
-static void *spsc_produce_pthread(void *arg)
-{
-    spsc_produce(arg);
-    return NULL;
-}
-
-static void *spsc_consume_pthread(void *arg)
-{
-    spsc_consume(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t spsc_produce_tasklet(coexec_poll_t *cx, void *arg)
 {
     spsc_t *s = arg;
@@ -155,13 +143,13 @@ static void t_fifo_spsc(void)
                 if (ck == 0)
                     CH_ASSERT_OK_FATAL(coexec_thread_create(s2.pool, spsc_consume, s, NULL, &ct));
                 else if (ck == 1)
-                    ch_pthread_start(&cth, spsc_consume_pthread, s);
+                    ch_pthread_run(&cth, spsc_consume, s);
                 else
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create(s2.pool, spsc_consume_tasklet, s, &ckk));
                 if (pk == 0)
                     CH_ASSERT_OK_FATAL(coexec_thread_create(s1.pool, spsc_produce, s, NULL, &pt));
                 else if (pk == 1)
-                    ch_pthread_start(&pth, spsc_produce_pthread, s);
+                    ch_pthread_run(&pth, spsc_produce, s);
                 else
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create(s1.pool, spsc_produce_tasklet, s, &pkk));
                 /* wait without joining early (a join would run it here) */
@@ -272,18 +260,6 @@ static void mp_consume(void *arg)
     free(last);
 }
 
-static void *mp_produce_pthread(void *arg)
-{
-    mp_produce(arg);
-    return NULL;
-}
-
-static void *mp_consume_pthread(void *arg)
-{
-    mp_consume(arg);
-    return NULL;
-}
-
 static void t_mpmc(void)
 {
     ch_init(WK_NSTREAMS);
@@ -306,7 +282,7 @@ static void t_mpmc(void)
                 CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), mp_consume,
                                                            &ca[i], NULL, &ct[i]));
             else
-                ch_pthread_start(&cth[i - MP_C], mp_consume_pthread, &ca[i]);
+                ch_pthread_run(&cth[i - MP_C], mp_consume, &ca[i]);
         }
         for (int i = 0; i < m->nprod; i++) {
             pa[i] = (mp_arg_t){m, (uint32_t)i};
@@ -314,7 +290,7 @@ static void t_mpmc(void)
                 CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), mp_produce,
                                                            &pa[i], NULL, &pt[i]));
             else
-                ch_pthread_start(&pth[i - MP_P], mp_produce_pthread, &pa[i]);
+                ch_pthread_run(&pth[i - MP_P], mp_produce, &pa[i]);
         }
         for (int i = 0; i < MP_P; i++)
             CH_ASSERT_OK(coexec_thread_free(&pt[i]));
@@ -462,12 +438,6 @@ static void try_ops_fn(void *arg)
     atomic_fetch_add(&g_try_ok, 1);
 }
 
-static void *try_ops_pthread(void *arg)
-{
-    try_ops_fn(arg);
-    return NULL;
-}
-
 static void t_try_ops(void)
 {
     ch_init(2);
@@ -480,7 +450,7 @@ static void t_try_ops(void)
     CH_ASSERT_OK(ch_run_ult_in(s.pool, try_ops_fn, &ch));     /* ULT */
     CH_ASSERT_OK(ch_run_tasklet_in(s.pool, try_ops_fn, &ch)); /* tasklet */
     ch_pthread_t th;
-    ch_pthread_start(&th, try_ops_pthread, &ch);              /* thread */
+    ch_pthread_run(&th, try_ops_fn, &ch);                     /* thread */
     ch_pthread_join(&th);
     CH_ASSERT_EQ(atomic_load(&g_try_ok), 4);
     /* wrap around the ring many times, odd message size */
@@ -541,18 +511,6 @@ static void close_send_fn(void *arg)
         CH_CHECK_RC(rc, COEXEC_ECLOSED);
 }
 
-static void *close_recv_pthread(void *arg)
-{
-    close_recv_fn(arg);
-    return NULL;
-}
-
-static void *close_send_pthread(void *arg)
-{
-    close_send_fn(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t close_recv_tasklet(coexec_poll_t *cx, void *arg)
 {
     closew_t *c = arg;
@@ -610,7 +568,7 @@ static void t_close(void)
                                                                       : close_recv_tasklet,
                                                     &c, &k));
         for (int i = 0; i < NP; i++)
-            ch_pthread_start(&th[i], senders ? close_send_pthread : close_recv_pthread, &c);
+            ch_pthread_run(&th[i], senders ? close_send_fn : close_recv_fn, &c);
         CH_WAIT(atomic_load(&c.arrived) == NU + NP + 1);
         for (int i = 0; i < NU; i++)
             CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
@@ -697,12 +655,6 @@ static void chtimed_fn(void *arg)
     atomic_store(&w->rc, rc);
 }
 
-static void *chtimed_pthread(void *arg)
-{
-    chtimed_fn(arg);
-    return NULL;
-}
-
 static void scribble_ult(void *arg)
 {
     volatile char junk[2048];
@@ -741,7 +693,7 @@ static void t_timed(void)
                 CH_ASSERT_OK(ch_run_ult_in(s.pool, scribble_ult, NULL));
             } else {
                 ch_pthread_t th;
-                ch_pthread_start(&th, chtimed_pthread, &w);
+                ch_pthread_run(&th, chtimed_fn, &w);
                 ch_pthread_join(&th);
             }
             CH_ASSERT_RC(atomic_load(&w.rc), COEXEC_ETIMEDOUT);
@@ -789,7 +741,7 @@ static void t_timed(void)
                 CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, chtimed_fn, &w, NULL, &t));
                 CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
             } else {
-                ch_pthread_start(&th, chtimed_pthread, &w);
+                ch_pthread_run(&th, chtimed_fn, &w);
                 CH_WAIT(atomic_load(&w.arrived));
             }
             CH_ASSERT_EQ(atomic_load(&w.rc), 1);
@@ -882,12 +834,6 @@ static void ch_expect_ehandle(void *arg)
     atomic_fetch_add(&g_ch_ok, 1);
 }
 
-static void *ch_expect_ehandle_pthread(void *arg)
-{
-    ch_expect_ehandle(arg);
-    return NULL;
-}
-
 static void t_channel_errors(void)
 {
     ch_init(2);
@@ -966,7 +912,7 @@ static void t_channel_errors(void)
     atomic_store(&g_ch_ok, 0);
     CH_ASSERT_OK(ch_run_ult_in(s.pool, ch_expect_ehandle, &g_ch));
     ch_pthread_t th;
-    ch_pthread_start(&th, ch_expect_ehandle_pthread, &g_ch);
+    ch_pthread_run(&th, ch_expect_ehandle, &g_ch);
     ch_pthread_join(&th);
     CH_ASSERT_EQ(atomic_load(&g_ch_ok), 2);
     CH_ASSERT_OK(ch_stream_free(&s));
@@ -1055,12 +1001,6 @@ static void qo_send_all(void *arg)
     }
 }
 
-static void *qo_send_pthread(void *arg)
-{
-    qo_send_all(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t qo_send_tasklet(coexec_poll_t *cx, void *arg)
 {
     qo_round_t *r = arg;
@@ -1134,7 +1074,7 @@ static void t_fifo_queue_order(void)
         if (skind == 0)
             CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), qo_send_all, r, NULL, &st));
         else if (skind == 1)
-            ch_pthread_start(&sth, qo_send_pthread, r);
+            ch_pthread_run(&sth, qo_send_all, r);
         else
             CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(2), qo_send_tasklet, r, &sk));
         bool all = true;
@@ -1248,12 +1188,6 @@ static void lp_recv_ult(void *arg)
     atomic_store(&q->done, 1);
 }
 
-static void *lp_recv_pthread(void *arg)
-{
-    lp_recv_ult(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t lp_recv_tasklet(coexec_poll_t *cx, void *arg)
 {
     lp_recv_t *q = arg;
@@ -1282,12 +1216,6 @@ static void lp_send_ult(void *arg)
         }
     }
     atomic_store(&s->done, 1);
-}
-
-static void *lp_send_pthread(void *arg)
-{
-    lp_send_ult(arg);
-    return NULL;
 }
 
 static coexec_poll_status_t lp_send_tasklet(coexec_poll_t *cx, void *arg)
@@ -1335,7 +1263,7 @@ static void t_fifo_loop_mixed(void)
                 else if (q->kind == RK_TASKLET)
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, lp_recv_tasklet, q, &tk[i]));
                 else
-                    ch_pthread_start(&th[i], lp_recv_pthread, q);
+                    ch_pthread_run(&th[i], lp_recv_ult, q);
             }
             for (int i = 0; i < r->nsend; i++) {
                 lp_send_t *s = &r->send[i];
@@ -1349,7 +1277,7 @@ static void t_fifo_loop_mixed(void)
                 else if (kind == RK_TASKLET)
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, lp_send_tasklet, s, &tk[j]));
                 else
-                    ch_pthread_start(&th[j], lp_send_pthread, s);
+                    ch_pthread_run(&th[j], lp_send_ult, s);
             }
             for (int i = 0; i < r->nsend; i++)
                 CH_WAIT(atomic_load(&r->send[i].done));

@@ -179,12 +179,6 @@ static void ev_set_fn(void *arg)
     CH_CHECK_RC(coexec_eventual_set(&e->ev, &e->want, sizeof e->want), COEXEC_OK);
 }
 
-static void *ev_set_pthread(void *arg)
-{
-    ev_set_fn(arg);
-    return NULL;
-}
-
 static void t_wait_everywhere(void)
 {
     ch_init(2);
@@ -222,7 +216,7 @@ static void t_wait_everywhere(void)
             break;
         default: {
             ch_pthread_t st;
-            ch_pthread_start(&st, ev_set_pthread, &e);
+            ch_pthread_run(&st, ev_set_fn, &e);
             ch_pthread_join(&st);
         }
         }
@@ -365,12 +359,6 @@ static void timed_wait_fn(void *arg)
     atomic_store(&w->rc, rc);
 }
 
-static void *timed_wait_pthread(void *arg)
-{
-    timed_wait_fn(arg);
-    return NULL;
-}
-
 static void scribble_stack_ult(void *arg)
 {
     volatile char junk[2048];
@@ -400,7 +388,7 @@ static void t_timed(void)
             CH_ASSERT_OK(ch_run_ult_in(s.pool, scribble_stack_ult, NULL));
         } else {
             ch_pthread_t th;
-            ch_pthread_start(&th, timed_wait_pthread, &w);
+            ch_pthread_run(&th, timed_wait_fn, &w);
             ch_pthread_join(&th);
         }
         CH_ASSERT_RC(atomic_load(&w.rc), COEXEC_ETIMEDOUT);
@@ -431,7 +419,7 @@ static void t_timed(void)
             CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, timed_wait_fn, &w, NULL, &t));
             CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         } else {
-            ch_pthread_start(&th, timed_wait_pthread, &w);
+            ch_pthread_run(&th, timed_wait_fn, &w);
             CH_WAIT(atomic_load(&w.arrived));
         }
         CH_ASSERT_EQ(atomic_load(&w.rc), 1);
@@ -475,12 +463,6 @@ static void ev_wait_expect_ehandle(void *arg)
 {
     CH_CHECK_RC(coexec_eventual_wait(arg, NULL), COEXEC_EHANDLE);
     atomic_fetch_add(&g_ctx_ok, 1);
-}
-
-static void *ev_wait_expect_ehandle_pthread(void *arg)
-{
-    ev_wait_expect_ehandle(arg);
-    return NULL;
 }
 
 typedef struct {
@@ -568,7 +550,7 @@ static void t_eventual_errors(void)
     atomic_store(&g_ctx_ok, 0);
     CH_ASSERT_OK(ch_run_ult_in(s.pool, ev_wait_expect_ehandle, &g_ev));
     ch_pthread_t th;
-    ch_pthread_start(&th, ev_wait_expect_ehandle_pthread, &g_ev);
+    ch_pthread_run(&th, ev_wait_expect_ehandle, &g_ev);
     ch_pthread_join(&th);
     CH_ASSERT_EQ(atomic_load(&g_ctx_ok), 2);
     /* and initialised again, it works */
@@ -634,12 +616,6 @@ static void fut_wait_ult(void *arg)
     fut_t *f = arg;
     atomic_fetch_add(&f->arrived, 1);
     fut_released(f, coexec_future_wait(&f->f));
-}
-
-static void *fut_wait_pthread(void *arg)
-{
-    fut_wait_ult(arg);
-    return NULL;
 }
 
 typedef struct {
@@ -747,12 +723,6 @@ static void fut_set_fn(void *arg)
         CH_CHECK_RC(coexec_future_set(&s->f->f, fv(i)), COEXEC_OK);
 }
 
-static void *fut_set_pthread(void *arg)
-{
-    fut_set_fn(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t fut_set_tasklet(coexec_poll_t *cx, void *arg)
 {
     fut_set_fn(arg);
@@ -785,7 +755,7 @@ static void t_future_waiters(void)
                                                         fut_poll_tasklet, &kk[i], &k[i]));
         }
         for (int i = 0; i < NP; i++)
-            ch_pthread_start(&th[i], fut_wait_pthread, f);
+            ch_pthread_run(&th[i], fut_wait_ult, f);
         CH_WAIT(atomic_load(&f->arrived) == NU + NP + NK);
         for (int i = 0; i < NU; i++)
             CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
@@ -805,7 +775,7 @@ static void t_future_waiters(void)
             CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i + 1), fut_set_tasklet, &s[4 + i],
                                                         &sk[i]));
         for (int i = 0; i < 2; i++)
-            ch_pthread_start(&sth[i], fut_set_pthread, &s[6 + i]);
+            ch_pthread_run(&sth[i], fut_set_fn, &s[6 + i]);
         for (int i = 0; i < NU; i++)
             CH_ASSERT_OK(coexec_thread_free(&t[i]));
         for (int i = 0; i < NK; i++)
@@ -904,12 +874,6 @@ static void all_wait_ult(void *arg)
     all_released(a, coexec_future_wait_all(a->fs, NF));
 }
 
-static void *all_wait_pthread(void *arg)
-{
-    all_wait_ult(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t all_poll_tasklet(coexec_poll_t *cx, void *arg)
 {
     all_t *a = arg;
@@ -939,7 +903,7 @@ static void t_wait_all(void)
         ch_pthread_t th;
         CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, all_wait_ult, a, NULL, &t));
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, all_poll_tasklet, a, &k));
-        ch_pthread_start(&th, all_wait_pthread, a);
+        ch_pthread_run(&th, all_wait_ult, a);
         CH_WAIT(atomic_load(&a->arrived) == 3 && ch_thread_state(t) == COEXEC_UNIT_BLOCKED &&
                 ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         /* complete them in an order that changes with r, one compartment
@@ -1014,12 +978,6 @@ static void ftimed_fn(void *arg)
     atomic_store(&w->rc, rc);
 }
 
-static void *ftimed_pthread(void *arg)
-{
-    ftimed_fn(arg);
-    return NULL;
-}
-
 static void t_future_timed(void)
 {
     ch_init(2);
@@ -1040,7 +998,7 @@ static void t_future_timed(void)
             CH_ASSERT_OK(ch_run_ult_in(s.pool, scribble_stack_ult, NULL));
         } else {
             ch_pthread_t th;
-            ch_pthread_start(&th, ftimed_pthread, &w);
+            ch_pthread_run(&th, ftimed_fn, &w);
             ch_pthread_join(&th);
         }
         CH_ASSERT_RC(atomic_load(&w.rc), COEXEC_ETIMEDOUT);
@@ -1065,7 +1023,7 @@ static void t_future_timed(void)
             CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, ftimed_fn, &w, NULL, &t));
             CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         } else {
-            ch_pthread_start(&th, ftimed_pthread, &w);
+            ch_pthread_run(&th, ftimed_fn, &w);
             CH_WAIT(atomic_load(&w.arrived));
         }
         CH_ASSERT_EQ(atomic_load(&w.rc), 1);
@@ -1219,12 +1177,6 @@ static void evl_wait(void *arg)
     atomic_store(&w->done, 1);
 }
 
-static void *evl_pthread(void *arg)
-{
-    evl_wait(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t evl_tasklet(coexec_poll_t *cx, void *arg)
 {
     evl_t *w = arg;
@@ -1276,7 +1228,7 @@ static void t_eventual_init_live(void)
     CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_eventual_init(&ev, 8), COEXEC_EBUSY);
     if (threads) {
-        ch_pthread_start(&th, evl_pthread, &w[2]);
+        ch_pthread_run(&th, evl_wait, &w[2]);
         CH_WAIT(atomic_load(&w[2].entered) && wk_thread_in_futex(atomic_load(&w[2].tid)));
         CH_CHECK_RC(coexec_eventual_init(&ev, 0), COEXEC_EBUSY);
     }

@@ -367,12 +367,6 @@ static void stale_wake_fn(void *arg)
         CH_CHECK_RC(coexec_waker_wake(j->stale), COEXEC_OK);
 }
 
-static void *stale_wake_pthread(void *arg)
-{
-    stale_wake_fn(arg);
-    return NULL;
-}
-
 static void t_stale_waker(void)
 {
     ch_init(2);
@@ -414,7 +408,7 @@ static void t_stale_waker(void)
         CH_ASSERT_OK(ch_run_ult_in(s2.pool, stale_wake_fn, &j));
         CH_ASSERT_OK(ch_run_tasklet_in(s2.pool, stale_wake_fn, &j));
         ch_pthread_t th;
-        ch_pthread_start(&th, stale_wake_pthread, &j);
+        ch_pthread_run(&th, stale_wake_fn, &j);
         ch_pthread_join(&th);
         wk_relax_n(100);
         int woken = 0;

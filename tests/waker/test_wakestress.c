@@ -362,12 +362,6 @@ static void evpp_b(void *arg)
     }
 }
 
-static void *evpp_b_pthread(void *arg)
-{
-    evpp_b(arg);
-    return NULL;
-}
-
 static void t_eventual_pingpong(void)
 {
     ch_init(2);
@@ -388,7 +382,7 @@ static void t_eventual_pingpong(void)
         if (variant == 0)
             CH_ASSERT_OK_FATAL(coexec_thread_create(s2.pool, evpp_b, &p, NULL, &tb));
         else
-            ch_pthread_start(&th, evpp_b_pthread, &p);
+            ch_pthread_run(&th, evpp_b, &p);
         CH_ASSERT_OK(coexec_thread_free(&ta));
         if (variant == 0)
             CH_ASSERT_OK(coexec_thread_free(&tb));
@@ -447,12 +441,6 @@ static void chpp_b(void *arg)
     }
 }
 
-static void *chpp_b_pthread(void *arg)
-{
-    chpp_b(arg);
-    return NULL;
-}
-
 static void t_channel_pingpong(void)
 {
     ch_init(2);
@@ -472,7 +460,7 @@ static void t_channel_pingpong(void)
         if (variant == 0)
             CH_ASSERT_OK_FATAL(coexec_thread_create(s2.pool, chpp_b, &p, NULL, &tb));
         else
-            ch_pthread_start(&th, chpp_b_pthread, &p);
+            ch_pthread_run(&th, chpp_b, &p);
         CH_ASSERT_OK(coexec_thread_free(&ta));
         if (variant == 0)
             CH_ASSERT_OK(coexec_thread_free(&tb));

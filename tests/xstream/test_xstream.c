@@ -127,12 +127,6 @@ static void create_from_ult(void *arg)
     atomic_store(&p->rc, coexec_xstream_create(NULL, &p->xs));
 }
 
-static void *create_from_pthread(void *arg)
-{
-    create_from_ult(arg);
-    return NULL;
-}
-
 static void t_create_from_anywhere(void)
 {
     ch_init(2);
@@ -145,7 +139,7 @@ static void t_create_from_anywhere(void)
     CH_ASSERT_OK(ch_run_ult_in(p1, create_from_ult, &a));
     CH_ASSERT_RC(atomic_load(&a.rc), COEXEC_OK);
     ch_pthread_t th;
-    ch_pthread_start(&th, create_from_pthread, &b);
+    ch_pthread_run(&th, create_from_ult, &b);
     ch_pthread_join(&th);
     CH_ASSERT_RC(atomic_load(&b.rc), COEXEC_OK);
 
