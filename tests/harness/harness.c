@@ -482,6 +482,22 @@ bool ch_init_env_refused(const char *var, const char *val, char *err,
     return true;
 }
 
+atomic_long ch_count;
+
+void ch_count_ult(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&ch_count, 1);
+}
+
+coexec_poll_status_t ch_count_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    atomic_fetch_add(&ch_count, 1);
+    return COEXEC_READY;
+}
+
 int ch_thread_state(coexec_thread_t t)
 {
     coexec_unit_state_t st;

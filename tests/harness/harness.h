@@ -175,6 +175,13 @@ void ch_free_threads(coexec_thread_t *t, long n);
 bool ch_init_env_refused(const char *var, const char *val, char *err,
                          size_t errsize);
 
+/* A run counter for tests that count what ran: ch_count_ult and
+ * ch_count_tasklet (which is READY at once) add one to ch_count; their
+ * argument is unused. */
+extern atomic_long ch_count;
+void ch_count_ult(void *arg);
+coexec_poll_status_t ch_count_tasklet(coexec_poll_t *cx, void *arg);
+
 /* Handles equal (same record, same generation). */
 #define CH_SAME(a, b) ((a).p == (b).p && (a).gen == (b).gen)
 #define CH_IS_NULL(h) ((h).p == NULL && (h).gen == 0)
