@@ -5,6 +5,12 @@
  * repetitions of its work and hands each timed figure to bench_sample().
  * It returns 0 on success, or -1 after bench_fail() explained what went
  * wrong (the driver then prints `name NA n/a`).
+ *
+ * Who calls whom, one way only: main.c (the driver) calls the benchmark
+ * tables of raw.c, ult.c, wait.c, service.c and peers.c; they call
+ * runtime.c (bench_rt_*) and harness.c (samples, CPUs, medians); runtime.c
+ * calls harness.c. The benchmarks include only the public headers
+ * (coexec.h, coexec/...); raw.c also times src/arch/context.h.
  */
 #ifndef COEXEC_BENCH_H
 #define COEXEC_BENCH_H
@@ -64,11 +70,35 @@ int bench_fail(bench_run_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void bench_setup(bench_run_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* 0 when the process may use n CPUs; otherwise -1 after bench_fail. */
+int bench_need_cpus(bench_run_t *r, int n);
+/* The end of a benchmark: 0, or -1 (and no samples kept) when it failed. */
+int bench_finish(bench_run_t *r);
 
+/* Notes the CPUs the process may run on (bench_cpus, bench_ncpus and the
+ * set bench_restore_affinity gives back); main() calls it once, first. */
+void bench_affinity_init(void);
 /* Pins the calling thread to one CPU; 0 or an errno value. */
 int bench_pin_self(int cpu);
 /* Gives the calling thread back the CPU set the process started with. */
 void bench_restore_affinity(void);
+
+/* Sorts v[0..n) in increasing order. */
+void bench_sort(double *v, int n);
+/* The median of v[0..n) (n > 0); sorts v. */
+double bench_median(double *v, int n);
+
+/* A spin-wait hint to the CPU (pause, yield), the benchmarks' own. */
+static inline void bench_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#else
+    __asm__ volatile("" ::: "memory");
+#endif
+}
 
 /* The benchmark tables of each source file, ended by a {NULL} entry. */
 extern const bench_def_t bench_raw_defs[];
@@ -82,7 +112,7 @@ extern const bench_def_t bench_service_defs[];
 int bench_memory_child(const char *kind);
 
 /*
- * The runtime of a libcoexec benchmark (ult.c): bench_rt_start starts it
+ * The runtime of a libcoexec benchmark (runtime.c): bench_rt_start starts it
  * with nxs streams in the default setup, checks it got them, describes the
  * placement in r->setup and returns the main pool of xstream 0 (the
  * caller's). bench_rt_stop finalizes it. Both return 0, or -1 after
@@ -100,6 +130,8 @@ void bench_append_setup(bench_run_t *r, const char *text);
 /* The name of a coexec_sched_kind_t ("basic", ..., "randws"), as
  * COEXEC_SCHED spells it. */
 const char *bench_sched_name(int kind);
+/* The name of a coexec_pool_kind_t ("FIFO", ..., "USER"). */
+const char *bench_pool_kind_name(int kind);
 
 /* Makes a call whose result does not matter here (a best-effort step of a
  * teardown); a (void) cast does not silence warn_unused_result. */

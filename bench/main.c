@@ -27,9 +27,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +40,6 @@
 #define MIN_PUBLISHED_REPS 11
 #define WARMUPS 2
 
-int bench_cpus[CPU_SETSIZE];
-double bench_floor_ns;
-int bench_ncpus;
-static cpu_set_t start_affinity;
-
 typedef struct result {
     const bench_def_t *def;
     int ok;
@@ -57,49 +49,6 @@ typedef struct result {
     char error[1024];
     char reference[256]; /* measured in this run (bench_run_t.reference) */
 } result_t;
-
-/* ---- harness services --------------------------------------------------- */
-
-void bench_sample(bench_run_t *r, double value)
-{
-    if (r->nsamples < BENCH_MAX_SAMPLES)
-        r->samples[r->nsamples++] = value;
-}
-
-int bench_fail(bench_run_t *r, const char *fmt, ...)
-{
-    if (r->error[0] == '\0') { /* keep the first cause */
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->error, sizeof r->error, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-void bench_setup(bench_run_t *r, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->setup, sizeof r->setup, fmt, ap);
-    va_end(ap);
-}
-
-int bench_pin_self(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
-void bench_restore_affinity(void)
-{
-    if (CPU_COUNT(&start_affinity) == 0)
-        return;
-    (void)pthread_setaffinity_np(pthread_self(), sizeof start_affinity,
-                                 &start_affinity);
-}
 
 /* ---- the suite ------------------------------------------------------------ */
 
@@ -115,12 +64,6 @@ static const bench_def_t *find_def(const char *name)
             if (strcmp(d->name, name) == 0)
                 return d;
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static bench_run_t run_buf; /* large: kept off the stack */
@@ -147,14 +90,12 @@ static void run_one(const bench_def_t *d, int reps, result_t *res)
                  r->error[0] ? r->error : "failed");
         return;
     }
-    qsort(r->samples, (size_t)r->nsamples, sizeof r->samples[0], cmp_double);
     int n = r->nsamples;
     res->ok = 1;
     res->reps = n;
+    res->median = bench_median(r->samples, n); /* sorts the samples */
     res->min = r->samples[0];
     res->max = r->samples[n - 1];
-    res->median = (n % 2) ? r->samples[n / 2]
-                          : (r->samples[n / 2 - 1] + r->samples[n / 2]) / 2;
 }
 
 static void print_result(FILE *out, const result_t *res)
@@ -417,15 +358,7 @@ int main(int argc, char **argv)
             unsetenv(owned_vars[i]);
         }
 
-    if (sched_getaffinity(0, sizeof start_affinity, &start_affinity) != 0) {
-        CPU_ZERO(&start_affinity);
-        for (int c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE;
-             c++)
-            CPU_SET(c, &start_affinity);
-    }
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &start_affinity))
-            bench_cpus[bench_ncpus++] = c;
+    bench_affinity_init();
 
     /* Full run: every benchmark in table order. xes_spin_pingpong always
      * runs, first, as the floor of this run's 2-xstream figures. */

@@ -130,9 +130,8 @@ static void *mc_timer(void *p)
 
 static int bench_pthread_mutex_cond_pingpong_2t(bench_run_t *r)
 {
-    if (bench_ncpus < 2)
-        return bench_fail(r, "needs 2 CPUs, the process may use %d",
-                          bench_ncpus);
+    if (bench_need_cpus(r, 2) != 0)
+        return -1;
     memset(&mc, 0, sizeof mc);
     pthread_mutex_init(&mc.mu, NULL);
     pthread_cond_init(&mc.to_a, NULL);
@@ -222,9 +221,8 @@ static void *pm_worker(void *p)
 
 static int bench_pthread_mutex_contended_4t(bench_run_t *r)
 {
-    if (bench_ncpus < 2)
-        return bench_fail(r, "needs 2 CPUs, the process may use %d",
-                          bench_ncpus);
+    if (bench_need_cpus(r, 2) != 0)
+        return -1;
     memset(&pm, 0, sizeof pm);
     pm.r = r;
     pthread_mutex_init(&pm.mu, NULL);
@@ -372,9 +370,8 @@ static void *pc_timer(void *p)
 
 static int bench_pthread_channel_pingpong_2t(bench_run_t *r)
 {
-    if (bench_ncpus < 2)
-        return bench_fail(r, "needs 2 CPUs, the process may use %d",
-                          bench_ncpus);
+    if (bench_need_cpus(r, 2) != 0)
+        return -1;
     memset(&pc, 0, sizeof pc);
     pc_init(&pc.to_a);
     pc_init(&pc.to_b);
@@ -483,9 +480,8 @@ static long omp_fib(int n)
 
 static int omp_fib_bench(bench_run_t *r, int nt)
 {
-    if (bench_ncpus < nt)
-        return bench_fail(r, "needs %d CPUs, the process may use %d", nt,
-                          bench_ncpus);
+    if (bench_need_cpus(r, nt) != 0)
+        return -1;
     int pin_err = 0, nthreads = 0;
     long wrong = 0;
 #pragma omp parallel num_threads(nt)

@@ -77,9 +77,8 @@ static void *spin_timer(void *p)
 
 static int bench_xes_spin_pingpong(bench_run_t *r)
 {
-    if (bench_ncpus < 2)
-        return bench_fail(r, "needs 2 CPUs, the process may use %d",
-                          bench_ncpus);
+    if (bench_need_cpus(r, 2) != 0)
+        return -1;
     static struct spin_shared s;
     memset(&s, 0, sizeof s);
     s.cpu[0] = bench_cpus[0];

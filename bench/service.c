@@ -47,18 +47,6 @@ static void note_rc(atomic_int *slot, int rc)
     atomic_compare_exchange_strong(slot, &ok, rc);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* ---- the runtime: compute streams, then the service stream's CPU ----------- */
 
 /* Compute streams of the many-calls benchmarks: 2 when a third CPU is left
@@ -210,7 +198,7 @@ static int bench_offload_roundtrip_2es(bench_run_t *r)
                           "and wait, 100,000 calls per rep; then 100,000 "
                           "direct calls (syscall_direct, same rep)");
     if (ndirect) {
-        double d = median_of(direct, ndirect);
+        double d = bench_median(direct, ndirect);
         int len = snprintf(r->reference, sizeof r->reference,
                            "syscall_direct %.1f ns (same reps, same ULT)", d);
         if (bench_floor_ns > 0)
@@ -300,7 +288,7 @@ static int bench_offload_throughput_64(bench_run_t *r)
             memcpy(s, r->samples, sizeof(double) * (size_t)r->nsamples);
             snprintf(r->reference, sizeof r->reference,
                      "%.2f M calls/s at the median",
-                     1e3 / median_of(s, r->nsamples));
+                     1e3 / bench_median(s, r->nsamples));
         }
         free(s);
     }
@@ -312,9 +300,7 @@ out:
                 bench_fail(r, "coexec_thread_free: %s", coexec_err_name(rc));
         }
     svc_stop(r);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* ---- the file set ---------------------------------------------------------------- */
@@ -513,9 +499,7 @@ out:
         svc_stop(r);
     for (int i = 0; i < FS_FILES; i++)
         free(fr.buf[i]);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 static int bench_file_read_throughput(bench_run_t *r)
@@ -585,7 +569,7 @@ static int pread_roundtrip(bench_run_t *r, coexec_service_io_t io)
                           "1 MiB file and wait, 20,000 calls per rep; then "
                           "20,000 plain preads (pread_direct, same rep)");
     if (ndirect) {
-        double d = median_of(direct, ndirect);
+        double d = bench_median(direct, ndirect);
         int len = snprintf(r->reference, sizeof r->reference,
                            "pread_direct %.1f ns (same reps, same ULT)", d);
         if (bench_floor_ns > 0)
@@ -598,9 +582,7 @@ out:
     if (fd >= 0)
         close(fd);
     free(buf);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 static int bench_pread_roundtrip_uring(bench_run_t *r)
@@ -657,9 +639,8 @@ static int bench_pthread_file_read_throughput(bench_run_t *r)
     /* As many threads as file_read_throughput occupies CPUs: its compute
      * streams and the service stream. */
     pr.nthreads = svc_compute_streams() + 1;
-    if (bench_ncpus < pr.nthreads)
-        return bench_fail(r, "needs %d CPUs, the process may use %d",
-                          pr.nthreads, bench_ncpus);
+    if (bench_need_cpus(r, pr.nthreads) != 0)
+        return -1;
     if (fs_prepare(r) != 0)
         return -1;
     for (int k = 0; k < pr.nthreads; k++) {
@@ -715,9 +696,7 @@ out:
             close(pr.fd[i]);
     for (int k = 0; k < 3; k++)
         free(th[k].buf);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* Goals and peers' figures: BENCH.md, "The figures to beat". */

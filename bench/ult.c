@@ -21,122 +21,7 @@
 
 #include <coexec.h>
 
-#include "arch/atomic.h" /* cpu_relax */
 #include "bench.h"
-
-/* ---- runtime setup ---------------------------------------------------------- */
-
-static const char *kind_name(coexec_pool_kind_t k)
-{
-    static const char *const n[] = {"FIFO", "LIFO", "PRIO", "DEQUE", "USER"};
-    return (unsigned)k < 5 ? n[k] : "?";
-}
-
-const char *bench_sched_name(int kind)
-{
-    static const char *const n[] = {"basic", "basic_wait", "prio", "randws",
-                                    "user"};
-    return (unsigned)kind < 5 ? n[kind] : "?";
-}
-
-static const char *access_name(coexec_pool_access_t a)
-{
-    static const char *const n[] = {"PRIV", "SPSC", "MPSC", "SPMC", "MPMC"};
-    return (unsigned)a < 5 ? n[a] : "?";
-}
-
-/*
- * Starts the runtime with nxs streams and the default setup (or the
- * caller's configuration), checks it got them, describes the placement in
- * r->setup and returns the main pool of the stream running the caller
- * (xstream 0).
- */
-int bench_rt_start(bench_run_t *r, int nxs, coexec_pool_t *main_pool)
-{
-    coexec_config_t cfg;
-    int rc = coexec_config_init(&cfg);
-    if (rc != COEXEC_OK)
-        return bench_fail(r, "coexec_config_init: %s", coexec_err_name(rc));
-    cfg.num_xstreams = nxs;
-    return bench_rt_start_cfg(r, &cfg, main_pool);
-}
-
-int bench_rt_start_cfg(bench_run_t *r, const coexec_config_t *cfg_in,
-                       coexec_pool_t *main_pool)
-{
-    coexec_config_t cfg = *cfg_in;
-    int nxs = cfg.num_xstreams;
-    cfg.affinity = 1;
-    int rc = coexec_init(&cfg);
-    if (rc != COEXEC_OK)
-        return bench_fail(r, "coexec_init: %s (%s)", coexec_err_name(rc),
-                          coexec_init_error());
-    int num = 0;
-    coexec_xstream_t self;
-    if ((rc = coexec_xstream_get_num(&num)) != COEXEC_OK || num != nxs) {
-        bench_fail(r, "coexec_xstream_get_num: %s, %d streams instead of %d",
-                   coexec_err_name(rc), num, nxs);
-        goto fail;
-    }
-    if ((rc = coexec_xstream_self(&self)) != COEXEC_OK ||
-        (rc = coexec_xstream_get_main_pool(self, main_pool)) != COEXEC_OK) {
-        bench_fail(r, "main pool of xstream 0: %s", coexec_err_name(rc));
-        goto fail;
-    }
-    coexec_config_t in_force;
-    if ((rc = coexec_get_config(&in_force)) != COEXEC_OK) {
-        bench_fail(r, "coexec_get_config: %s", coexec_err_name(rc));
-        goto fail;
-    }
-    int len = snprintf(r->setup, sizeof r->setup, "[%d xstream%s, sched %s:",
-                       nxs, nxs > 1 ? "s" : "",
-                       bench_sched_name(in_force.sched_kind));
-    for (int k = 0; k < nxs; k++) {
-        coexec_xstream_t xs;
-        coexec_pool_t pool;
-        coexec_pool_kind_t kind = 0;
-        coexec_pool_access_t acc = 0;
-        int cpu = -1;
-        if ((rc = coexec_xstream_by_rank(k, &xs)) != COEXEC_OK ||
-            (rc = coexec_xstream_get_cpu(xs, &cpu)) != COEXEC_OK ||
-            (rc = coexec_xstream_get_main_pool(xs, &pool)) != COEXEC_OK ||
-            (rc = coexec_pool_get_info(pool, &kind, &acc)) != COEXEC_OK) {
-            bench_fail(r, "describing xstream %d: %s", k, coexec_err_name(rc));
-            goto fail;
-        }
-        if (len < (int)sizeof r->setup)
-            len += snprintf(r->setup + len, sizeof r->setup - (size_t)len,
-                            " xs%d on CPU %d, pool %s/%s;", k, cpu,
-                            kind_name(kind), access_name(acc));
-    }
-    if (len < (int)sizeof r->setup)
-        snprintf(r->setup + len, sizeof r->setup - (size_t)len, "%s]",
-                 in_force.sched_kind == COEXEC_SCHED_RANDWS
-                     ? " work-stealing setup (randws over DEQUE pools)"
-                 : nxs > 1 ? " default setup, stealing on"
-                           : " default setup");
-    return 0;
-fail:
-    rc = coexec_finalize(); /* the first error is the one reported */
-    bench_restore_affinity();
-    return -1;
-}
-
-int bench_rt_stop(bench_run_t *r)
-{
-    int rc = coexec_finalize();
-    bench_restore_affinity();
-    if (rc != COEXEC_OK)
-        return bench_fail(r, "coexec_finalize: %s", coexec_err_name(rc));
-    return 0;
-}
-
-void bench_append_setup(bench_run_t *r, const char *text)
-{
-    size_t len = strlen(r->setup);
-    snprintf(r->setup + len, sizeof r->setup - len, "%s%s", len ? " " : "",
-             text);
-}
 
 /* ---- ult_create_join_1es / _2es ------------------------------------------ */
 
@@ -446,19 +331,12 @@ static int bench_fib_ult_2es_ws(bench_run_t *r)
  */
 #define ST_UNITS 10000
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The median of v[0..n) (n > 0), without reordering v. */
 static double median_of(const double *v, int n)
 {
     static double tmp[BENCH_MAX_SAMPLES];
     memcpy(tmp, v, (size_t)n * sizeof *tmp);
-    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
-    return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+    return bench_median(tmp, n);
 }
 
 static struct {
@@ -504,7 +382,8 @@ static int bench_steal_throughput(bench_run_t *r)
     coexec_pool_kind_t kind;
     CK(coexec_pool_get_info(own, &kind, NULL));
     if (kind != COEXEC_POOL_DEQUE) {
-        bench_fail(r, "xstream 0's default pool is %s, not DEQUE", kind_name(kind));
+        bench_fail(r, "xstream 0's default pool is %s, not DEQUE",
+                   bench_pool_kind_name(kind));
         goto out;
     }
     CK(coexec_pool_create_ex(COEXEC_POOL_DEQUE, COEXEC_ACCESS_MPMC, NULL,
@@ -532,7 +411,7 @@ static int bench_steal_throughput(bench_run_t *r)
             if (BENCH_UNLIKELY(bench_now_ns() - t0 > 10000000000ull))
                 break;
             for (int k = 0; k < 64; k++)
-                cpu_relax();
+                bench_cpu_relax();
         }
         uint64_t t2 = bench_now_ns();
         long ran = atomic_load(&st.ran);

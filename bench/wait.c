@@ -70,9 +70,8 @@ static void split_stop(bench_run_t *r, struct split *sp)
 static int split_start(bench_run_t *r, struct split *sp)
 {
     memset(sp, 0, sizeof *sp);
-    if (bench_ncpus < 2)
-        return bench_fail(r, "needs 2 CPUs, the process may use %d",
-                          bench_ncpus);
+    if (bench_need_cpus(r, 2) != 0)
+        return -1;
     if (bench_rt_start(r, 1, &sp->pool[0]) != 0)
         return -1;
     sp->rt_up = 1;
@@ -229,9 +228,7 @@ out:
     if (evs >= 2 && coexec_eventual_destroy(&ep.pong) != COEXEC_OK)
         bench_fail(r, "coexec_eventual_destroy(pong) failed");
     split_stop(r, &sp);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* ---- wake_latency_2es ------------------------------------------------------- */
@@ -402,9 +399,7 @@ out:
     }
     split_stop(r, &sp);
     free(sorted);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* ---- mutex_contended -------------------------------------------------------- */
@@ -517,9 +512,7 @@ out:
             bench_fail(r, "coexec_mutex_destroy: %s", coexec_err_name(rc));
     }
     split_stop(r, &sp);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* ---- channel_pingpong_2es ----------------------------------------------------- */
@@ -630,9 +623,7 @@ out:
     if (chs >= 2 && coexec_channel_destroy(&cp.to_main) != COEXEC_OK)
         bench_fail(r, "coexec_channel_destroy failed");
     split_stop(r, &sp);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 /* ---- timer lateness on busy streams ------------------------------------ */
@@ -689,21 +680,14 @@ static void lat_sleeper(void *arg)
     atomic_fetch_add(&lat.n, 1); /* after the entry: the reader's count */
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int timer_lateness(bench_run_t *r, double pct)
 {
     coexec_pool_t pool0;
     coexec_thread_t hogs[2] = {{0}, {0}};
     coexec_xstream_t busy[2];
     memset(&lat, 0, sizeof lat);
-    if (bench_ncpus < 2)
-        return bench_fail(r, "needs 2 CPUs, the process may use %d",
-                          bench_ncpus);
+    if (bench_need_cpus(r, 2) != 0)
+        return -1;
     if (bench_rt_start(r, 4, &pool0) != 0)
         return -1;
     coexec_thread_attr_t a;
@@ -738,7 +722,7 @@ static int timer_lateness(bench_run_t *r, double pct)
             bench_fail(r, "a sleeper or hog: %s", coexec_err_name(rc));
             goto out;
         }
-        qsort(lat.late, (size_t)n, sizeof lat.late[0], cmp_double);
+        bench_sort(lat.late, n);
         if (rep >= r->warmups)
             bench_sample(r, lat.late[(int)((n - 1) * pct)]);
     }
@@ -752,9 +736,7 @@ out:
         if (hogs[k].p && coexec_thread_free(&hogs[k]) != COEXEC_OK)
             bench_fail(r, "coexec_thread_free failed");
     (void)bench_rt_stop(r);
-    if (r->error[0])
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return bench_finish(r);
 }
 
 static int bench_timer_lateness_p50(bench_run_t *r)

@@ -18,6 +18,8 @@
 
 #include <CUnit/Basic.h>
 
+#include "arch_main.h"
+
 #include "arch/atomic.h"
 
 #define ORDERS(X, ty) X(ty, rlx) X(ty, acq) X(ty, rel) X(ty, ar) X(ty, sc)
@@ -274,22 +276,5 @@ int main(int argc, char **argv)
     CU_add_test(s, "contention", t_contention);
     CU_add_test(s, "publish", t_publish);
 
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_ErrorCode rc;
-    if (argc > 1) {
-        CU_pSuite only = CU_get_suite(argv[1]);
-        if (only == NULL) {
-            fprintf(stderr, "no suite named %s\n", argv[1]);
-            CU_cleanup_registry();
-            return 2;
-        }
-        rc = CU_basic_run_suite(only);
-    } else {
-        rc = CU_basic_run_tests();
-    }
-    /* CUnit returns success even when assertions failed. */
-    unsigned bad = CU_get_number_of_suites_failed() +
-                   CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return (rc != CUE_SUCCESS || bad) ? 1 : 0;
+    return arch_run_suites(argc, argv);
 }

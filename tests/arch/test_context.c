@@ -32,6 +32,8 @@
 #include <CUnit/Basic.h>
 #endif
 
+#include "arch_main.h"
+
 #include "arch/context.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -467,117 +469,135 @@ static void t_stack_reuse(void)
 #define REGS_STEP 0x9e3779b97f4a7c15u
 #if defined(__x86_64__)
 #define REGS_N 6
+/* Saves rbp, rbx, r12-r15 and keeps out (rcx) at (%rsp). */
+#define REGS_SAVE                                                              \
+    "  pushq %rbp\n"                                                           \
+    "  pushq %rbx\n"                                                           \
+    "  pushq %r12\n"                                                           \
+    "  pushq %r13\n"                                                           \
+    "  pushq %r14\n"                                                           \
+    "  pushq %r15\n"                                                           \
+    "  subq $8, %rsp\n" /* keeps rsp 16-byte aligned at the call */            \
+    "  movq %rcx, (%rsp)\n"
+/* Loads pattern k into the k-th register from the seed in register base. */
+#define REGS_LOAD(base)                                                        \
+    "  movabsq $0x9e3779b97f4a7c15, %rax\n"                                    \
+    "  leaq (" base ",%rax), %rbx\n"                                           \
+    "  leaq (%rbx,%rax), %r12\n"                                               \
+    "  leaq (%r12,%rax), %r13\n"                                               \
+    "  leaq (%r13,%rax), %r14\n"                                               \
+    "  leaq (%r14,%rax), %r15\n"                                               \
+    "  leaq (%r15,%rax), %rbp\n"
+/* Stores the registers into out[], restores them and returns. */
+#define REGS_STORE_RETURN                                                      \
+    "  movq (%rsp), %rcx\n"                                                    \
+    "  movq %rbx, 0(%rcx)\n"                                                   \
+    "  movq %r12, 8(%rcx)\n"                                                   \
+    "  movq %r13, 16(%rcx)\n"                                                  \
+    "  movq %r14, 24(%rcx)\n"                                                  \
+    "  movq %r15, 32(%rcx)\n"                                                  \
+    "  movq %rbp, 40(%rcx)\n"                                                  \
+    "  addq $8, %rsp\n"                                                        \
+    "  popq %r15\n"                                                            \
+    "  popq %r14\n"                                                            \
+    "  popq %r13\n"                                                            \
+    "  popq %r12\n"                                                            \
+    "  popq %rbx\n"                                                            \
+    "  popq %rbp\n"                                                            \
+    "  ret\n"
 __asm__(".text\n"
         ".globl test_regs_switch\n"
         ".hidden test_regs_switch\n"
         ".type test_regs_switch, @function\n"
         ".p2align 4\n"
         "test_regs_switch:\n"
-        "  pushq %rbp\n"
-        "  pushq %rbx\n"
-        "  pushq %r12\n"
-        "  pushq %r13\n"
-        "  pushq %r14\n"
-        "  pushq %r15\n"
-        "  subq $8, %rsp\n" /* keeps rsp 16-byte aligned at the call */
-        "  movq %rcx, (%rsp)\n"
-        "  movabsq $0x9e3779b97f4a7c15, %rax\n"
-        "  leaq (%rdx,%rax), %rbx\n"
-        "  leaq (%rbx,%rax), %r12\n"
-        "  leaq (%r12,%rax), %r13\n"
-        "  leaq (%r13,%rax), %r14\n"
-        "  leaq (%r14,%rax), %r15\n"
-        "  leaq (%r15,%rax), %rbp\n"
+        REGS_SAVE
+        REGS_LOAD("%rdx")
         "  call coexec__ctx_switch\n"
-        "  movq (%rsp), %rcx\n"
-        "  movq %rbx, 0(%rcx)\n"
-        "  movq %r12, 8(%rcx)\n"
-        "  movq %r13, 16(%rcx)\n"
-        "  movq %r14, 24(%rcx)\n"
-        "  movq %r15, 32(%rcx)\n"
-        "  movq %rbp, 40(%rcx)\n"
-        "  addq $8, %rsp\n"
-        "  popq %r15\n"
-        "  popq %r14\n"
-        "  popq %r13\n"
-        "  popq %r12\n"
-        "  popq %rbx\n"
-        "  popq %rbp\n"
-        "  ret\n"
+        REGS_STORE_RETURN
         ".size test_regs_switch, .-test_regs_switch\n");
 #elif defined(__aarch64__)
 #define REGS_N 19
+/* Saves x19-x30 and d8-d15 and keeps out (x3) at [sp, #160]. */
+#define REGS_SAVE                                                              \
+    "  stp x29, x30, [sp, #-176]!\n"                                           \
+    "  stp x19, x20, [sp, #16]\n"                                              \
+    "  stp x21, x22, [sp, #32]\n"                                              \
+    "  stp x23, x24, [sp, #48]\n"                                              \
+    "  stp x25, x26, [sp, #64]\n"                                              \
+    "  stp x27, x28, [sp, #80]\n"                                              \
+    "  stp d8, d9, [sp, #96]\n"                                                \
+    "  stp d10, d11, [sp, #112]\n"                                             \
+    "  stp d12, d13, [sp, #128]\n"                                             \
+    "  stp d14, d15, [sp, #144]\n"                                             \
+    "  str x3, [sp, #160]\n"
+/* Loads pattern k into the k-th register from the seed in register base. */
+#define REGS_LOAD(base)                                                        \
+    "  movz x9, #0x7c15\n"                                                     \
+    "  movk x9, #0x7f4a, lsl #16\n"                                            \
+    "  movk x9, #0x79b9, lsl #32\n"                                            \
+    "  movk x9, #0x9e37, lsl #48\n"                                            \
+    "  add x19, " base ", x9\n"                                                \
+    "  add x20, x19, x9\n"                                                     \
+    "  add x21, x20, x9\n"                                                     \
+    "  add x22, x21, x9\n"                                                     \
+    "  add x23, x22, x9\n"                                                     \
+    "  add x24, x23, x9\n"                                                     \
+    "  add x25, x24, x9\n"                                                     \
+    "  add x26, x25, x9\n"                                                     \
+    "  add x27, x26, x9\n"                                                     \
+    "  add x28, x27, x9\n"                                                     \
+    "  add x29, x28, x9\n"                                                     \
+    "  add x10, x29, x9\n"                                                     \
+    "  fmov d8, x10\n"                                                         \
+    "  add x10, x10, x9\n"                                                     \
+    "  fmov d9, x10\n"                                                         \
+    "  add x10, x10, x9\n"                                                     \
+    "  fmov d10, x10\n"                                                        \
+    "  add x10, x10, x9\n"                                                     \
+    "  fmov d11, x10\n"                                                        \
+    "  add x10, x10, x9\n"                                                     \
+    "  fmov d12, x10\n"                                                        \
+    "  add x10, x10, x9\n"                                                     \
+    "  fmov d13, x10\n"                                                        \
+    "  add x10, x10, x9\n"                                                     \
+    "  fmov d14, x10\n"                                                        \
+    "  add x10, x10, x9\n"                                                     \
+    "  fmov d15, x10\n"
+/* Stores the registers into out[], restores them and returns. */
+#define REGS_STORE_RETURN                                                      \
+    "  ldr x3, [sp, #160]\n"                                                   \
+    "  stp x19, x20, [x3, #0]\n"                                               \
+    "  stp x21, x22, [x3, #16]\n"                                              \
+    "  stp x23, x24, [x3, #32]\n"                                              \
+    "  stp x25, x26, [x3, #48]\n"                                              \
+    "  stp x27, x28, [x3, #64]\n"                                              \
+    "  str x29, [x3, #80]\n"                                                   \
+    "  stp d8, d9, [x3, #88]\n"                                                \
+    "  stp d10, d11, [x3, #104]\n"                                             \
+    "  stp d12, d13, [x3, #120]\n"                                             \
+    "  stp d14, d15, [x3, #136]\n"                                             \
+    "  ldp x19, x20, [sp, #16]\n"                                              \
+    "  ldp x21, x22, [sp, #32]\n"                                              \
+    "  ldp x23, x24, [sp, #48]\n"                                              \
+    "  ldp x25, x26, [sp, #64]\n"                                              \
+    "  ldp x27, x28, [sp, #80]\n"                                              \
+    "  ldp d8, d9, [sp, #96]\n"                                                \
+    "  ldp d10, d11, [sp, #112]\n"                                             \
+    "  ldp d12, d13, [sp, #128]\n"                                             \
+    "  ldp d14, d15, [sp, #144]\n"                                             \
+    "  ldp x29, x30, [sp], #176\n"                                             \
+    "  ret\n"
 __asm__(".text\n"
         ".globl test_regs_switch\n"
         ".hidden test_regs_switch\n"
         ".type test_regs_switch, %function\n"
         ".p2align 4\n"
         "test_regs_switch:\n"
-        "  stp x29, x30, [sp, #-176]!\n"
-        "  stp x19, x20, [sp, #16]\n"
-        "  stp x21, x22, [sp, #32]\n"
-        "  stp x23, x24, [sp, #48]\n"
-        "  stp x25, x26, [sp, #64]\n"
-        "  stp x27, x28, [sp, #80]\n"
-        "  stp d8, d9, [sp, #96]\n"
-        "  stp d10, d11, [sp, #112]\n"
-        "  stp d12, d13, [sp, #128]\n"
-        "  stp d14, d15, [sp, #144]\n"
-        "  str x3, [sp, #160]\n"
-        "  movz x9, #0x7c15\n"
-        "  movk x9, #0x7f4a, lsl #16\n"
-        "  movk x9, #0x79b9, lsl #32\n"
-        "  movk x9, #0x9e37, lsl #48\n"
-        "  add x19, x2, x9\n"
-        "  add x20, x19, x9\n"
-        "  add x21, x20, x9\n"
-        "  add x22, x21, x9\n"
-        "  add x23, x22, x9\n"
-        "  add x24, x23, x9\n"
-        "  add x25, x24, x9\n"
-        "  add x26, x25, x9\n"
-        "  add x27, x26, x9\n"
-        "  add x28, x27, x9\n"
-        "  add x29, x28, x9\n"
-        "  add x10, x29, x9\n"
-        "  fmov d8, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d9, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d10, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d11, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d12, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d13, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d14, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d15, x10\n"
+        REGS_SAVE
+        REGS_LOAD("x2")
         "  bl coexec__ctx_switch\n"
-        "  ldr x3, [sp, #160]\n"
-        "  stp x19, x20, [x3, #0]\n"
-        "  stp x21, x22, [x3, #16]\n"
-        "  stp x23, x24, [x3, #32]\n"
-        "  stp x25, x26, [x3, #48]\n"
-        "  stp x27, x28, [x3, #64]\n"
-        "  str x29, [x3, #80]\n"
-        "  stp d8, d9, [x3, #88]\n"
-        "  stp d10, d11, [x3, #104]\n"
-        "  stp d12, d13, [x3, #120]\n"
-        "  stp d14, d15, [x3, #136]\n"
-        "  ldp x19, x20, [sp, #16]\n"
-        "  ldp x21, x22, [sp, #32]\n"
-        "  ldp x23, x24, [sp, #48]\n"
-        "  ldp x25, x26, [sp, #64]\n"
-        "  ldp x27, x28, [sp, #80]\n"
-        "  ldp d8, d9, [sp, #96]\n"
-        "  ldp d10, d11, [sp, #112]\n"
-        "  ldp d12, d13, [sp, #128]\n"
-        "  ldp d14, d15, [sp, #144]\n"
-        "  ldp x29, x30, [sp], #176\n"
-        "  ret\n"
+        REGS_STORE_RETURN
         ".size test_regs_switch, .-test_regs_switch\n");
 #endif
 
@@ -1215,41 +1235,14 @@ __asm__(".text\n"
         ".type test_regs_start, @function\n"
         ".p2align 4\n"
         "test_regs_start:\n"
-        "  pushq %rbp\n"
-        "  pushq %rbx\n"
-        "  pushq %r12\n"
-        "  pushq %r13\n"
-        "  pushq %r14\n"
-        "  pushq %r15\n"
-        "  subq $8, %rsp\n" /* keeps rsp 16-byte aligned at the call */
-        "  movq %rcx, (%rsp)\n"
-        "  movabsq $0x9e3779b97f4a7c15, %rax\n"
-        "  leaq (%rdx,%rax), %rbx\n"
-        "  leaq (%rbx,%rax), %r12\n"
-        "  leaq (%r12,%rax), %r13\n"
-        "  leaq (%r13,%rax), %r14\n"
-        "  leaq (%r14,%rax), %r15\n"
-        "  leaq (%r15,%rax), %rbp\n"
+        REGS_SAVE
+        REGS_LOAD("%rdx")
         "  movq 24(%rsi), %r8\n"  /* arg */
         "  movq 16(%rsi), %rcx\n" /* entry */
         "  movq 8(%rsi), %rdx\n"  /* size */
         "  movq 0(%rsi), %rsi\n"  /* stack; rdi is still from_sp */
         "  call coexec__ctx_start\n"
-        "  movq (%rsp), %rcx\n"
-        "  movq %rbx, 0(%rcx)\n"
-        "  movq %r12, 8(%rcx)\n"
-        "  movq %r13, 16(%rcx)\n"
-        "  movq %r14, 24(%rcx)\n"
-        "  movq %r15, 32(%rcx)\n"
-        "  movq %rbp, 40(%rcx)\n"
-        "  addq $8, %rsp\n"
-        "  popq %r15\n"
-        "  popq %r14\n"
-        "  popq %r13\n"
-        "  popq %r12\n"
-        "  popq %rbx\n"
-        "  popq %rbp\n"
-        "  ret\n"
+        REGS_STORE_RETURN
         ".size test_regs_start, .-test_regs_start\n"
         "\n"
         ".globl test_regs_jump\n"
@@ -1257,13 +1250,7 @@ __asm__(".text\n"
         ".type test_regs_jump, @function\n"
         ".p2align 4\n"
         "test_regs_jump:\n"
-        "  movabsq $0x9e3779b97f4a7c15, %rax\n"
-        "  leaq (%rsi,%rax), %rbx\n"
-        "  leaq (%rbx,%rax), %r12\n"
-        "  leaq (%r12,%rax), %r13\n"
-        "  leaq (%r13,%rax), %r14\n"
-        "  leaq (%r14,%rax), %r15\n"
-        "  leaq (%r15,%rax), %rbp\n"
+        REGS_LOAD("%rsi")
         "  jmp coexec__ctx_jump\n" /* rdi is still to_sp */
         ".size test_regs_jump, .-test_regs_jump\n");
 #elif defined(__aarch64__)
@@ -1273,75 +1260,14 @@ __asm__(".text\n"
         ".type test_regs_start, %function\n"
         ".p2align 4\n"
         "test_regs_start:\n"
-        "  stp x29, x30, [sp, #-176]!\n"
-        "  stp x19, x20, [sp, #16]\n"
-        "  stp x21, x22, [sp, #32]\n"
-        "  stp x23, x24, [sp, #48]\n"
-        "  stp x25, x26, [sp, #64]\n"
-        "  stp x27, x28, [sp, #80]\n"
-        "  stp d8, d9, [sp, #96]\n"
-        "  stp d10, d11, [sp, #112]\n"
-        "  stp d12, d13, [sp, #128]\n"
-        "  stp d14, d15, [sp, #144]\n"
-        "  str x3, [sp, #160]\n"
-        "  movz x9, #0x7c15\n"
-        "  movk x9, #0x7f4a, lsl #16\n"
-        "  movk x9, #0x79b9, lsl #32\n"
-        "  movk x9, #0x9e37, lsl #48\n"
-        "  add x19, x2, x9\n"
-        "  add x20, x19, x9\n"
-        "  add x21, x20, x9\n"
-        "  add x22, x21, x9\n"
-        "  add x23, x22, x9\n"
-        "  add x24, x23, x9\n"
-        "  add x25, x24, x9\n"
-        "  add x26, x25, x9\n"
-        "  add x27, x26, x9\n"
-        "  add x28, x27, x9\n"
-        "  add x29, x28, x9\n"
-        "  add x10, x29, x9\n"
-        "  fmov d8, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d9, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d10, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d11, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d12, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d13, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d14, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d15, x10\n"
+        REGS_SAVE
+        REGS_LOAD("x2")
         "  ldr x4, [x1, #24]\n" /* arg */
         "  ldr x3, [x1, #16]\n" /* entry */
         "  ldr x2, [x1, #8]\n"  /* size */
         "  ldr x1, [x1, #0]\n"  /* stack; x0 is still from_sp */
         "  bl coexec__ctx_start\n"
-        "  ldr x3, [sp, #160]\n"
-        "  stp x19, x20, [x3, #0]\n"
-        "  stp x21, x22, [x3, #16]\n"
-        "  stp x23, x24, [x3, #32]\n"
-        "  stp x25, x26, [x3, #48]\n"
-        "  stp x27, x28, [x3, #64]\n"
-        "  str x29, [x3, #80]\n"
-        "  stp d8, d9, [x3, #88]\n"
-        "  stp d10, d11, [x3, #104]\n"
-        "  stp d12, d13, [x3, #120]\n"
-        "  stp d14, d15, [x3, #136]\n"
-        "  ldp x19, x20, [sp, #16]\n"
-        "  ldp x21, x22, [sp, #32]\n"
-        "  ldp x23, x24, [sp, #48]\n"
-        "  ldp x25, x26, [sp, #64]\n"
-        "  ldp x27, x28, [sp, #80]\n"
-        "  ldp d8, d9, [sp, #96]\n"
-        "  ldp d10, d11, [sp, #112]\n"
-        "  ldp d12, d13, [sp, #128]\n"
-        "  ldp d14, d15, [sp, #144]\n"
-        "  ldp x29, x30, [sp], #176\n"
-        "  ret\n"
+        REGS_STORE_RETURN
         ".size test_regs_start, .-test_regs_start\n"
         "\n"
         ".globl test_regs_jump\n"
@@ -1349,37 +1275,7 @@ __asm__(".text\n"
         ".type test_regs_jump, %function\n"
         ".p2align 4\n"
         "test_regs_jump:\n"
-        "  movz x9, #0x7c15\n"
-        "  movk x9, #0x7f4a, lsl #16\n"
-        "  movk x9, #0x79b9, lsl #32\n"
-        "  movk x9, #0x9e37, lsl #48\n"
-        "  add x19, x1, x9\n"
-        "  add x20, x19, x9\n"
-        "  add x21, x20, x9\n"
-        "  add x22, x21, x9\n"
-        "  add x23, x22, x9\n"
-        "  add x24, x23, x9\n"
-        "  add x25, x24, x9\n"
-        "  add x26, x25, x9\n"
-        "  add x27, x26, x9\n"
-        "  add x28, x27, x9\n"
-        "  add x29, x28, x9\n"
-        "  add x10, x29, x9\n"
-        "  fmov d8, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d9, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d10, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d11, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d12, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d13, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d14, x10\n"
-        "  add x10, x10, x9\n"
-        "  fmov d15, x10\n"
+        REGS_LOAD("x1")
         "  b coexec__ctx_jump\n" /* x0 is still to_sp */
         ".size test_regs_jump, .-test_regs_jump\n");
 #endif
@@ -1835,23 +1731,5 @@ int main(int argc, char **argv)
     CU_add_test(s, "start_return", t_start_return);
 #endif
 
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_ErrorCode rc;
-    if (argc > 1) {
-        CU_pSuite only = CU_get_suite(argv[1]);
-        if (only == NULL) {
-            fprintf(stderr, "no suite named %s\n", argv[1]);
-            CU_cleanup_registry();
-            return 2;
-        }
-        rc = CU_basic_run_suite(only);
-    } else {
-        rc = CU_basic_run_tests();
-    }
-    /* CUnit returns success even when assertions failed: the exit code
-     * must come from the failure counts. */
-    unsigned bad = CU_get_number_of_suites_failed() +
-                   CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return (rc != CUE_SUCCESS || bad) ? 1 : 0;
+    return arch_run_suites(argc, argv);
 }

@@ -1716,31 +1716,16 @@ static void cond_waiter_ult(void *arg)
  * where the kernel shows it, its current system call is futex. */
 static int thread_sleeps_in_futex(int tid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    if (ch_task_state(tid) != 'S')
         return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ' || p[2] != 'S')
-        return 0;
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    f = fopen(path, "r");
-    if (!f)
-        return 1;
-    long nr = -1;
-    int got = fscanf(f, "%ld", &nr);
-    fclose(f);
-    return got != 1 || nr == SYS_futex;
+    long nr = ch_task_syscall(tid);
+    return nr == -1 || nr == SYS_futex;
 }
 
 static void *xbarrier_thread(void *arg)
 {
     struct sync_ctx *s = arg;
-    atomic_store(&s->tid, (int)syscall(SYS_gettid));
+    atomic_store(&s->tid, (int)ch_gettid());
     E(coexec_xstream_barrier_wait(&s->xb), COEXEC_OK);
     return NULL;
 }

@@ -26,7 +26,6 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,29 +66,15 @@ static coexec_pool_t place_pool(int i)
     return p;
 }
 
-static int thread_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static int tasklet_state(coexec_tasklet_t k)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_tasklet_get_state(k, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
 /* Waits (yielding) until the unit is parked. */
 static bool wait_blocked(coexec_thread_t t)
 {
-    return CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED);
+    return CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
 }
 
 static bool wait_blocked_tasklet(coexec_tasklet_t k)
 {
-    return CH_WAIT(tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    return CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
 }
 
 /* ======================================================================= */
@@ -625,24 +610,17 @@ typedef struct {
 static void *sampler(void *arg)
 {
     sampler_t *sm = arg;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)sm->tid);
     while (!atomic_load(&sm->go))
         sched_yield();
     struct timespec first = {0, 20000000}; /* past finalize's first steps */
     nanosleep(&first, NULL);
     while (!atomic_load(&slow_done)) {
-        FILE *f = fopen(path, "r");
-        if (!f)
+        char state = ch_task_state(sm->tid);
+        if (!state)
             break;
-        char buf[512];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        char *rp = strrchr(buf, ')'); /* the name may hold spaces */
-        if (!atomic_load(&slow_done) && rp && rp[1] == ' ') {
+        if (!atomic_load(&slow_done)) {
             sm->samples++;
-            sm->runnable += rp[2] == 'R';
+            sm->runnable += state == 'R';
         }
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
@@ -665,7 +643,7 @@ static void t_grace_parks(void)
                                             NULL, NULL));
     CU_ASSERT(CH_WAIT(atomic_load(&slow_started)));
     static sampler_t sm;
-    sm.tid = (pid_t)syscall(SYS_gettid);
+    sm.tid = ch_gettid();
     sm.samples = sm.runnable = 0;
     atomic_init(&sm.go, 0);
     ch_pthread_t th;

@@ -607,6 +607,32 @@ static void fi_log(const char *sweep, long n, const char *outcome)
     printf("      %s n=%ld: %s\n", sweep, n, outcome);
 }
 
+/*
+ * The sweep: for n = 1, 2, ... step(name, n, arg) arms the n-th matching
+ * call to fail, makes the calls under test, checks their outcome, leaves
+ * the runtime finalized and returns whether a failure was injected
+ * (fi_disarm()); then nothing may have leaked. The sweep ends at the first
+ * step that injected nothing: every allocation of the calls has been
+ * failed once. must_fire: the first step must have injected a failure.
+ */
+typedef bool (*fi_step_fn)(const char *name, long n, void *arg);
+
+static void fi_sweep(const char *name, fi_step_fn step, void *arg,
+                     bool must_fire)
+{
+    fi_begin();
+    long n;
+    for (n = 1; n <= FI_MAX_STEPS; n++) {
+        bool fired = step(name, n, arg);
+        fi_leak_check(name, n);
+        if (!fired)
+            break;
+    }
+    if (must_fire)
+        CU_ASSERT(n > 1);
+    CU_ASSERT(n <= FI_MAX_STEPS);
+}
+
 /* ======================================================================= */
 /* wrap: the interposition reaches the library                              */
 /* ======================================================================= */
@@ -684,66 +710,73 @@ static void wait_streams_running(int num)
     }
 }
 
+/* The arguments of an init sweep. */
+typedef struct init_sweep {
+    int num_xstreams, affinity;
+} init_sweep_t;
+
+static bool init_step(const char *name, long n, void *arg)
+{
+    const init_sweep_t *a = arg;
+    int num_xstreams = a->num_xstreams, affinity = a->affinity;
+    coexec_config_t cfg = fi_cfg(num_xstreams);
+    cfg.affinity = affinity;
+    fi_arm(n, FI_ALL, false);
+    fi_watch_begin("%s, n=%ld: coexec_init", name, n);
+    int rc = coexec_init(&cfg);
+    if (rc == COEXEC_OK)
+        wait_streams_running(num_xstreams);
+    bool fired = fi_disarm();
+    fi_watch_end();
+    char line[256];
+    if (!fired) {
+        snprintf(line, sizeof line, "no failure injected: coexec_init %s",
+                 coexec_err_name(rc));
+        fi_log(name, n, line);
+        CH_CHECK_RC(rc, COEXEC_OK);
+        if (rc == COEXEC_OK)
+            fi_finalize_checked(name, n);
+        return false;
+    }
+    snprintf(line, sizeof line, "%s failed -> coexec_init %s",
+             fi_what_str(), coexec_err_name(rc));
+    fi_log(name, n, line);
+    if (rc == COEXEC_OK) {
+        /* Absorbed: the runtime must be complete and working. */
+        int num = 0;
+        CH_CHECK_RC(coexec_xstream_get_num(&num), COEXEC_OK);
+        CH_CHECK_EQ(num, num_xstreams);
+        atomic_int ran = 0;
+        for (int r = 0; r < num_xstreams; r++) {
+            coexec_xstream_t xs;
+            coexec_thread_t t;
+            CH_CHECK_RC(coexec_xstream_by_rank(r, &xs), COEXEC_OK);
+            CH_CHECK_RC(coexec_thread_create_on(xs, fi_ult_nop, &ran, NULL,
+                                                &t),
+                        COEXEC_OK);
+            CH_CHECK_RC(coexec_thread_free(&t), COEXEC_OK);
+        }
+        CH_CHECK_EQ(atomic_load(&ran), num_xstreams);
+        fi_finalize_checked(name, n);
+    } else {
+        if (rc != fi_expected_rc())
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s, n=%ld: %s failed, coexec_init returned %s, "
+                       "expected %s",
+                       name, n, fi_what_str(), coexec_err_name(rc),
+                       coexec_err_name(fi_expected_rc()));
+        CH_CHECK(!coexec_initialized());
+        CH_CHECK(*coexec_init_error() != 0);
+        CH_CHECK_RC(coexec_finalize(), COEXEC_ENOTINIT);
+    }
+    return true;
+}
+
+/* coexec_init of num_xstreams streams; its first allocation must fail. */
 static void sweep_init(int num_xstreams, int affinity, const char *name)
 {
-    fi_begin();
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        coexec_config_t cfg = fi_cfg(num_xstreams);
-        cfg.affinity = affinity;
-        fi_arm(n, FI_ALL, false);
-        fi_watch_begin("%s, n=%ld: coexec_init", name, n);
-        int rc = coexec_init(&cfg);
-        if (rc == COEXEC_OK)
-            wait_streams_running(num_xstreams);
-        bool fired = fi_disarm();
-        fi_watch_end();
-        char line[256];
-        if (!fired) {
-            snprintf(line, sizeof line, "no failure injected: coexec_init %s",
-                     coexec_err_name(rc));
-            fi_log(name, n, line);
-            CH_CHECK_RC(rc, COEXEC_OK);
-            if (rc == COEXEC_OK)
-                fi_finalize_checked(name, n);
-            fi_leak_check(name, n);
-            break;
-        }
-        snprintf(line, sizeof line, "%s failed -> coexec_init %s",
-                 fi_what_str(), coexec_err_name(rc));
-        fi_log(name, n, line);
-        if (rc == COEXEC_OK) {
-            /* Absorbed: the runtime must be complete and working. */
-            int num = 0;
-            CH_CHECK_RC(coexec_xstream_get_num(&num), COEXEC_OK);
-            CH_CHECK_EQ(num, num_xstreams);
-            atomic_int ran = 0;
-            for (int r = 0; r < num_xstreams; r++) {
-                coexec_xstream_t xs;
-                coexec_thread_t t;
-                CH_CHECK_RC(coexec_xstream_by_rank(r, &xs), COEXEC_OK);
-                CH_CHECK_RC(coexec_thread_create_on(xs, fi_ult_nop, &ran, NULL,
-                                                    &t),
-                            COEXEC_OK);
-                CH_CHECK_RC(coexec_thread_free(&t), COEXEC_OK);
-            }
-            CH_CHECK_EQ(atomic_load(&ran), num_xstreams);
-            fi_finalize_checked(name, n);
-        } else {
-            if (rc != fi_expected_rc())
-                ch_fail_at(__FILE__, __LINE__,
-                           "%s, n=%ld: %s failed, coexec_init returned %s, "
-                           "expected %s",
-                           name, n, fi_what_str(), coexec_err_name(rc),
-                           coexec_err_name(fi_expected_rc()));
-            CH_CHECK(!coexec_initialized());
-            CH_CHECK(*coexec_init_error() != 0);
-            CH_CHECK_RC(coexec_finalize(), COEXEC_ENOTINIT);
-        }
-        fi_leak_check(name, n);
-    }
-    CU_ASSERT(n > 1); /* the first allocation must have been failed */
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    init_sweep_t a = {num_xstreams, affinity};
+    fi_sweep(name, init_step, &a, true);
 }
 
 static void t_init_sweep_3(void) { sweep_init(3, 0, "init(3)"); }
@@ -754,30 +787,29 @@ static void t_init_sweep_affinity(void)
     sweep_init(2, 1, "init(2, affinity)");
 }
 
+static bool finalize_step(const char *name, long n, void *arg)
+{
+    (void)arg;
+    coexec_config_t cfg = fi_cfg(3);
+    int rc = coexec_init(&cfg);
+    CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
+    fi_arm(n, FI_ALL, false);
+    fi_watch_begin("finalize, n=%ld", n);
+    rc = coexec_finalize();
+    bool fired = fi_disarm();
+    fi_watch_end();
+    fi_log("finalize", n,
+           fired ? fi_what_str() : "no failure injected (allocates nothing)");
+    CH_CHECK_RC(rc, COEXEC_OK);
+    CH_CHECK(!coexec_initialized());
+    return fired;
+}
+
 static void t_finalize_sweep(void)
 {
     /* finalize has no error path for memory: whatever it allocates, it must
      * still finish and release everything. */
-    fi_begin();
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        coexec_config_t cfg = fi_cfg(3);
-        int rc = coexec_init(&cfg);
-        CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
-        fi_arm(n, FI_ALL, false);
-        fi_watch_begin("finalize, n=%ld", n);
-        rc = coexec_finalize();
-        bool fired = fi_disarm();
-        fi_watch_end();
-        fi_log("finalize", n,
-               fired ? fi_what_str() : "no failure injected (allocates nothing)");
-        CH_CHECK_RC(rc, COEXEC_OK);
-        CH_CHECK(!coexec_initialized());
-        fi_leak_check("finalize", n);
-        if (!fired)
-            break;
-    }
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    fi_sweep("finalize", finalize_step, NULL, false);
 }
 
 /* ======================================================================= */
@@ -913,85 +945,91 @@ static void *create_all(void *arg)
     return NULL;
 }
 
-/* external: the units are created by a thread that is no stream's (it has
- * no descriptor cache of its own). */
+/* The arguments of a units sweep. external: the units are created by a
+ * thread that is no stream's (it has no descriptor cache of its own). */
+typedef struct units_sweep {
+    int shift;
+    bool external;
+} units_sweep_t;
+
+static bool units_step(const char *name, long n, void *arg)
+{
+    const units_sweep_t *a = arg;
+    int shift = a->shift;
+    bool external = a->external;
+    memset(g_slots, 0, sizeof g_slots);
+    memset(g_units, 0, sizeof g_units);
+    coexec_config_t cfg = fi_cfg(3);
+    int rc = coexec_init(&cfg);
+    CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
+    coexec_xstream_t xs[3];
+    coexec_pool_t pool[3];
+    for (int r = 0; r < 3; r++) {
+        CH_CHECK_RC(coexec_xstream_by_rank(r, &xs[r]), COEXEC_OK);
+        CH_CHECK_RC(coexec_xstream_get_main_pool(xs[r], &pool[r]),
+                    COEXEC_OK);
+    }
+    creation_t c = {n, shift, pool, xs, -1, COEXEC_OK, false};
+    if (external) {
+        ch_pthread_t t;
+        ch_pthread_start(&t, create_all, &c);
+        ch_pthread_join(&t);
+    } else {
+        create_all(&c);
+    }
+    long failed_at = c.failed_at;
+    int failed_rc = c.failed_rc;
+    bool fired = c.fired;
+    char line[256];
+    if (!fired) {
+        fi_log(name, n, "no failure injected: all units created");
+        CH_CHECK_EQ(failed_at, -1);
+    } else if (failed_at < 0) {
+        snprintf(line, sizeof line,
+                 "%s failed -> absorbed, all %d units created",
+                 fi_what_str(), NUNITS);
+        fi_log(name, n, line);
+    } else {
+        snprintf(line, sizeof line, "%s failed -> unit %ld (%s%s): %s",
+                 fi_what_str(), failed_at,
+                 g_units[failed_at].detached ? "detached " : "",
+                 g_units[failed_at].kind ? "tasklet" : "ULT",
+                 coexec_err_name(failed_rc));
+        fi_log(name, n, line);
+        if (failed_rc != fi_expected_rc())
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s, n=%ld: %s failed, creating unit %ld returned "
+                       "%s, expected %s",
+                       name, n, fi_what_str(), failed_at,
+                       coexec_err_name(failed_rc),
+                       coexec_err_name(fi_expected_rc()));
+    }
+    if (failed_at >= 0 && !fired)
+        ch_fail_at(__FILE__, __LINE__,
+                   "%s, n=%ld: unit %ld failed (%s) without an injected "
+                   "failure",
+                   name, n, failed_at, coexec_err_name(failed_rc));
+    /* The runtime keeps working: create the rest, the failed one again. */
+    long made = failed_at < 0 ? NUNITS : failed_at;
+    for (long i = made; i < NUNITS; i++) {
+        rc = create_unit(i, shift, pool[i % 3], xs[(i + 1) % 3]);
+        if (rc != COEXEC_OK) {
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s, n=%ld: creating unit %ld after the failure: %s",
+                       name, n, i, coexec_err_name(rc));
+            break;
+        }
+        made = i + 1;
+    }
+    finish_units(name, n, made);
+    fi_finalize_checked(name, n);
+    return fired;
+}
+
 static void sweep_units(int shift, bool external, const char *name)
 {
-    fi_begin();
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        memset(g_slots, 0, sizeof g_slots);
-        memset(g_units, 0, sizeof g_units);
-        coexec_config_t cfg = fi_cfg(3);
-        int rc = coexec_init(&cfg);
-        CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
-        coexec_xstream_t xs[3];
-        coexec_pool_t pool[3];
-        for (int r = 0; r < 3; r++) {
-            CH_CHECK_RC(coexec_xstream_by_rank(r, &xs[r]), COEXEC_OK);
-            CH_CHECK_RC(coexec_xstream_get_main_pool(xs[r], &pool[r]),
-                        COEXEC_OK);
-        }
-        creation_t c = {n, shift, pool, xs, -1, COEXEC_OK, false};
-        if (external) {
-            ch_pthread_t t;
-            ch_pthread_start(&t, create_all, &c);
-            ch_pthread_join(&t);
-        } else {
-            create_all(&c);
-        }
-        long failed_at = c.failed_at;
-        int failed_rc = c.failed_rc;
-        bool fired = c.fired;
-        char line[256];
-        if (!fired) {
-            fi_log(name, n, "no failure injected: all units created");
-            CH_CHECK_EQ(failed_at, -1);
-        } else if (failed_at < 0) {
-            snprintf(line, sizeof line,
-                     "%s failed -> absorbed, all %d units created",
-                     fi_what_str(), NUNITS);
-            fi_log(name, n, line);
-        } else {
-            snprintf(line, sizeof line, "%s failed -> unit %ld (%s%s): %s",
-                     fi_what_str(), failed_at,
-                     g_units[failed_at].detached ? "detached " : "",
-                     g_units[failed_at].kind ? "tasklet" : "ULT",
-                     coexec_err_name(failed_rc));
-            fi_log(name, n, line);
-            if (failed_rc != fi_expected_rc())
-                ch_fail_at(__FILE__, __LINE__,
-                           "%s, n=%ld: %s failed, creating unit %ld returned "
-                           "%s, expected %s",
-                           name, n, fi_what_str(), failed_at,
-                           coexec_err_name(failed_rc),
-                           coexec_err_name(fi_expected_rc()));
-        }
-        if (failed_at >= 0 && !fired)
-            ch_fail_at(__FILE__, __LINE__,
-                       "%s, n=%ld: unit %ld failed (%s) without an injected "
-                       "failure",
-                       name, n, failed_at, coexec_err_name(failed_rc));
-        /* The runtime keeps working: create the rest, the failed one again. */
-        long made = failed_at < 0 ? NUNITS : failed_at;
-        for (long i = made; i < NUNITS; i++) {
-            rc = create_unit(i, shift, pool[i % 3], xs[(i + 1) % 3]);
-            if (rc != COEXEC_OK) {
-                ch_fail_at(__FILE__, __LINE__,
-                           "%s, n=%ld: creating unit %ld after the failure: %s",
-                           name, n, i, coexec_err_name(rc));
-                break;
-            }
-            made = i + 1;
-        }
-        finish_units(name, n, made);
-        fi_finalize_checked(name, n);
-        fi_leak_check(name, n);
-        if (!fired)
-            break;
-    }
-    CU_ASSERT(n > 1);
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    units_sweep_t a = {shift, external};
+    fi_sweep(name, units_step, &a, true);
 }
 
 /* The creations that need a new slab are tasklets... */
@@ -1060,6 +1098,13 @@ static int free_stack_units(const char *name, long n, int made)
     return failed;
 }
 
+/* The arguments of a stacks sweep. */
+typedef struct stacks_sweep {
+    int streams, m;
+    size_t stack_size, guard;
+    bool this_thread;
+} stacks_sweep_t;
+
 /*
  * m ULTs alive at once (so they need m stacks): created without failures,
  * then run under the countdown: a ULT whose stack cannot be had ends
@@ -1067,65 +1112,67 @@ static int free_stack_units(const char *name, long n, int made)
  * is retried forever. this_thread: only the primary's calls count (with
  * one stream, that is every stack allocation).
  */
+static bool stacks_step(const char *name, long n, void *arg)
+{
+    const stacks_sweep_t *a = arg;
+    int streams = a->streams, m = a->m;
+    size_t stack_size = a->stack_size, guard = a->guard;
+    bool this_thread = a->this_thread;
+    memset(g_slots, 0, sizeof g_slots);
+    atomic_store(&g_started, 0);
+    atomic_store(&g_finished, 0);
+    atomic_store(&g_gate, 0);
+    coexec_config_t cfg = fi_cfg(streams);
+    cfg.guard_size = guard;
+    int rc = coexec_init(&cfg);
+    CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
+    coexec_xstream_t xs0;
+    coexec_pool_t pool;
+    CH_CHECK_RC(coexec_xstream_by_rank(0, &xs0), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_get_main_pool(xs0, &pool), COEXEC_OK);
+    coexec_thread_attr_t attr;
+    CH_CHECK_RC(coexec_thread_attr_init(&attr), COEXEC_OK);
+    attr.stack_size = stack_size;
+    int made = 0;
+    for (int i = 0; i < m; i++) {
+        rc = coexec_thread_create(pool, gated_ult, (void *)(intptr_t)i,
+                                  &attr, &g_units[i].t);
+        CH_CHECK_RC(rc, COEXEC_OK);
+        if (rc != COEXEC_OK)
+            break;
+        g_units[i].kind = 0;
+        g_units[i].detached = 0;
+        made++;
+    }
+    fi_arm(n, FI_ALL, this_thread);
+    fi_watch_begin("%s, n=%ld: %d ULTs starting", name, n, made);
+    CH_WAIT(atomic_load(&g_started) + count_terminated(made) == made);
+    int started = atomic_load(&g_started);
+    atomic_store(&g_gate, 1);
+    CH_WAIT(atomic_load(&g_finished) == started);
+    bool fired = fi_disarm();
+    fi_watch_end();
+    int failed = free_stack_units(name, n, made);
+    if (failed != made - started || failed > (fired ? 1 : 0))
+        ch_fail_at(__FILE__, __LINE__,
+                   "%s, n=%ld: %d ULT(s) reported ENOMEM, %d never "
+                   "started (failure injected: %s)",
+                   name, n, failed, made - started, fired ? "yes" : "no");
+    char line[256];
+    snprintf(line, sizeof line, "%s%s", fired ? fi_what_str() : "",
+             !fired     ? "no failure injected"
+             : failed   ? " failed -> the ULT ended unrun, free: ENOMEM"
+                        : " failed -> absorbed");
+    fi_log(name, n, line);
+    fi_finalize_checked(name, n);
+    return fired;
+}
+
 static void sweep_stacks(const char *name, int streams, int m,
                          size_t stack_size, size_t guard, bool this_thread)
 {
-    fi_begin();
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        memset(g_slots, 0, sizeof g_slots);
-        atomic_store(&g_started, 0);
-        atomic_store(&g_finished, 0);
-        atomic_store(&g_gate, 0);
-        coexec_config_t cfg = fi_cfg(streams);
-        cfg.guard_size = guard;
-        int rc = coexec_init(&cfg);
-        CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
-        coexec_xstream_t xs0;
-        coexec_pool_t pool;
-        CH_CHECK_RC(coexec_xstream_by_rank(0, &xs0), COEXEC_OK);
-        CH_CHECK_RC(coexec_xstream_get_main_pool(xs0, &pool), COEXEC_OK);
-        coexec_thread_attr_t attr;
-        CH_CHECK_RC(coexec_thread_attr_init(&attr), COEXEC_OK);
-        attr.stack_size = stack_size;
-        int made = 0;
-        for (int i = 0; i < m; i++) {
-            rc = coexec_thread_create(pool, gated_ult, (void *)(intptr_t)i,
-                                      &attr, &g_units[i].t);
-            CH_CHECK_RC(rc, COEXEC_OK);
-            if (rc != COEXEC_OK)
-                break;
-            g_units[i].kind = 0;
-            g_units[i].detached = 0;
-            made++;
-        }
-        fi_arm(n, FI_ALL, this_thread);
-        fi_watch_begin("%s, n=%ld: %d ULTs starting", name, n, made);
-        CH_WAIT(atomic_load(&g_started) + count_terminated(made) == made);
-        int started = atomic_load(&g_started);
-        atomic_store(&g_gate, 1);
-        CH_WAIT(atomic_load(&g_finished) == started);
-        bool fired = fi_disarm();
-        fi_watch_end();
-        int failed = free_stack_units(name, n, made);
-        if (failed != made - started || failed > (fired ? 1 : 0))
-            ch_fail_at(__FILE__, __LINE__,
-                       "%s, n=%ld: %d ULT(s) reported ENOMEM, %d never "
-                       "started (failure injected: %s)",
-                       name, n, failed, made - started, fired ? "yes" : "no");
-        char line[256];
-        snprintf(line, sizeof line, "%s%s", fired ? fi_what_str() : "",
-                 !fired     ? "no failure injected"
-                 : failed   ? " failed -> the ULT ended unrun, free: ENOMEM"
-                            : " failed -> absorbed");
-        fi_log(name, n, line);
-        fi_finalize_checked(name, n);
-        fi_leak_check(name, n);
-        if (!fired)
-            break;
-    }
-    CU_ASSERT(n > 1);
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    stacks_sweep_t a = {streams, m, stack_size, guard, this_thread};
+    fi_sweep(name, stacks_step, &a, true);
 }
 
 /* 48 ULTs of the default size: three slabs of 16 stacks. */
@@ -1157,73 +1204,70 @@ static void t_stacks_streams(void)
  * cannot be had then, the ULT ends unrun and the free says COEXEC_ENOMEM
  * at once (no retry, no hang).
  */
+static bool join_in_place_step(const char *name, long n, void *arg)
+{
+    (void)arg;
+    enum { M = 20 };
+    memset(g_slots, 0, sizeof g_slots);
+    coexec_config_t cfg = fi_cfg(1);
+    int rc = coexec_init(&cfg);
+    CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
+    coexec_xstream_t xs0;
+    coexec_pool_t pool;
+    CH_CHECK_RC(coexec_xstream_by_rank(0, &xs0), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_get_main_pool(xs0, &pool), COEXEC_OK);
+    int made = 0;
+    for (int i = 0; i < M; i++) {
+        g_units[i].kind = 0;
+        g_units[i].detached = 0;
+        rc = coexec_thread_create(pool, unit_ult, (void *)(intptr_t)i,
+                                  NULL, &g_units[i].t);
+        CH_CHECK_RC(rc, COEXEC_OK);
+        if (rc != COEXEC_OK)
+            break;
+        made++;
+    }
+    fi_arm(n, FI_ALL, true);
+    bool hung = false;
+    int nomem = 0;
+    for (int i = 0; i < made; i++) {
+        fi_watch_begin("%s, n=%ld: coexec_thread_free of not-started ULT "
+                       "%d",
+                       name, n, i);
+        rc = coexec_thread_free(&g_units[i].t);
+        hung |= fi_watch_end();
+        int runs = atomic_load(&g_slots[i].runs);
+        if (rc == COEXEC_ENOMEM && runs == 0) {
+            nomem++;
+            continue;
+        }
+        if (rc != COEXEC_OK)
+            ch_fail_at(__FILE__, __LINE__, "%s, n=%ld: free of ULT %d: %s",
+                       name, n, i, coexec_err_name(rc));
+        if (runs != 1)
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s, n=%ld: ULT %d ran %d time(s) when its join "
+                       "returned",
+                       name, n, i, runs);
+    }
+    bool fired = fi_disarm();
+    if (nomem > (fired ? 1 : 0))
+        ch_fail_at(__FILE__, __LINE__,
+                   "%s, n=%ld: %d ULT(s) ended unrun", name, n, nomem);
+    char line[256];
+    snprintf(line, sizeof line, "%s%s%s", fired ? fi_what_str() : "",
+             !fired  ? "no failure injected"
+             : nomem ? " failed -> the ULT ended unrun, free: ENOMEM"
+                     : " failed -> absorbed",
+             hung ? ", but a join HUNG" : "");
+    fi_log(name, n, line);
+    fi_finalize_checked(name, n);
+    return fired;
+}
+
 static void t_stacks_join_in_place(void)
 {
-    fi_begin();
-    const char *name = "join in place";
-    enum { M = 20 };
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        memset(g_slots, 0, sizeof g_slots);
-        coexec_config_t cfg = fi_cfg(1);
-        int rc = coexec_init(&cfg);
-        CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
-        coexec_xstream_t xs0;
-        coexec_pool_t pool;
-        CH_CHECK_RC(coexec_xstream_by_rank(0, &xs0), COEXEC_OK);
-        CH_CHECK_RC(coexec_xstream_get_main_pool(xs0, &pool), COEXEC_OK);
-        int made = 0;
-        for (int i = 0; i < M; i++) {
-            g_units[i].kind = 0;
-            g_units[i].detached = 0;
-            rc = coexec_thread_create(pool, unit_ult, (void *)(intptr_t)i,
-                                      NULL, &g_units[i].t);
-            CH_CHECK_RC(rc, COEXEC_OK);
-            if (rc != COEXEC_OK)
-                break;
-            made++;
-        }
-        fi_arm(n, FI_ALL, true);
-        bool hung = false;
-        int nomem = 0;
-        for (int i = 0; i < made; i++) {
-            fi_watch_begin("%s, n=%ld: coexec_thread_free of not-started ULT "
-                           "%d",
-                           name, n, i);
-            rc = coexec_thread_free(&g_units[i].t);
-            hung |= fi_watch_end();
-            int runs = atomic_load(&g_slots[i].runs);
-            if (rc == COEXEC_ENOMEM && runs == 0) {
-                nomem++;
-                continue;
-            }
-            if (rc != COEXEC_OK)
-                ch_fail_at(__FILE__, __LINE__, "%s, n=%ld: free of ULT %d: %s",
-                           name, n, i, coexec_err_name(rc));
-            if (runs != 1)
-                ch_fail_at(__FILE__, __LINE__,
-                           "%s, n=%ld: ULT %d ran %d time(s) when its join "
-                           "returned",
-                           name, n, i, runs);
-        }
-        bool fired = fi_disarm();
-        if (nomem > (fired ? 1 : 0))
-            ch_fail_at(__FILE__, __LINE__,
-                       "%s, n=%ld: %d ULT(s) ended unrun", name, n, nomem);
-        char line[256];
-        snprintf(line, sizeof line, "%s%s%s", fired ? fi_what_str() : "",
-                 !fired  ? "no failure injected"
-                 : nomem ? " failed -> the ULT ended unrun, free: ENOMEM"
-                         : " failed -> absorbed",
-                 hung ? ", but a join HUNG" : "");
-        fi_log(name, n, line);
-        fi_finalize_checked(name, n);
-        fi_leak_check(name, n);
-        if (!fired)
-            break;
-    }
-    CU_ASSERT(n > 1);
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    fi_sweep("join in place", join_in_place_step, NULL, true);
 }
 
 /* ======================================================================= */
@@ -1298,81 +1342,75 @@ static void step_outcome(const char *name, long n, bool fired, int rc,
                    coexec_err_name(rc), coexec_err_name(fi_expected_rc()));
 }
 
+static bool pool_step(const char *name, long n, void *arg)
+{
+    (void)arg;
+    step_init(1);
+    coexec_pool_t p = {0};
+    fi_arm(n, FI_ALL, true);
+    int rc = coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &p);
+    bool fired = fi_disarm();
+    step_outcome(name, n, fired, rc, "pool_create");
+    if (rc != COEXEC_OK) {
+        /* Still works afterwards. */
+        rc = coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &p);
+        CH_CHECK_RC(rc, COEXEC_OK);
+    }
+    if (rc == COEXEC_OK) {
+        serve_and_run(p, name, n);
+        CH_CHECK_RC(coexec_pool_free(&p), COEXEC_OK);
+    }
+    fi_finalize_checked(name, n);
+    return fired;
+}
+
 static void t_objects_pool(void)
 {
-    fi_begin();
-    const char *name = "pool_create";
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        step_init(1);
-        coexec_pool_t p = {0};
-        fi_arm(n, FI_ALL, true);
-        int rc = coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &p);
-        bool fired = fi_disarm();
-        step_outcome(name, n, fired, rc, "pool_create");
-        if (rc != COEXEC_OK) {
-            /* Still works afterwards. */
-            rc = coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &p);
-            CH_CHECK_RC(rc, COEXEC_OK);
-        }
+    fi_sweep("pool_create", pool_step, NULL, true);
+}
+
+static bool sched_step(const char *name, long n, void *arg)
+{
+    (void)arg;
+    step_init(1);
+    coexec_pool_t ps[2];
+    CH_CHECK_RC(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                   &ps[0]),
+                COEXEC_OK);
+    CH_CHECK_RC(coexec_pool_create(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPMC,
+                                   &ps[1]),
+                COEXEC_OK);
+    coexec_sched_t s = {0};
+    fi_arm(n, FI_ALL, true);
+    int rc = coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, ps, 2, NULL, &s);
+    bool fired = fi_disarm();
+    step_outcome(name, n, fired, rc, "sched_create");
+    if (rc == COEXEC_OK) {
+        coexec_xstream_attr_t a;
+        CH_CHECK_RC(coexec_xstream_attr_init(&a), COEXEC_OK);
+        a.sched = s;
+        coexec_xstream_t xs;
+        rc = coexec_xstream_create(&a, &xs);
+        CH_CHECK_RC(rc, COEXEC_OK);
         if (rc == COEXEC_OK) {
-            serve_and_run(p, name, n);
-            CH_CHECK_RC(coexec_pool_free(&p), COEXEC_OK);
+            run_through(ps[0], name, n);
+            run_through(ps[1], name, n);
+            CH_CHECK_RC(coexec_xstream_free(&xs), COEXEC_OK);
         }
-        fi_finalize_checked(name, n);
-        fi_leak_check(name, n);
-        if (!fired)
-            break;
+        CH_CHECK_RC(coexec_sched_free(&s), COEXEC_OK);
+    } else {
+        /* The pools must not count a scheduler that was never made. */
+        serve_and_run(ps[0], name, n);
     }
-    CU_ASSERT(n > 1);
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    CH_CHECK_RC(coexec_pool_free(&ps[0]), COEXEC_OK);
+    CH_CHECK_RC(coexec_pool_free(&ps[1]), COEXEC_OK);
+    fi_finalize_checked(name, n);
+    return fired;
 }
 
 static void t_objects_sched(void)
 {
-    fi_begin();
-    const char *name = "sched_create";
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        step_init(1);
-        coexec_pool_t ps[2];
-        CH_CHECK_RC(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
-                                       &ps[0]),
-                    COEXEC_OK);
-        CH_CHECK_RC(coexec_pool_create(COEXEC_POOL_LIFO, COEXEC_ACCESS_MPMC,
-                                       &ps[1]),
-                    COEXEC_OK);
-        coexec_sched_t s = {0};
-        fi_arm(n, FI_ALL, true);
-        int rc = coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, ps, 2, NULL, &s);
-        bool fired = fi_disarm();
-        step_outcome(name, n, fired, rc, "sched_create");
-        if (rc == COEXEC_OK) {
-            coexec_xstream_attr_t a;
-            CH_CHECK_RC(coexec_xstream_attr_init(&a), COEXEC_OK);
-            a.sched = s;
-            coexec_xstream_t xs;
-            rc = coexec_xstream_create(&a, &xs);
-            CH_CHECK_RC(rc, COEXEC_OK);
-            if (rc == COEXEC_OK) {
-                run_through(ps[0], name, n);
-                run_through(ps[1], name, n);
-                CH_CHECK_RC(coexec_xstream_free(&xs), COEXEC_OK);
-            }
-            CH_CHECK_RC(coexec_sched_free(&s), COEXEC_OK);
-        } else {
-            /* The pools must not count a scheduler that was never made. */
-            serve_and_run(ps[0], name, n);
-        }
-        CH_CHECK_RC(coexec_pool_free(&ps[0]), COEXEC_OK);
-        CH_CHECK_RC(coexec_pool_free(&ps[1]), COEXEC_OK);
-        fi_finalize_checked(name, n);
-        fi_leak_check(name, n);
-        if (!fired)
-            break;
-    }
-    CU_ASSERT(n > 1);
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    fi_sweep("sched_create", sched_step, NULL, true);
 }
 
 /* After a failed xstream_create: no stream was added, its rank is free. */
@@ -1389,87 +1427,81 @@ static void check_no_new_stream(const char *name, long n, int num0)
 
 /* A stream with the default setup: its pool, scheduler and stream records
  * and its thread. */
+static bool xstream_default_step(const char *name, long n, void *arg)
+{
+    (void)arg;
+    step_init(3);
+    coexec_xstream_t xs = {0};
+    fi_arm(n, FI_ALL, true);
+    fi_watch_begin("%s, n=%ld", name, n);
+    int rc = coexec_xstream_create(NULL, &xs);
+    bool fired = fi_disarm();
+    fi_watch_end();
+    step_outcome(name, n, fired, rc, "xstream_create");
+    if (rc != COEXEC_OK) {
+        check_no_new_stream(name, n, 3);
+        rc = coexec_xstream_create(NULL, &xs);
+        CH_CHECK_RC(rc, COEXEC_OK);
+    }
+    if (rc == COEXEC_OK) {
+        int rank = -1;
+        CH_CHECK_RC(coexec_xstream_get_rank(xs, &rank), COEXEC_OK);
+        CH_CHECK_EQ(rank, 3);
+        coexec_pool_t dp;
+        CH_CHECK_RC(coexec_xstream_get_main_pool(xs, &dp), COEXEC_OK);
+        run_through(dp, name, n);
+        CH_CHECK_RC(coexec_xstream_free(&xs), COEXEC_OK);
+    }
+    fi_finalize_checked(name, n);
+    return fired;
+}
+
 static void t_objects_xstream_default(void)
 {
-    fi_begin();
-    const char *name = "xstream_create(default)";
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        step_init(3);
-        coexec_xstream_t xs = {0};
-        fi_arm(n, FI_ALL, true);
-        fi_watch_begin("%s, n=%ld", name, n);
-        int rc = coexec_xstream_create(NULL, &xs);
-        bool fired = fi_disarm();
-        fi_watch_end();
-        step_outcome(name, n, fired, rc, "xstream_create");
-        if (rc != COEXEC_OK) {
-            check_no_new_stream(name, n, 3);
-            rc = coexec_xstream_create(NULL, &xs);
-            CH_CHECK_RC(rc, COEXEC_OK);
-        }
-        if (rc == COEXEC_OK) {
-            int rank = -1;
-            CH_CHECK_RC(coexec_xstream_get_rank(xs, &rank), COEXEC_OK);
-            CH_CHECK_EQ(rank, 3);
-            coexec_pool_t dp;
-            CH_CHECK_RC(coexec_xstream_get_main_pool(xs, &dp), COEXEC_OK);
-            run_through(dp, name, n);
-            CH_CHECK_RC(coexec_xstream_free(&xs), COEXEC_OK);
-        }
-        fi_finalize_checked(name, n);
-        fi_leak_check(name, n);
-        if (!fired)
-            break;
-    }
-    CU_ASSERT(n > 1);
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    fi_sweep("xstream_create(default)", xstream_default_step, NULL, true);
 }
 
 /* A stream on a user scheduler: a failed create gives the scheduler back,
  * so it is neither stuck "in use" (EBUSY) nor unfreeable. */
+static bool xstream_user_step(const char *name, long n, void *arg)
+{
+    (void)arg;
+    step_init(3);
+    coexec_pool_t p;
+    coexec_sched_t s;
+    CH_CHECK_RC(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &p),
+                COEXEC_OK);
+    CH_CHECK_RC(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &p, 1, NULL,
+                                    &s),
+                COEXEC_OK);
+    coexec_xstream_attr_t a;
+    CH_CHECK_RC(coexec_xstream_attr_init(&a), COEXEC_OK);
+    a.sched = s;
+    coexec_xstream_t xs = {0};
+    fi_arm(n, FI_ALL, true);
+    fi_watch_begin("%s, n=%ld", name, n);
+    int rc = coexec_xstream_create(&a, &xs);
+    bool fired = fi_disarm();
+    fi_watch_end();
+    step_outcome(name, n, fired, rc, "xstream_create");
+    if (rc != COEXEC_OK) {
+        check_no_new_stream(name, n, 3);
+        rc = coexec_xstream_create(&a, &xs);
+        CH_CHECK_RC(rc, COEXEC_OK);
+    }
+    if (rc == COEXEC_OK) {
+        run_through(p, name, n);
+        CH_CHECK_RC(coexec_xstream_free(&xs), COEXEC_OK);
+    }
+    CH_CHECK_RC(coexec_sched_free(&s), COEXEC_OK);
+    CH_CHECK_RC(coexec_pool_free(&p), COEXEC_OK);
+    fi_finalize_checked(name, n);
+    return fired;
+}
+
 static void t_objects_xstream_user(void)
 {
-    fi_begin();
-    const char *name = "xstream_create(user sched)";
-    long n;
-    for (n = 1; n <= FI_MAX_STEPS; n++) {
-        step_init(3);
-        coexec_pool_t p;
-        coexec_sched_t s;
-        CH_CHECK_RC(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &p),
-                    COEXEC_OK);
-        CH_CHECK_RC(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &p, 1, NULL,
-                                        &s),
-                    COEXEC_OK);
-        coexec_xstream_attr_t a;
-        CH_CHECK_RC(coexec_xstream_attr_init(&a), COEXEC_OK);
-        a.sched = s;
-        coexec_xstream_t xs = {0};
-        fi_arm(n, FI_ALL, true);
-        fi_watch_begin("%s, n=%ld", name, n);
-        int rc = coexec_xstream_create(&a, &xs);
-        bool fired = fi_disarm();
-        fi_watch_end();
-        step_outcome(name, n, fired, rc, "xstream_create");
-        if (rc != COEXEC_OK) {
-            check_no_new_stream(name, n, 3);
-            rc = coexec_xstream_create(&a, &xs);
-            CH_CHECK_RC(rc, COEXEC_OK);
-        }
-        if (rc == COEXEC_OK) {
-            run_through(p, name, n);
-            CH_CHECK_RC(coexec_xstream_free(&xs), COEXEC_OK);
-        }
-        CH_CHECK_RC(coexec_sched_free(&s), COEXEC_OK);
-        CH_CHECK_RC(coexec_pool_free(&p), COEXEC_OK);
-        fi_finalize_checked(name, n);
-        fi_leak_check(name, n);
-        if (!fired)
-            break;
-    }
-    CU_ASSERT(n > 1);
-    CU_ASSERT(n <= FI_MAX_STEPS);
+    fi_sweep("xstream_create(user sched)", xstream_user_step, NULL, true);
 }
 
 /* ======================================================================= */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,37 @@ bool ch_on_valgrind(void)
     const char *p = getenv("LD_PRELOAD");
     return p && strstr(p, "/vgpreload_core-");
 #endif
+}
+
+/* ---- OS threads seen through /proc ------------------------------------ */
+
+pid_t ch_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+char ch_task_state(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+long ch_task_syscall(pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long nr = -1;
+    int got = fscanf(f, "%ld", &nr);
+    fclose(f);
+    return got == 1 ? nr : -1;
 }
 
 /* ---- scale ------------------------------------------------------------- */
@@ -423,6 +455,97 @@ static coexec_poll_status_t ch_run_tasklet_body(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
+bool ch_init_env_refused(const char *var, const char *val, char *err,
+                         size_t errsize)
+{
+    char ctx[200];
+    snprintf(ctx, sizeof ctx, "%s=\"%s\"", var, val);
+    setenv(var, val, 1);
+    if (err)
+        ch_stderr_begin();
+    int rc = coexec_init(NULL);
+    if (err)
+        ch_stderr_end(err, errsize);
+    unsetenv(var);
+    if (rc != COEXEC_EENV) {
+        char b[300];
+        snprintf(b, sizeof b, "%s: init returned %s, expected EENV", ctx,
+                 coexec_err_name(rc));
+        CU_assertImplementation(CU_FALSE, __LINE__, b, __FILE__, "",
+                                CU_FALSE);
+        if (rc == COEXEC_OK)
+            CH_ASSERT_OK_FATAL(coexec_finalize());
+        return false;
+    }
+    CU_PASS(ctx);
+    CH_ASSERT_EQ(coexec_initialized(), 0);
+    return true;
+}
+
+atomic_long ch_count;
+
+void ch_count_ult(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&ch_count, 1);
+}
+
+coexec_poll_status_t ch_count_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    atomic_fetch_add(&ch_count, 1);
+    return COEXEC_READY;
+}
+
+int ch_thread_state(coexec_thread_t t)
+{
+    coexec_unit_state_t st;
+    int rc = coexec_thread_get_state(t, &st);
+    return rc == COEXEC_OK ? (int)st : rc;
+}
+
+int ch_tasklet_state(coexec_tasklet_t k)
+{
+    coexec_unit_state_t st;
+    int rc = coexec_tasklet_get_state(k, &st);
+    return rc == COEXEC_OK ? (int)st : rc;
+}
+
+int ch_self_rank(void)
+{
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    return r;
+}
+
+coexec_xstream_t ch_xstream(int rank)
+{
+    coexec_xstream_t xs = {0};
+    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
+    return xs;
+}
+
+coexec_pool_t ch_main_pool(int rank)
+{
+    coexec_pool_t p = {0};
+    CH_CHECK_RC(coexec_xstream_get_main_pool(ch_xstream(rank), &p), COEXEC_OK);
+    return p;
+}
+
+void ch_spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
+                 coexec_thread_t *t)
+{
+    CH_CHECK_RC(coexec_thread_create_on(ch_xstream(rank), fn, arg, NULL, t),
+                COEXEC_OK);
+}
+
+void ch_free_threads(coexec_thread_t *t, long n)
+{
+    for (long i = 0; i < n; i++)
+        CH_CHECK_RC(coexec_thread_free(&t[i]), COEXEC_OK);
+}
+
 int ch_run_ult_in(coexec_pool_t pool, void (*fn)(void *), void *arg)
 {
     ch_run_t r = {fn, arg, 0};
@@ -487,6 +610,13 @@ void ch_relax(void)
     }
 }
 
+void ch_linger(double ms)
+{
+    double t0 = ch_now();
+    while ((ch_now() - t0) * 1e3 < ms)
+        ch_relax();
+}
+
 /* ---- helper pthreads --------------------------------------------------- */
 
 void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg)
@@ -495,6 +625,20 @@ void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg)
     t->started = rc == 0;
     if (rc != 0)
         ch_fail_at(__FILE__, __LINE__, "pthread_create: %s", strerror(rc));
+}
+
+static void *pthread_run_main(void *arg)
+{
+    ch_pthread_t *t = arg;
+    t->fn(t->arg);
+    return NULL;
+}
+
+void ch_pthread_run(ch_pthread_t *t, void (*fn)(void *), void *arg)
+{
+    t->fn = fn;
+    t->arg = arg;
+    ch_pthread_start(t, pthread_run_main, t);
 }
 
 void ch_pthread_join(ch_pthread_t *t)
@@ -517,6 +661,33 @@ static void *ch_agent_main(void *arg)
         atomic_store(&a->req, 0);
         atomic_fetch_add(&a->done, 1);
     }
+}
+
+static void *ext_body(void *p)
+{
+    ch_ext_t *e = p;
+    atomic_store(&e->tid, (int)ch_gettid());
+    e->fn(e->arg);
+    atomic_store(&e->done, 1);
+    return NULL;
+}
+
+void ch_ext_start(ch_ext_t *e, void (*fn)(void *), void *arg)
+{
+    e->fn = fn;
+    e->arg = arg;
+    atomic_init(&e->done, 0);
+    atomic_init(&e->tid, 0);
+    ch_pthread_start(&e->th, ext_body, e);
+}
+
+void ch_ext_join(ch_ext_t *e) { ch_pthread_join(&e->th); }
+
+void ch_run_external(void (*fn)(void *), void *arg)
+{
+    ch_ext_t e;
+    ch_ext_start(&e, fn, arg);
+    ch_ext_join(&e);
 }
 
 void ch_agent_start(ch_agent_t *a)

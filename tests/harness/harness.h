@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <coexec.h>
 
@@ -148,6 +149,39 @@ int ch_stream_free(ch_stream_t *s);
 int ch_run_ult_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
 int ch_run_tasklet_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
 
+/* The state of a unit (a coexec_unit_state_t), or the error code of the
+ * query (a negative COEXEC_E*). */
+int ch_thread_state(coexec_thread_t t);
+int ch_tasklet_state(coexec_tasklet_t k);
+/* The rank of the caller's stream (records a failure when it has none). */
+int ch_self_rank(void);
+/* The stream of the given rank, and its main pool (record a failure when
+ * there is none). */
+coexec_xstream_t ch_xstream(int rank);
+coexec_pool_t ch_main_pool(int rank);
+/* A ULT on the main pool of stream `rank` (it may be stolen later). */
+void ch_spawn_on(int rank, coexec_thread_fn_t fn, void *arg,
+                 coexec_thread_t *t);
+/* Joins and frees t[0..n). */
+void ch_free_threads(coexec_thread_t *t, long n);
+
+/*
+ * Sets var=val, calls coexec_init(NULL) and unsets var again; with err,
+ * what init wrote to stderr is kept there (errsize bytes). True when init
+ * refused with COEXEC_EENV and left the runtime uninitialized; otherwise
+ * records why, finalizes a runtime that init started, and returns false.
+ * Test function only (CUnit asserts).
+ */
+bool ch_init_env_refused(const char *var, const char *val, char *err,
+                         size_t errsize);
+
+/* A run counter for tests that count what ran: ch_count_ult and
+ * ch_count_tasklet (which is READY at once) add one to ch_count; their
+ * argument is unused. */
+extern atomic_long ch_count;
+void ch_count_ult(void *arg);
+coexec_poll_status_t ch_count_tasklet(coexec_poll_t *cx, void *arg);
+
 /* Handles equal (same record, same generation). */
 #define CH_SAME(a, b) ((a).p == (b).p && (a).gen == (b).gen)
 #define CH_IS_NULL(h) ((h).p == NULL && (h).gen == 0)
@@ -185,15 +219,41 @@ double ch_now(void);
         ch_ok_;                                                                \
     })
 
+/*
+ * Lets others run for about ms milliseconds. Used only to give a broken
+ * implementation the time to do the wrong thing (wake too many, grant a
+ * lock it must not); a correct implementation passes whatever the length.
+ */
+void ch_linger(double ms);
+
 /* ---- helper pthreads --------------------------------------------------- */
 
 typedef struct ch_pthread {
     pthread_t tid;
     int started;
+    void (*fn)(void *); /* ch_pthread_run's */
+    void *arg;
 } ch_pthread_t;
 
 void ch_pthread_start(ch_pthread_t *t, void *(*fn)(void *), void *arg);
+/* The same for a function of the shape ULT bodies have: runs fn(arg) on a
+ * helper pthread (t must stay in place until ch_pthread_join). */
+void ch_pthread_run(ch_pthread_t *t, void (*fn)(void *), void *arg);
 void ch_pthread_join(ch_pthread_t *t);
+
+/* A helper pthread running fn(arg) once, with a done flag and its OS
+ * thread id (set before fn runs). */
+typedef struct ch_ext {
+    ch_pthread_t th;
+    void (*fn)(void *);
+    void *arg;
+    atomic_int done;
+    atomic_int tid;
+} ch_ext_t;
+void ch_ext_start(ch_ext_t *e, void (*fn)(void *), void *arg);
+void ch_ext_join(ch_ext_t *e);
+/* Runs fn(arg) on a helper pthread and waits for it. */
+void ch_run_external(void (*fn)(void *), void *arg);
 
 /*
  * A helper pthread that stays alive and runs the calls it is given, one at
@@ -219,6 +279,19 @@ typedef struct ch_barrier {
 } ch_barrier_t;
 void ch_barrier_init(ch_barrier_t *b, unsigned n);
 void ch_barrier_wait(ch_barrier_t *b);
+
+/* ---- OS threads seen through /proc ------------------------------------ */
+
+/* The calling OS thread's id (gettid). */
+pid_t ch_gettid(void);
+/* The state letter of /proc/self/task/<tid>/stat ('R' running or runnable,
+ * 'S' asleep, ...), or 0 when the file cannot be read. */
+char ch_task_state(pid_t tid);
+/* The number of the system call OS thread tid is inside, from
+ * /proc/self/task/<tid>/syscall; -1 when the file cannot be read or shows
+ * no call (the thread runs in user space). The caller's own thread is
+ * inside read() while it looks. */
+long ch_task_syscall(pid_t tid);
 
 /* ---- stderr capture ---------------------------------------------------- */
 

@@ -1086,13 +1086,6 @@ static void suspend_once_ult(void *arg)
     atomic_store(&g_phase, 2);
 }
 
-static int thread_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
 static void t_push_state(void)
 {
     ch_init(2);
@@ -1144,7 +1137,7 @@ static void t_push_state(void)
     atomic_store(&g_phase, 0);
     CH_ASSERT_OK(coexec_thread_create(p1, suspend_once_ult, NULL, NULL, &t));
     CH_WAIT(atomic_load(&g_phase) == 1);
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_pool_push(b, coexec_thread_unit(t)), COEXEC_ESTATE);
     CH_ASSERT_EQ(pool_size(b), 0);
     CH_ASSERT_OK(coexec_thread_resume(t));

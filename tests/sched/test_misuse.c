@@ -163,26 +163,6 @@ static coexec_thread_t as_thread(coexec_tasklet_t k)
 
 /* ---- running a function as an external thread, a tasklet, a ULT ------ */
 
-typedef struct call {
-    void (*fn)(void *);
-    void *arg;
-} call_t;
-
-static void *ext_tramp(void *arg)
-{
-    call_t *c = arg;
-    c->fn(c->arg);
-    return NULL;
-}
-
-static void run_external(void (*fn)(void *), void *arg)
-{
-    call_t c = {fn, arg};
-    ch_pthread_t th;
-    ch_pthread_start(&th, ext_tramp, &c);
-    ch_pthread_join(&th);
-}
-
 /* A PRIV/SPSC-style pool side bound to a helper thread: pops once from an
  * agent so that the pool belongs to that thread (COEXEC_CHECKS builds). */
 static void pop_once(void *arg)
@@ -666,7 +646,7 @@ static void t_pool_access(void)
     CH_ASSERT_RC(coexec_thread_create(pp.pool, noop_ult, NULL, NULL, &t), COEXEC_EACCESS);
     coexec_unit_t u;
     CH_ASSERT_RC(coexec_pool_pop(pp.pool, &u), COEXEC_EACCESS);
-    run_external(push_on_ext, &pp);
+    ch_run_external(push_on_ext, &pp);
     coexec_pool_t q;
     coexec_sched_t s;
     CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &q));
@@ -903,19 +883,19 @@ static void t_sched_wrong_context(void)
     loop_calls_check(&c);
     CH_ASSERT_OK(ch_run_ult_in(main_pool(), loop_calls_fn, &c));
     CH_ASSERT_OK(ch_run_tasklet_in(main_pool(), loop_calls_fn, &c));
-    run_external(loop_calls_fn, &c);
+    ch_run_external(loop_calls_fn, &c);
     job_stream_run(&js, loop_calls_job, &c);
     /* The job stream's own scheduler, from outside its loop. */
     c.sched = js.sched;
     loop_calls_check(&c);
     CH_ASSERT_OK(ch_run_ult_in(js.pool, loop_calls_fn, &c));
     CH_ASSERT_OK(ch_run_tasklet_in(js.pool, loop_calls_fn, &c));
-    run_external(loop_calls_fn, &c);
+    ch_run_external(loop_calls_fn, &c);
     CH_ASSERT_EQ(atomic_load(&c.done), 9);
     CH_ASSERT_EQ(ch_remote_failures(), 0);
 
     /* sched_self: fine from ULTs, tasklets and loops, not from outside. */
-    run_external(self_ext, NULL);
+    ch_run_external(self_ext, NULL);
     self_is(&ms);
     CH_ASSERT_OK(ch_run_tasklet_in(main_pool(), self_is_stream_main, NULL));
     CH_ASSERT_OK(ch_run_ult_in(js.pool, self_is, &js.sched));
@@ -1248,7 +1228,7 @@ static void t_migrate_errors(void)
 
     /* From an external thread, a tasklet and a ULT: allowed. */
     m.pool = b.pool;
-    run_external(migrate_to_pool, &m);
+    ch_run_external(migrate_to_pool, &m);
     CH_WAIT(atomic_load(&r2) != -1);
     CH_ASSERT_OK(coexec_thread_free(&m.t));
     CH_ASSERT_EQ(atomic_load(&r2), b.rank);
@@ -1391,7 +1371,7 @@ static void t_yield_to_errors(void)
     CH_ASSERT_OK_FATAL(coexec_thread_create(q, noop_ult, &ran, NULL, &t));
     g_yt_target = t;
     CH_ASSERT_OK(ch_run_tasklet_in(main_pool(), yield_to_ctx, NULL));
-    run_external(yield_to_ctx, NULL);
+    ch_run_external(yield_to_ctx, NULL);
     g_main_ult = self_thread();
     CH_ASSERT_OK(ch_run_ult_in(main_pool(), yield_to_main, NULL));
     CH_ASSERT_OK(ch_run_ult_in(b.pool, yield_to_main, NULL));
@@ -1475,7 +1455,7 @@ static void t_cf_errors(void)
      * ULTs. */
     cf_ctx(&p);
     CH_ASSERT_OK(ch_run_tasklet_in(b.pool, cf_ctx, &p));
-    run_external(cf_ctx, &p);
+    ch_run_external(cf_ctx, &p);
     job_stream_run(&js, cf_ctx_job, &p);
     CH_ASSERT_EQ(size_of(b.pool), 0);
 

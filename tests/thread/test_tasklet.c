@@ -10,23 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static atomic_long g_count;
-
-static coexec_poll_status_t count_tasklet(coexec_poll_t *cx, void *arg)
-{
-    (void)cx;
-    (void)arg;
-    atomic_fetch_add(&g_count, 1);
-    return COEXEC_READY;
-}
-
-static int tasklet_state(coexec_tasklet_t k)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_tasklet_get_state(k, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
 /* ======================================================================= */
 /* basic                                                                    */
 /* ======================================================================= */
@@ -71,7 +54,7 @@ static void t_create_join_free(void)
     for (int i = 0; i < N; i++) {
         if (i % 2 == 0) {
             CH_ASSERT_OK(coexec_tasklet_join(k[i]));
-            CH_ASSERT_EQ(tasklet_state(k[i]), COEXEC_UNIT_TERMINATED);
+            CH_ASSERT_EQ(ch_tasklet_state(k[i]), COEXEC_UNIT_TERMINATED);
             CH_ASSERT_OK(coexec_tasklet_join(k[i]));
         }
         CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
@@ -87,22 +70,22 @@ static void t_detached(void)
 {
     ch_init(3);
     long n = ch_iters(5000, 500);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     for (long i = 0; i < n; i++) {
         coexec_xstream_t xs;
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank((int)(i % 3), &xs));
-        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, count_tasklet, NULL, NULL));
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, ch_count_tasklet, NULL, NULL));
     }
-    CH_WAIT(atomic_load(&g_count) == n);
-    CH_ASSERT_EQ(atomic_load(&g_count), n);
-    atomic_store(&g_count, 0);
+    CH_WAIT(atomic_load(&ch_count) == n);
+    CH_ASSERT_EQ(atomic_load(&ch_count), n);
+    atomic_store(&ch_count, 0);
     for (long i = 0; i < 200; i++) {
         coexec_xstream_t xs;
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank((int)(i % 3), &xs));
-        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, count_tasklet, NULL, NULL));
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, ch_count_tasklet, NULL, NULL));
     }
     ch_finalize(); /* runs what is still queued */
-    CH_ASSERT_EQ(atomic_load(&g_count), 200);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 200);
 }
 
 typedef struct {
@@ -133,7 +116,7 @@ static void t_join_in_place(void)
     c.out = -1;
     coexec_tasklet_t k;
     CH_ASSERT_OK(coexec_tasklet_create(standalone, calc_tasklet, &c, &k));
-    CH_ASSERT_EQ(tasklet_state(k), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_tasklet_state(k), COEXEC_UNIT_READY);
     CH_ASSERT_EQ(c.out, -1);
     CH_ASSERT_OK(coexec_tasklet_join(k));
     CH_ASSERT_EQ(c.out, 33);
@@ -168,7 +151,7 @@ static void t_join_in_place(void)
 static coexec_poll_status_t tree_tasklet(coexec_poll_t *cx, void *arg)
 {
     long depth = (long)(intptr_t)arg;
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
     if (depth > 0) {
         coexec_xstream_t xs;
         CH_CHECK_RC(coexec_xstream_self(&xs), COEXEC_OK);
@@ -193,7 +176,7 @@ static void *create_from_pthread(void *arg)
 {
     coexec_pool_t *pool = arg;
     coexec_tasklet_t k;
-    CH_CHECK_RC(coexec_tasklet_create(*pool, count_tasklet, NULL, &k), COEXEC_OK);
+    CH_CHECK_RC(coexec_tasklet_create(*pool, ch_count_tasklet, NULL, &k), COEXEC_OK);
     CH_CHECK_RC(coexec_tasklet_join(k), COEXEC_OK);
     CH_CHECK_RC(coexec_tasklet_free(&k), COEXEC_OK);
     return NULL;
@@ -206,11 +189,11 @@ static void t_tasklet_from_tasklet(void)
     coexec_pool_t p1;
     CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
     CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(x1, &p1));
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     CH_ASSERT_OK(coexec_tasklet_create(p1, tree_tasklet, (void *)(intptr_t)6, NULL));
     long total = 1 + 3 + 9 + 27 + 81 + 243 + 729;
-    CH_WAIT(atomic_load(&g_count) == total);
-    CH_ASSERT_EQ(atomic_load(&g_count), total);
+    CH_WAIT(atomic_load(&ch_count) == total);
+    CH_ASSERT_EQ(atomic_load(&ch_count), total);
 
     memset(&g_child_calc, 0, sizeof g_child_calc);
     g_child_calc.in = 10;
@@ -221,11 +204,11 @@ static void t_tasklet_from_tasklet(void)
     CH_ASSERT_EQ(g_child_calc.out, 68);
     CH_ASSERT_OK(coexec_tasklet_free(&g_child));
 
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     ch_pthread_t th;
     ch_pthread_start(&th, create_from_pthread, &p1);
     ch_pthread_join(&th);
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     ch_finalize();
 }
 
@@ -273,7 +256,7 @@ static void wake_rounds(pend_t *p, coexec_tasklet_t k, int wait_blocked)
         if (!CH_WAIT(atomic_load(&p->published) == i + 1))
             return;
         if (wait_blocked)
-            CH_WAIT(tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         atomic_fetch_add(&p->woken, 1);
         CH_CHECK_RC(coexec_waker_wake(p->w), COEXEC_OK);
     }
@@ -320,12 +303,12 @@ static void t_pending(void)
             wake_rounds(&p, j.k, 1); /* the main ULT */
         }
         /* let its own stream poll it the last time, then join */
-        CH_WAIT(tasklet_state(j.k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(j.k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_join(j.k));
         CH_ASSERT_EQ(atomic_load(&p.polls), rounds + 1);
         CH_ASSERT_EQ(atomic_load(&p.early_polls), 0);
         CH_ASSERT_EQ(p.last_rank, s1.rank); /* polled again on its stream */
-        CH_ASSERT_EQ(tasklet_state(j.k), COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(ch_tasklet_state(j.k), COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&j.k));
     }
     CH_ASSERT_OK(ch_stream_free(&s1));
@@ -371,7 +354,7 @@ static void t_pending_join_and_inside(void)
     p.rounds = 1;
     CH_ASSERT_OK(coexec_tasklet_create(s.pool, pend_tasklet, &p, &k));
     CH_WAIT(atomic_load(&p.published) == 1);
-    CH_WAIT(tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     pjoin_t pj;
     pj.p = &p;
     pj.k = k;
@@ -416,7 +399,7 @@ static void t_join_started_not_in_place(void)
         p.last_rank = -1;
         coexec_tasklet_t k;
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, pend_tasklet, &p, &k));
-        CH_WAIT(atomic_load(&p.published) == 1 && tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(atomic_load(&p.published) == 1 && ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         atomic_fetch_add(&p.woken, 1);
         CH_ASSERT_OK(coexec_waker_wake(p.w));
         CH_ASSERT_OK(coexec_tasklet_join(k));
@@ -440,7 +423,7 @@ static coexec_poll_status_t many_tasklet(coexec_poll_t *cx, void *arg)
     many_t *m = arg;
     if (atomic_load(&m->state) == 2) {
         atomic_store(&m->state, 3);
-        atomic_fetch_add(&g_count, 1);
+        atomic_fetch_add(&ch_count, 1);
         return COEXEC_READY;
     }
     CH_CHECK_RC(coexec_poll_waker(cx, &m->w), COEXEC_OK);
@@ -478,7 +461,7 @@ static void t_pending_many(void)
     ch_init(3);
     long n = ch_iters(3000, 300);
     many_t *m = calloc((size_t)n, sizeof *m);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     enum { NT = 3 };
     crowd_t c[NT];
     ch_pthread_t th[NT];
@@ -493,8 +476,8 @@ static void t_pending_many(void)
     }
     for (int i = 0; i < NT; i++)
         ch_pthread_join(&th[i]);
-    CH_WAIT(atomic_load(&g_count) == n);
-    CH_ASSERT_EQ(atomic_load(&g_count), n);
+    CH_WAIT(atomic_load(&ch_count) == n);
+    CH_ASSERT_EQ(atomic_load(&ch_count), n);
     ch_finalize();
     free(m);
 }
@@ -512,7 +495,7 @@ static coexec_poll_status_t bad_calls_tasklet(coexec_poll_t *cx, void *arg)
     CH_CHECK_RC(coexec_poll_waker(cx, NULL), COEXEC_EINVAL);
     CH_CHECK_RC(coexec_tasklet_join(g_other), COEXEC_ECONTEXT);
     CH_CHECK_RC(coexec_self_waker(&w), COEXEC_ECONTEXT);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
     return COEXEC_READY;
 }
 
@@ -526,22 +509,22 @@ static void t_errors(void)
     coexec_tasklet_t k = {0};
     CH_ASSERT_RC(coexec_tasklet_create(p0, NULL, NULL, &k), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_tasklet_create_on(x0, NULL, NULL, &k), COEXEC_EINVAL);
-    CH_ASSERT_RC(coexec_tasklet_create_on((coexec_xstream_t){0}, count_tasklet, NULL, &k), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_create_on((coexec_xstream_t){0}, ch_count_tasklet, NULL, &k), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_tasklet_free(NULL), COEXEC_EINVAL);
 
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     coexec_pool_t standalone;
     CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &standalone));
-    CH_ASSERT_OK(coexec_tasklet_create(standalone, count_tasklet, NULL, &g_other));
+    CH_ASSERT_OK(coexec_tasklet_create(standalone, ch_count_tasklet, NULL, &g_other));
     CH_ASSERT_OK(coexec_tasklet_create(p0, bad_calls_tasklet, NULL, &k));
     CH_ASSERT_RC(coexec_tasklet_get_state(k, NULL), COEXEC_EINVAL);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     CH_ASSERT_OK(coexec_tasklet_free(&g_other));
-    CH_ASSERT_EQ(atomic_load(&g_count), 2);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 2);
 
     /* stale handles, also after the record was recycled */
-    CH_ASSERT_OK(coexec_tasklet_create(p0, count_tasklet, NULL, &k));
+    CH_ASSERT_OK(coexec_tasklet_create(p0, ch_count_tasklet, NULL, &k));
     coexec_tasklet_t old = k;
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     coexec_tasklet_t fresh[32];
@@ -554,7 +537,7 @@ static void t_errors(void)
         CH_ASSERT_RC(coexec_pool_push(standalone, coexec_tasklet_unit(old)), COEXEC_EHANDLE);
         if (round == 0)
             for (int i = 0; i < 32; i++)
-                CH_ASSERT_OK(coexec_tasklet_create(standalone, count_tasklet, NULL, &fresh[i]));
+                CH_ASSERT_OK(coexec_tasklet_create(standalone, ch_count_tasklet, NULL, &fresh[i]));
     }
     size_t sz = 0;
     CH_ASSERT_OK(coexec_pool_get_size(standalone, &sz));

@@ -14,36 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static atomic_long g_count;
-
-static void count_ult(void *arg)
-{
-    (void)arg;
-    atomic_fetch_add(&g_count, 1);
-}
-
-static coexec_poll_status_t count_tasklet(coexec_poll_t *cx, void *arg)
-{
-    (void)cx;
-    (void)arg;
-    atomic_fetch_add(&g_count, 1);
-    return COEXEC_READY;
-}
-
-static int thread_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static int self_rank(void)
-{
-    int r = -1;
-    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
-    return r;
-}
-
 /* ======================================================================= */
 /* basic                                                                    */
 /* ======================================================================= */
@@ -82,7 +52,7 @@ static void t_create_join_free(void)
     for (int i = 0; i < N; i++) {
         if (i % 3 == 0) {
             CH_ASSERT_OK(coexec_thread_join(t[i]));
-            CH_ASSERT_EQ(thread_state(t[i]), COEXEC_UNIT_TERMINATED);
+            CH_ASSERT_EQ(ch_thread_state(t[i]), COEXEC_UNIT_TERMINATED);
             CH_ASSERT_EQ(c[i].out, i * 3 + 1);
         }
         CH_ASSERT_OK(coexec_thread_free(&t[i]));
@@ -107,23 +77,23 @@ static void t_detached(void)
 {
     ch_init(3);
     long n = ch_iters(3000, 300);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     for (long i = 0; i < n; i++) {
         coexec_xstream_t xs;
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank((int)(i % 3), &xs));
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, count_ult, NULL, NULL, NULL));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, ch_count_ult, NULL, NULL, NULL));
     }
-    CH_WAIT(atomic_load(&g_count) == n);
-    CH_ASSERT_EQ(atomic_load(&g_count), n);
+    CH_WAIT(atomic_load(&ch_count) == n);
+    CH_ASSERT_EQ(atomic_load(&ch_count), n);
     /* Detached ULTs still queued at finalize run before it returns. */
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     for (long i = 0; i < 100; i++) {
         coexec_xstream_t xs;
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank((int)(i % 3), &xs));
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, count_ult, NULL, NULL, NULL));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, ch_count_ult, NULL, NULL, NULL));
     }
     ch_finalize();
-    CH_ASSERT_EQ(atomic_load(&g_count), 100);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 100);
 }
 
 static coexec_pool_t g_pool;
@@ -131,7 +101,7 @@ static coexec_pool_t g_pool;
 static void nested_creator_ult(void *arg)
 {
     long depth = (long)(intptr_t)arg;
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
     if (depth > 0) {
         coexec_thread_t a, b;
         CH_CHECK_RC(coexec_thread_create(g_pool, nested_creator_ult, (void *)(intptr_t)(depth - 1), NULL, &a), COEXEC_OK);
@@ -145,17 +115,17 @@ static void nested_creator_ult(void *arg)
 static void *create_from_pthread(void *arg)
 {
     coexec_thread_t t;
-    CH_CHECK_RC(coexec_thread_create(g_pool, count_ult, NULL, NULL, &t), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_create(g_pool, ch_count_ult, NULL, NULL, &t), COEXEC_OK);
     /* an external thread may join (it sleeps) */
     CH_CHECK_RC(coexec_thread_join(t), COEXEC_OK);
     CH_CHECK_RC(coexec_thread_free(&t), COEXEC_OK);
-    CH_CHECK_RC(coexec_thread_create(g_pool, count_ult, NULL, NULL, NULL), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_create(g_pool, ch_count_ult, NULL, NULL, NULL), COEXEC_OK);
     return NULL;
 }
 
 static void create_from_tasklet_fn(void *arg)
 {
-    CH_CHECK_RC(coexec_thread_create(g_pool, count_ult, NULL, NULL, NULL), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_create(g_pool, ch_count_ult, NULL, NULL, NULL), COEXEC_OK);
 }
 
 static void t_create_anywhere(void)
@@ -165,20 +135,20 @@ static void t_create_anywhere(void)
     CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
     CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(x1, &g_pool));
     /* from ULTs, recursively: 1 + 3 + 9 + 27 + 81 */
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(g_pool, nested_creator_ult, (void *)(intptr_t)4, NULL, &t));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_WAIT(atomic_load(&g_count) == 121);
-    CH_ASSERT_EQ(atomic_load(&g_count), 121);
+    CH_WAIT(atomic_load(&ch_count) == 121);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 121);
     /* from an external thread and from a tasklet */
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     ch_pthread_t th;
     ch_pthread_start(&th, create_from_pthread, NULL);
     ch_pthread_join(&th);
     CH_ASSERT_OK(ch_run_tasklet_in(g_pool, create_from_tasklet_fn, NULL));
-    CH_WAIT(atomic_load(&g_count) == 3);
-    CH_ASSERT_EQ(atomic_load(&g_count), 3);
+    CH_WAIT(atomic_load(&ch_count) == 3);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 3);
     ch_finalize();
 }
 
@@ -191,15 +161,15 @@ static void t_join_finished(void)
     ch_init(1);
     ch_stream_t s;
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     coexec_thread_t t;
-    CH_ASSERT_OK(coexec_thread_create(s.pool, count_ult, NULL, NULL, &t));
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_TERMINATED);
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_OK(coexec_thread_create(s.pool, ch_count_ult, NULL, NULL, &t));
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     CH_ASSERT_OK(coexec_thread_join(t));
     CH_ASSERT_OK(coexec_thread_join(t)); /* again: still finished */
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
 }
@@ -214,7 +184,7 @@ typedef struct {
 static void inplace_ult(void *arg)
 {
     inplace_t *p = arg;
-    p->rank = self_rank();
+    p->rank = ch_self_rank();
     CH_CHECK_RC(coexec_xstream_self(&p->xs), COEXEC_OK);
     p->caller = (int)coexec_self_caller();
     atomic_store(&p->ran, 1);
@@ -230,7 +200,7 @@ typedef struct {
 static void joiner_ult(void *arg)
 {
     joiner_t *j = arg;
-    j->my_rank = self_rank();
+    j->my_rank = ch_self_rank();
     CH_CHECK_RC(coexec_xstream_self(&j->my_xs), COEXEC_OK);
     coexec_thread_t t;
     CH_CHECK_RC(coexec_thread_create(j->standalone, inplace_ult, &j->probe, NULL, &t), COEXEC_OK);
@@ -252,7 +222,7 @@ static void t_join_not_started_in_place(void)
     p.rank = -1;
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(standalone, inplace_ult, &p, NULL, &t));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
     CH_ASSERT_EQ(atomic_load(&p.ran), 0);
     CH_ASSERT_OK(coexec_thread_join(t));
     CH_ASSERT_EQ(atomic_load(&p.ran), 1); /* ran before join returned */
@@ -301,7 +271,7 @@ static void gated_yielder_ult(void *arg)
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
     for (int i = 0; i < 10; i++)
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
 }
 
 typedef struct {
@@ -324,34 +294,34 @@ static void t_join_running(void)
     ch_stream_t s;
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC));
     /* the main ULT joins a ULT that is running and yielding elsewhere */
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     atomic_store(&g_gate, 1);
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(s.pool, gated_yielder_ult, NULL, NULL, &t));
     CH_ASSERT_OK(coexec_thread_join(t));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_thread_free(&t));
 
     /* an external thread joins; it returns only after the gate opens */
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     atomic_store(&g_gate, 0);
     extjoin_t e;
     atomic_init(&e.rc, 1);
     atomic_init(&e.done, 0);
     CH_ASSERT_OK(coexec_thread_create(s.pool, gated_yielder_ult, NULL, NULL, &e.t));
-    CH_WAIT(thread_state(e.t) == COEXEC_UNIT_RUNNING || thread_state(e.t) == COEXEC_UNIT_READY);
+    CH_WAIT(ch_thread_state(e.t) == COEXEC_UNIT_RUNNING || ch_thread_state(e.t) == COEXEC_UNIT_READY);
     ch_pthread_t th;
     ch_pthread_start(&th, join_pthread, &e);
     /* while the gate is closed the joinee cannot finish */
     for (int i = 0; i < 100; i++)
         ch_relax();
     CH_ASSERT_EQ(atomic_load(&e.done), 0);
-    CH_ASSERT_EQ(atomic_load(&g_count), 0);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 0);
     atomic_store(&g_gate, 1);
     ch_pthread_join(&th);
     CH_ASSERT_RC(atomic_load(&e.rc), COEXEC_OK);
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     CH_ASSERT_OK(coexec_thread_free(&e.t));
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
@@ -418,7 +388,7 @@ static void t_join_popped_in_place(void)
         CH_ASSERT_OK(coexec_pool_pop(standalone, &u));
         CU_ASSERT(CH_SAME(u, kind == 0 ? coexec_thread_unit(t) : coexec_tasklet_unit(k)));
         if (kind == 0) {
-            CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY);
+            CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
             CH_ASSERT_OK(coexec_thread_join(t));
         } else {
             CH_ASSERT_OK(coexec_tasklet_join(k));
@@ -612,7 +582,7 @@ static void alone_yielder(void *arg)
 {
     for (int i = 0; i < 1000; i++)
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
 }
 
 static void t_yield_alone(void)
@@ -623,9 +593,9 @@ static void t_yield_alone(void)
         CH_ASSERT_OK(coexec_yield());
     ch_stream_t s;
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     CH_ASSERT_OK(ch_run_ult_in(s.pool, alone_yielder, NULL));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
 }
@@ -649,7 +619,7 @@ static __attribute__((noinline)) void deep_exit(int depth)
 
 static void exit_ult(void *arg)
 {
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
     deep_exit((int)(intptr_t)arg);
     atomic_store(&g_after_exit, 1);
 }
@@ -657,7 +627,7 @@ static void exit_ult(void *arg)
 static void t_exit(void)
 {
     ch_init(2);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     atomic_store(&g_after_exit, 0);
     coexec_thread_t t[4];
     for (int i = 0; i < 4; i++) {
@@ -667,7 +637,7 @@ static void t_exit(void)
     }
     for (int i = 0; i < 4; i++) {
         CH_ASSERT_OK(coexec_thread_join(t[i]));
-        CH_ASSERT_EQ(thread_state(t[i]), COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(ch_thread_state(t[i]), COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_thread_free(&t[i]));
     }
     /* detached ULTs exiting */
@@ -676,12 +646,12 @@ static void t_exit(void)
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(i % 2, &xs));
         CH_ASSERT_OK(coexec_thread_create_on(xs, exit_ult, (void *)(intptr_t)1, NULL, NULL));
     }
-    CH_WAIT(atomic_load(&g_count) == 14);
+    CH_WAIT(atomic_load(&ch_count) == 14);
     CH_ASSERT_EQ(atomic_load(&g_after_exit), 0);
     /* the main ULT may not exit */
     CH_ASSERT_RC(coexec_thread_exit(), COEXEC_EPERM);
     ch_finalize();
-    CH_ASSERT_EQ(atomic_load(&g_count), 14);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 14);
     CH_ASSERT_EQ(atomic_load(&g_after_exit), 0);
 }
 
@@ -815,7 +785,7 @@ static void state_ult(void *arg)
     state_probe_t *p = arg;
     coexec_thread_t me;
     CH_CHECK_RC(coexec_thread_self(&me), COEXEC_OK);
-    p->self_state = thread_state(me);
+    p->self_state = ch_thread_state(me);
     atomic_store(&p->phase, 1);
     CH_CHECK_RC(coexec_self_suspend(), COEXEC_OK);
     atomic_store(&p->phase, 2);
@@ -840,26 +810,26 @@ static void t_states(void)
     memset(&p, 0, sizeof p);
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(standalone, state_ult, &p, NULL, &t));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
     coexec_unit_t u;
     CH_ASSERT_OK(coexec_pool_pop(standalone, &u));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_READY); /* in no pool */
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY); /* in no pool */
     CH_ASSERT_OK(coexec_pool_push(s.pool, u));
     CH_WAIT(atomic_load(&p.phase) == 1);
     CH_ASSERT_EQ(p.self_state, COEXEC_UNIT_RUNNING);
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     /* a ULT waiting in a join is BLOCKED too */
     coexec_thread_t w;
     CH_ASSERT_OK(coexec_thread_create(s.pool, join_waiter_ult, &t, NULL, &w));
-    CH_WAIT(thread_state(w) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(w) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_thread_resume(t));
     CH_WAIT(atomic_load(&p.phase) == 2);
-    int st = thread_state(t);
+    int st = ch_thread_state(t);
     CU_ASSERT(st == COEXEC_UNIT_RUNNING || st == COEXEC_UNIT_READY);
     atomic_store(&p.phase, 3);
     CH_ASSERT_OK(coexec_thread_join(w));
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_TERMINATED);
-    CH_ASSERT_EQ(thread_state(w), COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_EQ(ch_thread_state(w), COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_thread_free(&w));
     CH_ASSERT_OK(coexec_thread_free(&t));
     CH_ASSERT_OK(coexec_pool_free(&standalone));
@@ -880,13 +850,13 @@ typedef struct {
 static void sleeper_ult(void *arg)
 {
     sleeper_t *s = arg;
-    s->rank_before = self_rank();
+    s->rank_before = ch_self_rank();
     for (int i = 0; i < s->rounds; i++) {
         atomic_store(&s->phase, 2 * i + 1);
         CH_CHECK_RC(coexec_self_suspend(), COEXEC_OK);
         atomic_store(&s->phase, 2 * i + 2);
     }
-    s->rank_after = self_rank();
+    s->rank_after = ch_self_rank();
 }
 
 /* resumers */
@@ -901,7 +871,7 @@ static void resume_rounds(resumer_t *r)
     for (int i = 0; i < r->s->rounds; i++) {
         if (!CH_WAIT(atomic_load(&r->s->phase) == 2 * i + 1))
             return;
-        CH_WAIT(thread_state(r->t) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_thread_state(r->t) == COEXEC_UNIT_BLOCKED);
         int rc = coexec_thread_resume(r->t);
         if (rc != COEXEC_OK) {
             CH_CHECK_RC(rc, COEXEC_OK);
@@ -972,7 +942,7 @@ static void t_suspend_resume(void)
         resumer_t r;
         r.s = &sl;
         CH_ASSERT_OK(coexec_thread_create(s1.pool, sleeper_ult, &sl, NULL, &r.t));
-        CH_WAIT(thread_state(r.t) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_thread_state(r.t) == COEXEC_UNIT_BLOCKED);
         coexec_tasklet_t k;
         CH_ASSERT_OK(coexec_tasklet_create(s2.pool, resumer_tasklet, &r, &k));
         CH_ASSERT_OK(coexec_thread_join(r.t));
@@ -1020,7 +990,7 @@ static void t_resume_before_suspend(void)
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(s.pool, early_ult, &e, NULL, &t));
     CH_WAIT(atomic_load(&e.phase) == 1);
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_RUNNING);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_RUNNING);
     CH_ASSERT_OK(coexec_thread_resume(t));
     CH_ASSERT_OK(coexec_thread_resume(t));
     atomic_store(&e.phase, 2);
@@ -1028,8 +998,8 @@ static void t_resume_before_suspend(void)
     CH_ASSERT_EQ(e.suspends_returned, 1);
     /* now it parks for real (not TERMINATED: the second resume was not
      * remembered separately) */
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
-    CH_ASSERT_EQ(thread_state(t), COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
     CH_ASSERT_EQ(atomic_load(&e.phase), 3);
     CH_ASSERT_OK(coexec_thread_resume(t));
     CH_ASSERT_OK(coexec_thread_join(t));
@@ -1047,7 +1017,7 @@ typedef struct {
 static void *resume_main_pthread(void *arg)
 {
     main_resumer_t *m = arg;
-    CH_WAIT(thread_state(m->main) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(m->main) == COEXEC_UNIT_BLOCKED);
     atomic_store(&m->rc, coexec_thread_resume(m->main));
     return NULL;
 }
@@ -1094,7 +1064,7 @@ static coexec_poll_status_t blocking_in_tasklet(coexec_poll_t *cx, void *arg)
     CH_CHECK_RC(coexec_self_waker(&w), COEXEC_ECONTEXT);
     coexec_thread_t me;
     CH_CHECK_RC(coexec_thread_self(&me), COEXEC_ECONTEXT);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
     return COEXEC_READY;
 }
 
@@ -1108,7 +1078,7 @@ static void *blocking_in_pthread(void *arg)
     CH_CHECK_RC(coexec_self_waker(&w), COEXEC_ECONTEXT);
     coexec_thread_t me;
     CH_CHECK_RC(coexec_thread_self(&me), COEXEC_ECONTEXT);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
     return NULL;
 }
 
@@ -1119,7 +1089,7 @@ static void self_join_ult(void *arg)
     CH_CHECK_RC(coexec_thread_join(me), COEXEC_EDEADLK);
     coexec_thread_t copy = me;
     CH_CHECK_RC(coexec_thread_free(&copy), COEXEC_EDEADLK);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
 }
 
 static void t_wrong_callers(void)
@@ -1129,12 +1099,12 @@ static void t_wrong_callers(void)
     coexec_pool_t p1;
     CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1, &x1));
     CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(x1, &p1));
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     /* targets that are not finished, so only the caller kind matters */
     coexec_pool_t standalone;
     CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &standalone));
-    CH_ASSERT_OK(coexec_thread_create(standalone, count_ult, NULL, NULL, &g_some_thread));
-    CH_ASSERT_OK(coexec_tasklet_create(standalone, count_tasklet, NULL, &g_some_tasklet));
+    CH_ASSERT_OK(coexec_thread_create(standalone, ch_count_ult, NULL, NULL, &g_some_thread));
+    CH_ASSERT_OK(coexec_tasklet_create(standalone, ch_count_tasklet, NULL, &g_some_tasklet));
     coexec_tasklet_t k;
     CH_ASSERT_OK(coexec_tasklet_create(p1, blocking_in_tasklet, NULL, &k));
     CH_ASSERT_OK(coexec_tasklet_free(&k));
@@ -1144,11 +1114,11 @@ static void t_wrong_callers(void)
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(p1, self_join_ult, NULL, NULL, &t));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_ASSERT_EQ(atomic_load(&g_count), 3);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 3);
     /* the untouched targets still run once when freed */
     CH_ASSERT_OK(coexec_thread_free(&g_some_thread));
     CH_ASSERT_OK(coexec_tasklet_free(&g_some_tasklet));
-    CH_ASSERT_EQ(atomic_load(&g_count), 5);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 5);
     /* the main ULT: join of self, free of self */
     coexec_thread_t me;
     CH_ASSERT_OK(coexec_thread_self(&me));
@@ -1174,18 +1144,18 @@ static void t_errors(void)
     coexec_thread_t t = {0};
     CH_ASSERT_RC(coexec_thread_create(p0, NULL, NULL, NULL, &t), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_thread_create_on(x0, NULL, NULL, NULL, &t), COEXEC_EINVAL);
-    CH_ASSERT_RC(coexec_thread_create_on((coexec_xstream_t){0}, count_ult, NULL, NULL, &t), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_thread_create_on((coexec_xstream_t){0}, ch_count_ult, NULL, NULL, &t), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_thread_free(NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_thread_self(NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_self_id(NULL), COEXEC_EINVAL);
 
-    atomic_store(&g_count, 0);
-    CH_ASSERT_OK(coexec_thread_create(p0, count_ult, NULL, NULL, &t));
+    atomic_store(&ch_count, 0);
+    CH_ASSERT_OK(coexec_thread_create(p0, ch_count_ult, NULL, NULL, &t));
     CH_ASSERT_RC(coexec_thread_get_state(t, NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_thread_get_id(t, NULL), COEXEC_EINVAL);
     coexec_thread_t old = t;
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
 
     coexec_unit_state_t st;
     uint64_t id;
@@ -1203,11 +1173,11 @@ static void t_errors(void)
             enum { M = 64 };
             coexec_thread_t fresh[M];
             for (int i = 0; i < M; i++)
-                CH_ASSERT_OK(coexec_thread_create(p0, count_ult, NULL, NULL, &fresh[i]));
+                CH_ASSERT_OK(coexec_thread_create(p0, ch_count_ult, NULL, NULL, &fresh[i]));
             for (int i = 0; i < M; i += 2)
                 CH_ASSERT_OK(coexec_thread_free(&fresh[i]));
             for (int i = 0; i < M; i++)
-                CH_ASSERT_OK(coexec_thread_create(p0, count_ult, NULL, NULL, NULL));
+                CH_ASSERT_OK(coexec_thread_create(p0, ch_count_ult, NULL, NULL, NULL));
             CH_ASSERT_RC(coexec_thread_join(old), COEXEC_EHANDLE);
             for (int i = 1; i < M; i += 2) {
                 CH_ASSERT_OK(coexec_thread_join(fresh[i]));
@@ -1230,7 +1200,7 @@ static void t_after_finalize(void)
     coexec_thread_t t;
     coexec_xstream_t x0;
     CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x0));
-    CH_ASSERT_OK(coexec_thread_create_on(x0, count_ult, NULL, NULL, &t));
+    CH_ASSERT_OK(coexec_thread_create_on(x0, ch_count_ult, NULL, NULL, &t));
     CH_ASSERT_OK(coexec_thread_join(t));
     ch_finalize();
     coexec_unit_state_t st;
@@ -1240,7 +1210,7 @@ static void t_after_finalize(void)
     CH_ASSERT_RC(coexec_thread_get_id(t, &id), COEXEC_ENOTINIT);
     CH_ASSERT_RC(coexec_thread_resume(t), COEXEC_ENOTINIT);
     CH_ASSERT_RC(coexec_thread_free(&t), COEXEC_ENOTINIT);
-    CH_ASSERT_RC(coexec_thread_create_on(x0, count_ult, NULL, NULL, &t), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_create_on(x0, ch_count_ult, NULL, NULL, &t), COEXEC_ENOTINIT);
     CH_ASSERT_RC(coexec_yield(), COEXEC_ENOTINIT);
 }
 
@@ -1264,7 +1234,7 @@ static void parker_ult(void *arg)
         CH_CHECK_RC(coexec_park(), COEXEC_OK);
         atomic_store(&p->phase, 2 * i + 2);
     }
-    p->rank_after = self_rank();
+    p->rank_after = ch_self_rank();
 }
 
 typedef struct {
@@ -1278,7 +1248,7 @@ static void wake_rounds(waker_job_t *j)
         if (!CH_WAIT(atomic_load(&j->p->phase) == 2 * i + 1))
             return;
         if (i % 2)
-            CH_WAIT(thread_state(j->t) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(j->t) == COEXEC_UNIT_BLOCKED);
         CH_CHECK_RC(coexec_waker_wake(j->p->w), COEXEC_OK);
         CH_WAIT(atomic_load(&j->p->phase) >= 2 * i + 2);
     }
@@ -1374,7 +1344,7 @@ static void t_waker_early_and_stale(void)
     atomic_store(&e.phase, 2);
     CH_WAIT(atomic_load(&e.phase) >= 3);
     CH_ASSERT_EQ(e.parks_returned, 1);
-    CH_WAIT(thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED || atomic_load(&e.phase) == 4);
     CH_ASSERT_EQ(atomic_load(&e.phase), 3);
     CH_ASSERT_OK(coexec_waker_wake(e.w));
     CH_ASSERT_OK(coexec_thread_join(t));
@@ -1393,14 +1363,14 @@ static void t_waker_early_and_stale(void)
         CH_ASSERT_OK(coexec_thread_create(s.pool, parked_ult, &pk[i], NULL, &pt[i]));
     }
     for (int i = 0; i < M; i++)
-        CH_WAIT(atomic_load(&pk[i].phase) == 1 && thread_state(pt[i]) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(atomic_load(&pk[i].phase) == 1 && ch_thread_state(pt[i]) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_waker_wake(stale));
     CH_ASSERT_OK(coexec_waker_wake(stale));
     for (int i = 0; i < 200; i++)
         ch_relax();
     int woken = 0;
     for (int i = 0; i < M; i++)
-        woken += atomic_load(&pk[i].phase) != 1 || thread_state(pt[i]) != COEXEC_UNIT_BLOCKED;
+        woken += atomic_load(&pk[i].phase) != 1 || ch_thread_state(pt[i]) != COEXEC_UNIT_BLOCKED;
     CH_ASSERT_EQ(woken, 0);
     /* their own wakers do wake them */
     for (int i = 0; i < M; i++) {

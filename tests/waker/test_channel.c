@@ -80,18 +80,6 @@ static void spsc_consume(void *arg)
     }
 }
 
-static void *spsc_produce_pthread(void *arg)
-{
-    spsc_produce(arg);
-    return NULL;
-}
-
-static void *spsc_consume_pthread(void *arg)
-{
-    spsc_consume(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t spsc_produce_tasklet(coexec_poll_t *cx, void *arg)
 {
     spsc_t *s = arg;
@@ -155,13 +143,13 @@ static void t_fifo_spsc(void)
                 if (ck == 0)
                     CH_ASSERT_OK_FATAL(coexec_thread_create(s2.pool, spsc_consume, s, NULL, &ct));
                 else if (ck == 1)
-                    ch_pthread_start(&cth, spsc_consume_pthread, s);
+                    ch_pthread_run(&cth, spsc_consume, s);
                 else
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create(s2.pool, spsc_consume_tasklet, s, &ckk));
                 if (pk == 0)
                     CH_ASSERT_OK_FATAL(coexec_thread_create(s1.pool, spsc_produce, s, NULL, &pt));
                 else if (pk == 1)
-                    ch_pthread_start(&pth, spsc_produce_pthread, s);
+                    ch_pthread_run(&pth, spsc_produce, s);
                 else
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create(s1.pool, spsc_produce_tasklet, s, &pkk));
                 /* wait without joining early (a join would run it here) */
@@ -171,7 +159,7 @@ static void t_fifo_spsc(void)
                 else if (pk == 1)
                     ch_pthread_join(&pth);
                 else {
-                    CH_WAIT(wk_tasklet_state(pkk) == COEXEC_UNIT_TERMINATED);
+                    CH_WAIT(ch_tasklet_state(pkk) == COEXEC_UNIT_TERMINATED);
                     CH_ASSERT_OK(coexec_tasklet_free(&pkk));
                 }
                 if (ck == 0)
@@ -179,7 +167,7 @@ static void t_fifo_spsc(void)
                 else if (ck == 1)
                     ch_pthread_join(&cth);
                 else {
-                    CH_WAIT(wk_tasklet_state(ckk) == COEXEC_UNIT_TERMINATED);
+                    CH_WAIT(ch_tasklet_state(ckk) == COEXEC_UNIT_TERMINATED);
                     CH_ASSERT_OK(coexec_tasklet_free(&ckk));
                 }
                 if (atomic_load(&s->received) != s->n || atomic_load(&s->bad))
@@ -272,18 +260,6 @@ static void mp_consume(void *arg)
     free(last);
 }
 
-static void *mp_produce_pthread(void *arg)
-{
-    mp_produce(arg);
-    return NULL;
-}
-
-static void *mp_consume_pthread(void *arg)
-{
-    mp_consume(arg);
-    return NULL;
-}
-
 static void t_mpmc(void)
 {
     ch_init(WK_NSTREAMS);
@@ -303,18 +279,18 @@ static void t_mpmc(void)
         for (int i = 0; i < ncons; i++) {
             ca[i] = (mp_arg_t){m, (uint32_t)i};
             if (i < MP_C)
-                CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS), mp_consume,
+                CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), mp_consume,
                                                            &ca[i], NULL, &ct[i]));
             else
-                ch_pthread_start(&cth[i - MP_C], mp_consume_pthread, &ca[i]);
+                ch_pthread_run(&cth[i - MP_C], mp_consume, &ca[i]);
         }
         for (int i = 0; i < m->nprod; i++) {
             pa[i] = (mp_arg_t){m, (uint32_t)i};
             if (i < MP_P)
-                CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS), mp_produce,
+                CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), mp_produce,
                                                            &pa[i], NULL, &pt[i]));
             else
-                ch_pthread_start(&pth[i - MP_P], mp_produce_pthread, &pa[i]);
+                ch_pthread_run(&pth[i - MP_P], mp_produce, &pa[i]);
         }
         for (int i = 0; i < MP_P; i++)
             CH_ASSERT_OK(coexec_thread_free(&pt[i]));
@@ -396,7 +372,7 @@ static void t_capacity_one(void)
     for (int i = 0; i < 3; i++) {
         CH_WAIT(atomic_load(&b.done_ops) == i + 1 || atomic_load(&b.done_ops) == 3);
         if (i < 2)
-            CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&b.done_ops), i + 1);
         CH_ASSERT_OK(coexec_channel_count(&ch, &cnt));
         CH_ASSERT_EQ(cnt, 1);
@@ -415,7 +391,7 @@ static void t_capacity_one(void)
     blk_t r = {&ch, 2, 0, 0, {{0}}};
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, blk_recv_ult, &r, NULL, &t));
     for (int i = 0; i < 2; i++) {
-        CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&r.done_ops), i);
         msg_t m;
         CH_ASSERT_RC(coexec_channel_try_recv(&ch, &m), COEXEC_EAGAIN); /* empty */
@@ -462,12 +438,6 @@ static void try_ops_fn(void *arg)
     atomic_fetch_add(&g_try_ok, 1);
 }
 
-static void *try_ops_pthread(void *arg)
-{
-    try_ops_fn(arg);
-    return NULL;
-}
-
 static void t_try_ops(void)
 {
     ch_init(2);
@@ -480,7 +450,7 @@ static void t_try_ops(void)
     CH_ASSERT_OK(ch_run_ult_in(s.pool, try_ops_fn, &ch));     /* ULT */
     CH_ASSERT_OK(ch_run_tasklet_in(s.pool, try_ops_fn, &ch)); /* tasklet */
     ch_pthread_t th;
-    ch_pthread_start(&th, try_ops_pthread, &ch);              /* thread */
+    ch_pthread_run(&th, try_ops_fn, &ch);                     /* thread */
     ch_pthread_join(&th);
     CH_ASSERT_EQ(atomic_load(&g_try_ok), 4);
     /* wrap around the ring many times, odd message size */
@@ -541,18 +511,6 @@ static void close_send_fn(void *arg)
         CH_CHECK_RC(rc, COEXEC_ECLOSED);
 }
 
-static void *close_recv_pthread(void *arg)
-{
-    close_recv_fn(arg);
-    return NULL;
-}
-
-static void *close_send_pthread(void *arg)
-{
-    close_send_fn(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t close_recv_tasklet(coexec_poll_t *cx, void *arg)
 {
     closew_t *c = arg;
@@ -603,25 +561,25 @@ static void t_close(void)
         coexec_tasklet_t k;
         ch_pthread_t th[NP];
         for (int i = 0; i < NU; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS),
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS),
                                                        senders ? close_send_fn : close_recv_fn,
                                                        &c, NULL, &t[i]));
-        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(1), senders ? close_send_tasklet
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(1), senders ? close_send_tasklet
                                                                       : close_recv_tasklet,
                                                     &c, &k));
         for (int i = 0; i < NP; i++)
-            ch_pthread_start(&th[i], senders ? close_send_pthread : close_recv_pthread, &c);
+            ch_pthread_run(&th[i], senders ? close_send_fn : close_recv_fn, &c);
         CH_WAIT(atomic_load(&c.arrived) == NU + NP + 1);
         for (int i = 0; i < NU; i++)
-            CH_WAIT(wk_ult_state(t[i]) == COEXEC_UNIT_BLOCKED);
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&c.closed) + atomic_load(&c.other), 0);
         CH_ASSERT_OK(coexec_channel_close(&ch));
         for (int i = 0; i < NU; i++)
             CH_ASSERT_OK(coexec_thread_free(&t[i]));
         for (int i = 0; i < NP; i++)
             ch_pthread_join(&th[i]);
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_EQ(atomic_load(&c.closed), NU + NP + 1);
         CH_ASSERT_EQ(atomic_load(&c.other), 0);
@@ -656,7 +614,7 @@ static void t_close(void)
     }
     CH_ASSERT_OK(coexec_channel_close(&ch));
     coexec_pool_t p1;
-    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(wk_xs(1), &p1));
+    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(ch_xstream(1), &p1));
     blk_t r = {&ch, 4, 0, 0, {{0}}};
     CH_ASSERT_OK(ch_run_ult_in(p1, blk_recv_ult, &r));
     CH_ASSERT_RC(atomic_load(&r.rc), COEXEC_OK);
@@ -697,12 +655,6 @@ static void chtimed_fn(void *arg)
     atomic_store(&w->rc, rc);
 }
 
-static void *chtimed_pthread(void *arg)
-{
-    chtimed_fn(arg);
-    return NULL;
-}
-
 static void scribble_ult(void *arg)
 {
     volatile char junk[2048];
@@ -741,7 +693,7 @@ static void t_timed(void)
                 CH_ASSERT_OK(ch_run_ult_in(s.pool, scribble_ult, NULL));
             } else {
                 ch_pthread_t th;
-                ch_pthread_start(&th, chtimed_pthread, &w);
+                ch_pthread_run(&th, chtimed_fn, &w);
                 ch_pthread_join(&th);
             }
             CH_ASSERT_RC(atomic_load(&w.rc), COEXEC_ETIMEDOUT);
@@ -787,9 +739,9 @@ static void t_timed(void)
             ch_pthread_t th;
             if (who == 0) {
                 CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, chtimed_fn, &w, NULL, &t));
-                CH_WAIT(atomic_load(&w.arrived) && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+                CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
             } else {
-                ch_pthread_start(&th, chtimed_pthread, &w);
+                ch_pthread_run(&th, chtimed_fn, &w);
                 CH_WAIT(atomic_load(&w.arrived));
             }
             CH_ASSERT_EQ(atomic_load(&w.rc), 1);
@@ -882,12 +834,6 @@ static void ch_expect_ehandle(void *arg)
     atomic_fetch_add(&g_ch_ok, 1);
 }
 
-static void *ch_expect_ehandle_pthread(void *arg)
-{
-    ch_expect_ehandle(arg);
-    return NULL;
-}
-
 static void t_channel_errors(void)
 {
     ch_init(2);
@@ -937,10 +883,10 @@ static void t_channel_errors(void)
     chbusy_t bu = {&g_ch, 1}, bk = {&g_ch, 1};
     coexec_thread_t t;
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, chbusy_recv_ult, &bu, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_channel_destroy(&g_ch), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_tasklet_create(s.pool, chbusy_recv_tasklet, &bk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_channel_destroy(&g_ch), COEXEC_EBUSY);
     /* still usable: two messages release both */
     for (int i = 0; i < 2; i++) {
@@ -948,7 +894,7 @@ static void t_channel_errors(void)
         CH_ASSERT_OK(coexec_channel_send(&g_ch, &m));
     }
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_RC(atomic_load(&bu.rc), COEXEC_OK);
     CH_ASSERT_RC(atomic_load(&bk.rc), COEXEC_OK);
@@ -966,7 +912,7 @@ static void t_channel_errors(void)
     atomic_store(&g_ch_ok, 0);
     CH_ASSERT_OK(ch_run_ult_in(s.pool, ch_expect_ehandle, &g_ch));
     ch_pthread_t th;
-    ch_pthread_start(&th, ch_expect_ehandle_pthread, &g_ch);
+    ch_pthread_run(&th, ch_expect_ehandle, &g_ch);
     ch_pthread_join(&th);
     CH_ASSERT_EQ(atomic_load(&g_ch_ok), 2);
     CH_ASSERT_OK(ch_stream_free(&s));
@@ -1023,7 +969,7 @@ static void qo_recv_ult(void *arg)
 static void *qo_recv_pthread(void *arg)
 {
     qo_recv_t *q = arg;
-    atomic_store(&q->tid, (int)syscall(SYS_gettid));
+    atomic_store(&q->tid, (int)ch_gettid());
     atomic_store(&q->entered, 1);
     q->rc = coexec_channel_recv(&q->r->ch, &q->got);
     atomic_store(&q->done, 1);
@@ -1053,12 +999,6 @@ static void qo_send_all(void *arg)
         }
         atomic_fetch_add(&r->sent, 1);
     }
-}
-
-static void *qo_send_pthread(void *arg)
-{
-    qo_send_all(arg);
-    return NULL;
 }
 
 static coexec_poll_status_t qo_send_tasklet(coexec_poll_t *cx, void *arg)
@@ -1112,15 +1052,15 @@ static void t_fifo_queue_order(void)
             qo_recv_t *q = &r->recv[i];
             q->r = r;
             q->kind = kinds[i];
-            coexec_xstream_t xs = wk_xs(1 + i % (WK_NSTREAMS - 1));
+            coexec_xstream_t xs = ch_xstream(1 + i % (WK_NSTREAMS - 1));
             /* queue it, and wait until it waits: the next one queues
              * behind it */
             if (q->kind == RK_ULT) {
                 CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, qo_recv_ult, q, NULL, &ult[i]));
-                CH_WAIT(wk_ult_state(ult[i]) == COEXEC_UNIT_BLOCKED);
+                CH_WAIT(ch_thread_state(ult[i]) == COEXEC_UNIT_BLOCKED);
             } else if (q->kind == RK_TASKLET) {
                 CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, qo_recv_tasklet, q, &tk[i]));
-                CH_WAIT(wk_tasklet_state(tk[i]) == COEXEC_UNIT_BLOCKED);
+                CH_WAIT(ch_tasklet_state(tk[i]) == COEXEC_UNIT_BLOCKED);
             } else {
                 ch_pthread_start(&th[i], qo_recv_pthread, q);
                 CH_WAIT(atomic_load(&q->entered) && wk_thread_in_futex(atomic_load(&q->tid)));
@@ -1132,11 +1072,11 @@ static void t_fifo_queue_order(void)
         coexec_tasklet_t sk;
         ch_pthread_t sth;
         if (skind == 0)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), qo_send_all, r, NULL, &st));
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), qo_send_all, r, NULL, &st));
         else if (skind == 1)
-            ch_pthread_start(&sth, qo_send_pthread, r);
+            ch_pthread_run(&sth, qo_send_all, r);
         else
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), qo_send_tasklet, r, &sk));
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(2), qo_send_tasklet, r, &sk));
         bool all = true;
         for (int i = 0; i < QO_RECV; i++)
             all = all && CH_WAIT(atomic_load(&r->recv[i].done));
@@ -1148,7 +1088,7 @@ static void t_fifo_queue_order(void)
         else if (skind == 1)
             ch_pthread_join(&sth);
         else {
-            CH_WAIT(wk_tasklet_state(sk) == COEXEC_UNIT_TERMINATED);
+            CH_WAIT(ch_tasklet_state(sk) == COEXEC_UNIT_TERMINATED);
             CH_ASSERT_OK(coexec_tasklet_free(&sk));
         }
         bool bad = !all || atomic_load(&r->send_rc) != 0;
@@ -1157,7 +1097,7 @@ static void t_fifo_queue_order(void)
             if (q->kind == RK_ULT)
                 CH_ASSERT_OK(coexec_thread_free(&ult[i]));
             else if (q->kind == RK_TASKLET) {
-                CH_WAIT(wk_tasklet_state(tk[i]) == COEXEC_UNIT_TERMINATED);
+                CH_WAIT(ch_tasklet_state(tk[i]) == COEXEC_UNIT_TERMINATED);
                 CH_ASSERT_OK(coexec_tasklet_free(&tk[i]));
             } else
                 ch_pthread_join(&th[i]);
@@ -1248,12 +1188,6 @@ static void lp_recv_ult(void *arg)
     atomic_store(&q->done, 1);
 }
 
-static void *lp_recv_pthread(void *arg)
-{
-    lp_recv_ult(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t lp_recv_tasklet(coexec_poll_t *cx, void *arg)
 {
     lp_recv_t *q = arg;
@@ -1282,12 +1216,6 @@ static void lp_send_ult(void *arg)
         }
     }
     atomic_store(&s->done, 1);
-}
-
-static void *lp_send_pthread(void *arg)
-{
-    lp_send_ult(arg);
-    return NULL;
 }
 
 static coexec_poll_status_t lp_send_tasklet(coexec_poll_t *cx, void *arg)
@@ -1329,13 +1257,13 @@ static void t_fifo_loop_mixed(void)
                 q->r = r;
                 q->id = i;
                 q->kind = i % RK_KINDS;
-                coexec_xstream_t xs = wk_xs(1 + i % (WK_NSTREAMS - 1));
+                coexec_xstream_t xs = ch_xstream(1 + i % (WK_NSTREAMS - 1));
                 if (q->kind == RK_ULT)
                     CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, lp_recv_ult, q, NULL, &ult[i]));
                 else if (q->kind == RK_TASKLET)
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, lp_recv_tasklet, q, &tk[i]));
                 else
-                    ch_pthread_start(&th[i], lp_recv_pthread, q);
+                    ch_pthread_run(&th[i], lp_recv_ult, q);
             }
             for (int i = 0; i < r->nsend; i++) {
                 lp_send_t *s = &r->send[i];
@@ -1343,13 +1271,13 @@ static void t_fifo_loop_mixed(void)
                 s->id = (uint32_t)i;
                 int kind = variant < 3 ? variant : i;
                 int j = LP_RECV + i;
-                coexec_xstream_t xs = wk_xs(1 + (i + 1) % (WK_NSTREAMS - 1));
+                coexec_xstream_t xs = ch_xstream(1 + (i + 1) % (WK_NSTREAMS - 1));
                 if (kind == RK_ULT)
                     CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, lp_send_ult, s, NULL, &ult[j]));
                 else if (kind == RK_TASKLET)
                     CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, lp_send_tasklet, s, &tk[j]));
                 else
-                    ch_pthread_start(&th[j], lp_send_pthread, s);
+                    ch_pthread_run(&th[j], lp_send_ult, s);
             }
             for (int i = 0; i < r->nsend; i++)
                 CH_WAIT(atomic_load(&r->send[i].done));
@@ -1363,7 +1291,7 @@ static void t_fifo_loop_mixed(void)
                 if (kind == RK_ULT)
                     CH_ASSERT_OK(coexec_thread_free(&ult[i]));
                 else if (kind == RK_TASKLET) {
-                    CH_WAIT(wk_tasklet_state(tk[i]) == COEXEC_UNIT_TERMINATED);
+                    CH_WAIT(ch_tasklet_state(tk[i]) == COEXEC_UNIT_TERMINATED);
                     CH_ASSERT_OK(coexec_tasklet_free(&tk[i]));
                 } else
                     ch_pthread_join(&th[i]);
@@ -1441,13 +1369,13 @@ static void t_granted_tasklet_leaves(void)
         CH_ASSERT_OK_FATAL(coexec_channel_init(&g->ch, sizeof(msg_t), 2));
         CH_ASSERT_OK_FATAL(coexec_eventual_init(&g->ev, 0));
         coexec_tasklet_t k;
-        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(1), gl_tasklet, g, &k));
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(1), gl_tasklet, g, &k));
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         /* a ULT queues behind the tasklet */
         gl_recv_t q = {&g->ch, 0, 1, {0}};
         coexec_thread_t t;
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(2), gl_recv_ult, &q, NULL, &t));
-        CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(2), gl_recv_ult, &q, NULL, &t));
+        CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         /* message 0 is the tasklet's; it walks away, so the ULT gets it */
         msg_t m = make_msg(3, 0);
         CH_ASSERT_OK(coexec_channel_try_send(&g->ch, &m));
@@ -1457,10 +1385,10 @@ static void t_granted_tasklet_leaves(void)
         CH_ASSERT_EQ(q.got.seq, 0);
         CU_ASSERT(msg_ok(&q.got));
         if (mode == GL_OTHER) {
-            CH_WAIT(atomic_load(&g->polls) >= 2 && wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(atomic_load(&g->polls) >= 2 && ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
             CH_ASSERT_OK(coexec_eventual_set(&g->ev, NULL, 0));
         }
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_RC(g->rc, COEXEC_OK);
         /* nothing left reserved: the channel works as new */
@@ -1507,7 +1435,7 @@ static void t_channel_init_live(void)
     gl_recv_t q = {&ch, 0, 1, {0}};
     coexec_thread_t t;
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, gl_recv_ult, &q, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
     msg_t m = make_msg(4, 1);
     CH_ASSERT_OK(coexec_channel_send(&ch, &m));
@@ -1519,7 +1447,7 @@ static void t_channel_init_live(void)
     chbusy_t bk = {&ch, 1};
     coexec_tasklet_t k;
     CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, chbusy_recv_tasklet, &bk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     atomic_store(&il_spinning, 0);
     atomic_store(&il_release, 0);
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, il_hog, NULL, NULL, &t));
@@ -1532,13 +1460,13 @@ static void t_channel_init_live(void)
     CH_ASSERT_EQ(cnt, 1);
     atomic_store(&il_release, 1);
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_RC(bk.rc, COEXEC_OK);
     /* a waiting sender: refused */
     blk_t b = {&ch, 3, 0, 0, {{0}}};
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, blk_send_ult, &b, NULL, &t));
-    CH_WAIT(atomic_load(&b.done_ops) == 2 && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(atomic_load(&b.done_ops) == 2 && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_channel_init(&ch, sizeof(msg_t), 2), COEXEC_EBUSY);
     for (int i = 0; i < 3; i++) {
         CH_ASSERT_OK(coexec_channel_recv(&ch, &m));

@@ -179,12 +179,6 @@ static void ev_set_fn(void *arg)
     CH_CHECK_RC(coexec_eventual_set(&e->ev, &e->want, sizeof e->want), COEXEC_OK);
 }
 
-static void *ev_set_pthread(void *arg)
-{
-    ev_set_fn(arg);
-    return NULL;
-}
-
 static void t_wait_everywhere(void)
 {
     ch_init(2);
@@ -204,8 +198,8 @@ static void t_wait_everywhere(void)
         CH_ASSERT_OK_FATAL(coexec_thread_create(s1.pool, ev_wait_ult, &e, NULL, &t));
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(s1.pool, ev_poll_tasklet, &kk, &k));
         ch_pthread_start(&th, ev_wait_pthread, &e);
-        CH_WAIT(atomic_load(&e.arrived) == 3 && wk_ult_state(t) == COEXEC_UNIT_BLOCKED &&
-                wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(atomic_load(&e.arrived) == 3 && ch_thread_state(t) == COEXEC_UNIT_BLOCKED &&
+                ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&e.released), 0);
         CH_ASSERT_EQ(atomic_load(&kk.polls), 1);
         /* the setter: alternately a ULT of s2, a tasklet of s2, the main
@@ -222,7 +216,7 @@ static void t_wait_everywhere(void)
             break;
         default: {
             ch_pthread_t st;
-            ch_pthread_start(&st, ev_set_pthread, &e);
+            ch_pthread_run(&st, ev_set_fn, &e);
             ch_pthread_join(&st);
         }
         }
@@ -232,7 +226,7 @@ static void t_wait_everywhere(void)
         CU_ASSERT(v && memcmp(v, &e.want, sizeof e.want) == 0);
         ch_pthread_join(&th);
         CH_ASSERT_OK(coexec_thread_free(&t));
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_EQ(atomic_load(&e.released), 3);
         CH_ASSERT_EQ(atomic_load(&e.bad), 0);
@@ -260,7 +254,7 @@ static void set_when_main_blocked(void *arg)
 {
     main_wait_t *m = arg;
     CH_WAIT(atomic_load(&m->e->arrived) == 1);
-    CH_WAIT(wk_ult_state(m->main_t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(m->main_t) == COEXEC_UNIT_BLOCKED);
     ev_set_fn(m->e);
 }
 
@@ -303,25 +297,25 @@ static void t_many_waiters(void)
         atomic_store(&e->set_done, 0);
         e->want = (evval_t){(uint64_t)r * 3, (uint64_t)r * 5, (uint64_t)r * 7, 9};
         for (int i = 0; i < NU; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS), ev_wait_ult, e,
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), ev_wait_ult, e,
                                                        NULL, &t[i]));
         for (int i = 0; i < NK; i++) {
             kk[i].e = e;
             atomic_init(&kk[i].polls, 0);
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(i % WK_NSTREAMS), ev_poll_tasklet,
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i % WK_NSTREAMS), ev_poll_tasklet,
                                                         &kk[i], &k[i]));
         }
         for (int i = 0; i < NP; i++)
             ch_pthread_start(&th[i], ev_wait_pthread, e);
         CH_WAIT(atomic_load(&e->arrived) == NU + NP + NK);
         for (int i = 0; i < NU; i++)
-            CH_WAIT(wk_ult_state(t[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
         for (int i = 0; i < NK; i++)
-            CH_WAIT(wk_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&e->released), 0);
         /* one set releases them all; the set comes from a ULT on rank 1 */
         coexec_thread_t st;
-        CH_ASSERT_OK(coexec_thread_create_on(wk_xs(1 + r % (WK_NSTREAMS - 1)), ev_set_fn, e,
+        CH_ASSERT_OK(coexec_thread_create_on(ch_xstream(1 + r % (WK_NSTREAMS - 1)), ev_set_fn, e,
                                              NULL, &st));
         CH_ASSERT_OK(coexec_thread_free(&st));
         for (int i = 0; i < NU; i++)
@@ -365,12 +359,6 @@ static void timed_wait_fn(void *arg)
     atomic_store(&w->rc, rc);
 }
 
-static void *timed_wait_pthread(void *arg)
-{
-    timed_wait_fn(arg);
-    return NULL;
-}
-
 static void scribble_stack_ult(void *arg)
 {
     volatile char junk[2048];
@@ -400,7 +388,7 @@ static void t_timed(void)
             CH_ASSERT_OK(ch_run_ult_in(s.pool, scribble_stack_ult, NULL));
         } else {
             ch_pthread_t th;
-            ch_pthread_start(&th, timed_wait_pthread, &w);
+            ch_pthread_run(&th, timed_wait_fn, &w);
             ch_pthread_join(&th);
         }
         CH_ASSERT_RC(atomic_load(&w.rc), COEXEC_ETIMEDOUT);
@@ -429,9 +417,9 @@ static void t_timed(void)
         ch_pthread_t th;
         if (who == 0) {
             CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, timed_wait_fn, &w, NULL, &t));
-            CH_WAIT(atomic_load(&w.arrived) && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         } else {
-            ch_pthread_start(&th, timed_wait_pthread, &w);
+            ch_pthread_run(&th, timed_wait_fn, &w);
             CH_WAIT(atomic_load(&w.arrived));
         }
         CH_ASSERT_EQ(atomic_load(&w.rc), 1);
@@ -475,12 +463,6 @@ static void ev_wait_expect_ehandle(void *arg)
 {
     CH_CHECK_RC(coexec_eventual_wait(arg, NULL), COEXEC_EHANDLE);
     atomic_fetch_add(&g_ctx_ok, 1);
-}
-
-static void *ev_wait_expect_ehandle_pthread(void *arg)
-{
-    ev_wait_expect_ehandle(arg);
-    return NULL;
 }
 
 typedef struct {
@@ -543,16 +525,16 @@ static void t_eventual_errors(void)
     ev_busy_t bu = {&g_ev, 1}, bk = {&g_ev, 1};
     coexec_thread_t t;
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, busy_wait_ult, &bu, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_eventual_destroy(&g_ev), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_tasklet_create(s.pool, busy_poll_tasklet, &bk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_eventual_destroy(&g_ev), COEXEC_EBUSY);
     /* still usable: the set releases both */
     uint64_t x = 5;
     CH_ASSERT_OK(coexec_eventual_set(&g_ev, &x, sizeof x));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_RC(atomic_load(&bu.rc), COEXEC_OK);
     CH_ASSERT_RC(atomic_load(&bk.rc), COEXEC_OK);
@@ -568,7 +550,7 @@ static void t_eventual_errors(void)
     atomic_store(&g_ctx_ok, 0);
     CH_ASSERT_OK(ch_run_ult_in(s.pool, ev_wait_expect_ehandle, &g_ev));
     ch_pthread_t th;
-    ch_pthread_start(&th, ev_wait_expect_ehandle_pthread, &g_ev);
+    ch_pthread_run(&th, ev_wait_expect_ehandle, &g_ev);
     ch_pthread_join(&th);
     CH_ASSERT_EQ(atomic_load(&g_ctx_ok), 2);
     /* and initialised again, it works */
@@ -634,12 +616,6 @@ static void fut_wait_ult(void *arg)
     fut_t *f = arg;
     atomic_fetch_add(&f->arrived, 1);
     fut_released(f, coexec_future_wait(&f->f));
-}
-
-static void *fut_wait_pthread(void *arg)
-{
-    fut_wait_ult(arg);
-    return NULL;
 }
 
 typedef struct {
@@ -747,12 +723,6 @@ static void fut_set_fn(void *arg)
         CH_CHECK_RC(coexec_future_set(&s->f->f, fv(i)), COEXEC_OK);
 }
 
-static void *fut_set_pthread(void *arg)
-{
-    fut_set_fn(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t fut_set_tasklet(coexec_poll_t *cx, void *arg)
 {
     fut_set_fn(arg);
@@ -776,21 +746,21 @@ static void t_future_waiters(void)
         atomic_store(&f->released, 0);
         f->want_effect = r + 1;
         for (int i = 0; i < NU; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS), fut_wait_ult, f,
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), fut_wait_ult, f,
                                                        NULL, &t[i]));
         for (int i = 0; i < NK; i++) {
             kk[i].f = f;
             atomic_init(&kk[i].polls, 0);
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(i % WK_NSTREAMS),
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i % WK_NSTREAMS),
                                                         fut_poll_tasklet, &kk[i], &k[i]));
         }
         for (int i = 0; i < NP; i++)
-            ch_pthread_start(&th[i], fut_wait_pthread, f);
+            ch_pthread_run(&th[i], fut_wait_ult, f);
         CH_WAIT(atomic_load(&f->arrived) == NU + NP + NK);
         for (int i = 0; i < NU; i++)
-            CH_WAIT(wk_ult_state(t[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
         for (int i = 0; i < NK; i++)
-            CH_WAIT(wk_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(ch_tasklet_state(k[i]) == COEXEC_UNIT_BLOCKED);
         CH_ASSERT_EQ(atomic_load(&f->released), 0);
         /* 8 setters: ULTs on the 4 streams, 2 tasklets, 2 threads */
         setter_t s[NSET];
@@ -800,12 +770,12 @@ static void t_future_waiters(void)
         for (int i = 0; i < NSET; i++)
             s[i] = (setter_t){f, (size_t)i * PER, PER};
         for (int i = 0; i < 4; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i), fut_set_fn, &s[i], NULL, &st[i]));
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i), fut_set_fn, &s[i], NULL, &st[i]));
         for (int i = 0; i < 2; i++)
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(i + 1), fut_set_tasklet, &s[4 + i],
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i + 1), fut_set_tasklet, &s[4 + i],
                                                         &sk[i]));
         for (int i = 0; i < 2; i++)
-            ch_pthread_start(&sth[i], fut_set_pthread, &s[6 + i]);
+            ch_pthread_run(&sth[i], fut_set_fn, &s[6 + i]);
         for (int i = 0; i < NU; i++)
             CH_ASSERT_OK(coexec_thread_free(&t[i]));
         for (int i = 0; i < NK; i++)
@@ -904,12 +874,6 @@ static void all_wait_ult(void *arg)
     all_released(a, coexec_future_wait_all(a->fs, NF));
 }
 
-static void *all_wait_pthread(void *arg)
-{
-    all_wait_ult(arg);
-    return NULL;
-}
-
 static coexec_poll_status_t all_poll_tasklet(coexec_poll_t *cx, void *arg)
 {
     all_t *a = arg;
@@ -939,9 +903,9 @@ static void t_wait_all(void)
         ch_pthread_t th;
         CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, all_wait_ult, a, NULL, &t));
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, all_poll_tasklet, a, &k));
-        ch_pthread_start(&th, all_wait_pthread, a);
-        CH_WAIT(atomic_load(&a->arrived) == 3 && wk_ult_state(t) == COEXEC_UNIT_BLOCKED &&
-                wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+        ch_pthread_run(&th, all_wait_ult, a);
+        CH_WAIT(atomic_load(&a->arrived) == 3 && ch_thread_state(t) == COEXEC_UNIT_BLOCKED &&
+                ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
         /* complete them in an order that changes with r, one compartment
          * at a time, round robin; nobody is released before the last */
         int left[NF];
@@ -961,7 +925,7 @@ static void t_wait_all(void)
         }
         CH_ASSERT_OK(coexec_thread_free(&t));
         ch_pthread_join(&th);
-        CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_EQ(atomic_load(&a->released), 3);
         CH_ASSERT_EQ(atomic_load(&a->bad), 0);
@@ -1014,12 +978,6 @@ static void ftimed_fn(void *arg)
     atomic_store(&w->rc, rc);
 }
 
-static void *ftimed_pthread(void *arg)
-{
-    ftimed_fn(arg);
-    return NULL;
-}
-
 static void t_future_timed(void)
 {
     ch_init(2);
@@ -1040,7 +998,7 @@ static void t_future_timed(void)
             CH_ASSERT_OK(ch_run_ult_in(s.pool, scribble_stack_ult, NULL));
         } else {
             ch_pthread_t th;
-            ch_pthread_start(&th, ftimed_pthread, &w);
+            ch_pthread_run(&th, ftimed_fn, &w);
             ch_pthread_join(&th);
         }
         CH_ASSERT_RC(atomic_load(&w.rc), COEXEC_ETIMEDOUT);
@@ -1063,9 +1021,9 @@ static void t_future_timed(void)
         ch_pthread_t th;
         if (who == 0) {
             CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, ftimed_fn, &w, NULL, &t));
-            CH_WAIT(atomic_load(&w.arrived) && wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+            CH_WAIT(atomic_load(&w.arrived) && ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
         } else {
-            ch_pthread_start(&th, ftimed_pthread, &w);
+            ch_pthread_run(&th, ftimed_fn, &w);
             CH_WAIT(atomic_load(&w.arrived));
         }
         CH_ASSERT_EQ(atomic_load(&w.rc), 1);
@@ -1163,18 +1121,18 @@ static void t_future_errors(void)
     fbusy_t bu = {&g_fut, 1}, bk = {&g_fut, 1};
     coexec_thread_t t;
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, fbusy_ult, &bu, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_future_destroy(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_future_reset(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_tasklet_create(s.pool, fbusy_tasklet, &bk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_RC(coexec_future_destroy(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_RC(coexec_future_reset(&g_fut), COEXEC_EBUSY);
     CH_ASSERT_OK(coexec_future_set(&g_fut, fv(1)));
     CH_ASSERT_EQ(atomic_load(&bu.rc), 1);
     CH_ASSERT_OK(coexec_future_set(&g_fut, fv(2)));
     CH_ASSERT_OK(coexec_thread_free(&t));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED);
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     CH_ASSERT_RC(atomic_load(&bu.rc), COEXEC_OK);
     CH_ASSERT_RC(atomic_load(&bk.rc), COEXEC_OK);
@@ -1210,19 +1168,13 @@ typedef struct {
 static void evl_wait(void *arg)
 {
     evl_t *w = arg;
-    atomic_store(&w->tid, (int)syscall(SYS_gettid));
+    atomic_store(&w->tid, (int)ch_gettid());
     atomic_store(&w->entered, 1);
     void *v = NULL;
     w->rc = coexec_eventual_wait(w->ev, &v);
     if (w->rc == COEXEC_OK && v)
         memcpy(w->got, v, w->size < sizeof w->got ? w->size : sizeof w->got);
     atomic_store(&w->done, 1);
-}
-
-static void *evl_pthread(void *arg)
-{
-    evl_wait(arg);
-    return NULL;
 }
 
 static coexec_poll_status_t evl_tasklet(coexec_poll_t *cx, void *arg)
@@ -1269,14 +1221,14 @@ static void t_eventual_init_live(void)
         w[i].ev = &ev;
         w[i].size = BIG;
     }
-    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), evl_wait, &w[0], NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), evl_wait, &w[0], NULL, &t));
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_eventual_init(&ev, BIG), COEXEC_EBUSY);
-    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), evl_tasklet, &w[1], &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(2), evl_tasklet, &w[1], &k));
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_eventual_init(&ev, 8), COEXEC_EBUSY);
     if (threads) {
-        ch_pthread_start(&th, evl_pthread, &w[2]);
+        ch_pthread_run(&th, evl_wait, &w[2]);
         CH_WAIT(atomic_load(&w[2].entered) && wk_thread_in_futex(atomic_load(&w[2].tid)));
         CH_CHECK_RC(coexec_eventual_init(&ev, 0), COEXEC_EBUSY);
     }
@@ -1284,8 +1236,8 @@ static void t_eventual_init_live(void)
     int is_set = 7;
     CH_ASSERT_OK(coexec_eventual_test(&ev, NULL, &is_set));
     CH_ASSERT_EQ(is_set, 0);
-    CH_ASSERT_EQ(wk_ult_state(t), COEXEC_UNIT_BLOCKED);
-    CH_ASSERT_EQ(wk_tasklet_state(k), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_EQ(ch_tasklet_state(k), COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_eventual_set(&ev, val, BIG));
     for (int i = 0; i < (threads ? 3 : 2); i++) {
         CH_WAIT(atomic_load(&w[i].done));
@@ -1377,12 +1329,12 @@ static void t_future_init_live(void)
     fl_wait_t wu = {&f, 0, 1}, wk = {&f, 0, 1};
     coexec_thread_t t;
     coexec_tasklet_t k;
-    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), fl_wait, &wu, NULL, &t));
-    CH_WAIT(wk_ult_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), fl_wait, &wu, NULL, &t));
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_OK(coexec_future_set(&f, (void *)1));
     CH_CHECK_RC(coexec_future_init(&f, 2, NULL, NULL), COEXEC_EBUSY);
-    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(2), fl_poll, &wk, &k));
-    CH_WAIT(wk_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(2), fl_poll, &wk, &k));
+    CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_BLOCKED);
     CH_CHECK_RC(coexec_future_init(&f, 5, NULL, NULL), COEXEC_EBUSY);
     void *v = NULL;
     CH_ASSERT_OK(coexec_future_get(&f, 0, &v));
@@ -1407,7 +1359,7 @@ static void t_future_init_live(void)
     CH_ASSERT_OK(coexec_future_set(&f, (void *)6));
     atomic_store(&fl_in_cb, 0);
     atomic_store(&fl_release, 0);
-    CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(1), fl_set, &f, NULL, &t));
+    CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), fl_set, &f, NULL, &t));
     CH_WAIT(atomic_load(&fl_in_cb));
     CH_CHECK_RC(coexec_future_init(&f, 1, NULL, NULL), COEXEC_EBUSY);
     atomic_store(&fl_release, 1);

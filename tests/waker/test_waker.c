@@ -50,7 +50,7 @@ static void parker_ult(void *arg)
             atomic_fetch_add(&p->early, 1);
         atomic_store(&p->phase, 2 * i + 2);
     }
-    p->rank_after = wk_self_rank();
+    p->rank_after = ch_self_rank();
 }
 
 /* Waits for round i to be asked for; odd rounds also wait until the parker
@@ -60,7 +60,7 @@ static int await_round(parker_t *p, int i, int can_check_state)
     if (!CH_WAIT(atomic_load(&p->phase) == 2 * i + 1))
         return 0;
     if (can_check_state && (i % 2))
-        CH_WAIT(wk_ult_state(p->t) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_thread_state(p->t) == COEXEC_UNIT_BLOCKED);
     return 1;
 }
 
@@ -150,7 +150,7 @@ static void wake_main_ult(void *arg)
 {
     main_park_t *m = arg;
     CH_WAIT(atomic_load(&m->asked) == 1);
-    CH_WAIT(wk_ult_state(m->main_t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(m->main_t) == COEXEC_UNIT_BLOCKED);
     atomic_fetch_add(&m->wakes_sent, 1);
     CH_CHECK_RC(coexec_waker_wake(m->w), COEXEC_OK);
 }
@@ -164,13 +164,13 @@ static void t_main_ult_parks(void)
     memset(&m, 0, sizeof m);
     CH_ASSERT_OK(coexec_self_waker(&m.w));
     CH_ASSERT_OK(coexec_thread_self(&m.main_t));
-    int rank0 = wk_self_rank();
+    int rank0 = ch_self_rank();
     coexec_thread_t t;
     CH_ASSERT_OK(coexec_thread_create(s.pool, wake_main_ult, &m, NULL, &t));
     atomic_store(&m.asked, 1);
     CH_ASSERT_OK(coexec_park());
     CH_ASSERT_EQ(atomic_load(&m.wakes_sent), 1);
-    CH_ASSERT_EQ(wk_self_rank(), rank0);
+    CH_ASSERT_EQ(ch_self_rank(), rank0);
     CH_ASSERT_OK(coexec_thread_free(&t));
     /* a wake of the running main ULT is recorded: park returns at once */
     CH_ASSERT_OK(coexec_waker_wake(m.w));
@@ -242,11 +242,11 @@ static void t_wake_before_park_and_twice(void)
         CH_WAIT(atomic_load(&e.phase) >= 3);
         /* now it parks for real: wait until it is parked (or, wrongly,
          * finished) */
-        CH_WAIT(wk_ult_state(e.t) == COEXEC_UNIT_BLOCKED ||
-                wk_ult_state(e.t) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_thread_state(e.t) == COEXEC_UNIT_BLOCKED ||
+                ch_thread_state(e.t) == COEXEC_UNIT_TERMINATED);
         wk_relax_n(200);
         CH_ASSERT_EQ(atomic_load(&e.phase), 3);
-        CH_ASSERT_EQ(wk_ult_state(e.t), COEXEC_UNIT_BLOCKED);
+        CH_ASSERT_EQ(ch_thread_state(e.t), COEXEC_UNIT_BLOCKED);
         CH_ASSERT_OK(coexec_waker_wake(e.w));
         CH_ASSERT_OK(coexec_thread_join(e.t));
         CH_ASSERT_EQ(atomic_load(&e.phase), 4);
@@ -300,7 +300,7 @@ static void t_wakes_while_queued(void)
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, permit_ult, &e, NULL, &e.t));
     CH_WAIT(atomic_load(&e.phase) == 1);
     atomic_store(&e.phase, 2);
-    CH_WAIT(wk_ult_state(e.t) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_thread_state(e.t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_EQ(atomic_load(&e.phase), 2);
     gate_t g;
     atomic_init(&g.running, 0);
@@ -309,20 +309,20 @@ static void t_wakes_while_queued(void)
     CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, gate_ult, &g, NULL, &gt));
     CH_WAIT(atomic_load(&g.running));
     CH_ASSERT_OK(coexec_waker_wake(e.w)); /* makes it ready */
-    CH_ASSERT_EQ(wk_ult_state(e.t), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_thread_state(e.t), COEXEC_UNIT_READY);
     multi_wake_t m = {e.w, 100};
     ch_pthread_t th;
     ch_pthread_start(&th, multi_wake_pthread, &m);
     for (int i = 0; i < 100; i++)
         CH_ASSERT_OK(coexec_waker_wake(e.w)); /* while it is queued */
     ch_pthread_join(&th);
-    CH_ASSERT_EQ(wk_ult_state(e.t), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_thread_state(e.t), COEXEC_UNIT_READY);
     CH_ASSERT_EQ(atomic_load(&e.phase), 2);
     atomic_store(&g.open, 1);
     CH_ASSERT_OK(coexec_thread_free(&gt));
     CH_WAIT(atomic_load(&e.phase) >= 4);
-    CH_WAIT(wk_ult_state(e.t) == COEXEC_UNIT_BLOCKED ||
-            wk_ult_state(e.t) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_thread_state(e.t) == COEXEC_UNIT_BLOCKED ||
+            ch_thread_state(e.t) == COEXEC_UNIT_TERMINATED);
     wk_relax_n(200);
     CH_ASSERT_EQ(atomic_load(&e.phase), 4); /* one permit, not 201 */
     CH_ASSERT_OK(coexec_waker_wake(e.w));
@@ -367,12 +367,6 @@ static void stale_wake_fn(void *arg)
         CH_CHECK_RC(coexec_waker_wake(j->stale), COEXEC_OK);
 }
 
-static void *stale_wake_pthread(void *arg)
-{
-    stale_wake_fn(arg);
-    return NULL;
-}
-
 static void t_stale_waker(void)
 {
     ch_init(2);
@@ -388,10 +382,10 @@ static void t_stale_waker(void)
         memset(&a, 0, sizeof a);
         coexec_thread_t at;
         CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, no_park_ult, &a, NULL, &at));
-        CH_WAIT(wk_ult_state(at) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_thread_state(at) == COEXEC_UNIT_TERMINATED);
         /* finished, not freed yet: a no-op */
         CH_ASSERT_OK(coexec_waker_wake(a.w));
-        CH_ASSERT_EQ(wk_ult_state(at), COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(ch_thread_state(at), COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_thread_join(at));
         CH_ASSERT_OK(coexec_thread_free(&at));
         coexec_waker_t stale = a.w;
@@ -406,7 +400,7 @@ static void t_stale_waker(void)
         }
         for (int i = 0; i < M; i++)
             CH_WAIT(atomic_load(&o[i].phase) == 1 &&
-                    wk_ult_state(t[i]) == COEXEC_UNIT_BLOCKED);
+                    ch_thread_state(t[i]) == COEXEC_UNIT_BLOCKED);
         /* the stale waker, from here, another stream's ULT, a tasklet and
          * an external thread */
         stale_job_t j = {stale, 50};
@@ -414,13 +408,13 @@ static void t_stale_waker(void)
         CH_ASSERT_OK(ch_run_ult_in(s2.pool, stale_wake_fn, &j));
         CH_ASSERT_OK(ch_run_tasklet_in(s2.pool, stale_wake_fn, &j));
         ch_pthread_t th;
-        ch_pthread_start(&th, stale_wake_pthread, &j);
+        ch_pthread_run(&th, stale_wake_fn, &j);
         ch_pthread_join(&th);
         wk_relax_n(100);
         int woken = 0;
         for (int i = 0; i < M; i++)
             woken += atomic_load(&o[i].phase) != 1 ||
-                     wk_ult_state(t[i]) != COEXEC_UNIT_BLOCKED;
+                     ch_thread_state(t[i]) != COEXEC_UNIT_BLOCKED;
         CH_ASSERT_EQ(woken, 0);
         /* their own wakers do wake them */
         for (int i = 0; i < M; i++)
@@ -485,7 +479,7 @@ static void t_waker_errors(void)
     CH_ASSERT_OK(coexec_self_waker(&w2));
     CU_ASSERT(CH_SAME(w, w2));
     coexec_tasklet_t k;
-    CH_ASSERT_OK(coexec_tasklet_create_on(wk_xs(1), ctx_tasklet, NULL, &k));
+    CH_ASSERT_OK(coexec_tasklet_create_on(ch_xstream(1), ctx_tasklet, NULL, &k));
     CH_ASSERT_OK(coexec_tasklet_free(&k));
     ch_pthread_t th;
     ch_pthread_start(&th, ctx_pthread, NULL);
@@ -526,7 +520,7 @@ static coexec_poll_status_t pend_tasklet(coexec_poll_t *cx, void *arg)
 {
     pend_t *p = arg;
     int n = atomic_fetch_add(&p->polls, 1);
-    atomic_store(&p->last_rank, wk_self_rank());
+    atomic_store(&p->last_rank, ch_self_rank());
     CH_CHECK(coexec_self_caller() == COEXEC_CALLER_TASKLET);
     if (n > 0 && atomic_load(&p->woken) < n)
         atomic_fetch_add(&p->early_polls, 1);
@@ -551,7 +545,7 @@ static int pend_await(pend_t *p, int i, int check_state)
     if (!CH_WAIT(atomic_load(&p->published) == i + 1))
         return 0;
     if (check_state && (i % 2))
-        CH_WAIT(wk_tasklet_state(p->k) == COEXEC_UNIT_BLOCKED);
+        CH_WAIT(ch_tasklet_state(p->k) == COEXEC_UNIT_BLOCKED);
     return 1;
 }
 
@@ -608,7 +602,7 @@ static void t_pending_woken_everywhere(void)
                 CH_ASSERT_OK(ch_run_tasklet_in(s2.pool, pend_wake_once_fn, &p));
             }
         }
-        CH_WAIT(wk_tasklet_state(p.k) == COEXEC_UNIT_TERMINATED);
+        CH_WAIT(ch_tasklet_state(p.k) == COEXEC_UNIT_TERMINATED);
         CH_ASSERT_OK(coexec_tasklet_join(p.k));
         CH_ASSERT_EQ(atomic_load(&p.polls), rounds + 1);
         CH_ASSERT_EQ(atomic_load(&p.published), rounds);
@@ -654,7 +648,7 @@ static void t_pending_wake_twice(void)
     p.rounds = 3;
     CH_ASSERT_OK_FATAL(coexec_tasklet_create(s.pool, pend_tasklet, &p, &p.k));
     CH_WAIT(atomic_load(&p.published) == 1);
-    CH_WAIT(wk_tasklet_state(p.k) == COEXEC_UNIT_BLOCKED);
+    CH_WAIT(ch_tasklet_state(p.k) == COEXEC_UNIT_BLOCKED);
     /* hold the stream, then wake it many times from here and a thread */
     gate_t g;
     atomic_init(&g.running, 0);
@@ -669,18 +663,18 @@ static void t_pending_wake_twice(void)
     for (int i = 0; i < 100; i++)
         CH_ASSERT_OK(coexec_waker_wake(p.w));
     ch_pthread_join(&th);
-    CH_ASSERT_EQ(wk_tasklet_state(p.k), COEXEC_UNIT_READY);
+    CH_ASSERT_EQ(ch_tasklet_state(p.k), COEXEC_UNIT_READY);
     CH_ASSERT_EQ(atomic_load(&p.polls), 1);
     atomic_store(&g.open, 1);
     CH_ASSERT_OK(coexec_thread_free(&gt));
     /* polled for the wake, then once more for the permit the queued wakes
      * left, then PENDING for good */
     CH_WAIT(atomic_load(&p.published) == 3);
-    CH_WAIT(wk_tasklet_state(p.k) == COEXEC_UNIT_BLOCKED ||
-            wk_tasklet_state(p.k) == COEXEC_UNIT_TERMINATED);
+    CH_WAIT(ch_tasklet_state(p.k) == COEXEC_UNIT_BLOCKED ||
+            ch_tasklet_state(p.k) == COEXEC_UNIT_TERMINATED);
     wk_relax_n(200);
     CH_ASSERT_EQ(atomic_load(&p.polls), 3);
-    CH_ASSERT_EQ(wk_tasklet_state(p.k), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_EQ(ch_tasklet_state(p.k), COEXEC_UNIT_BLOCKED);
     CH_ASSERT_EQ(atomic_load(&p.early_polls), 1); /* the permit's poll */
     pend_wake(&p);
     CH_ASSERT_OK(coexec_tasklet_join(p.k));
@@ -739,12 +733,12 @@ static void t_pending_storm(void)
     int rounds = (int)ch_iters(200, 10);
     for (int i = 0; i < st.n; i++) {
         st.p[i].rounds = rounds;
-        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(wk_xs(i % WK_NSTREAMS), pend_tasklet,
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(i % WK_NSTREAMS), pend_tasklet,
                                                     &st.p[i], &st.p[i].k));
     }
     coexec_thread_t wt[WK_NSTREAMS];
     for (int r = 0; r < WK_NSTREAMS; r++)
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(r), pend_storm_ult, &st, NULL, &wt[r]));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(r), pend_storm_ult, &st, NULL, &wt[r]));
     ch_pthread_t th[2];
     for (int i = 0; i < 2; i++)
         ch_pthread_start(&th[i], pend_storm_pthread, &st);

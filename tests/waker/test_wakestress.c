@@ -235,7 +235,7 @@ static void t_token_storm(void)
         g->nstale = nstale;
         /* sentinels first, so they tend to take recycled descriptors */
         for (int i = 0; i < NSENT; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i % WK_NSTREAMS), sentinel_ult,
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i % WK_NSTREAMS), sentinel_ult,
                                                        &g->s[i], NULL, &g->s[i].t));
         for (int i = 0; i < NPARK; i++) {
             tp_t *p = &g->p[i];
@@ -243,7 +243,7 @@ static void t_token_storm(void)
             p->window = (i % 4 == 3) ? 3 : 1;
             p->bare_ok = (i % 4 == 3);
             p->tasklet = (i % 4 == 1);
-            coexec_xstream_t xs = wk_xs((i + gi) % WK_NSTREAMS);
+            coexec_xstream_t xs = ch_xstream((i + gi) % WK_NSTREAMS);
             if (p->tasklet)
                 CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, token_parker_tasklet, p, &p->k));
             else
@@ -255,7 +255,7 @@ static void t_token_storm(void)
         for (int i = 0; i < NAGENT_ULT + NAGENT_PT; i++)
             ag[i] = (agent_t){g, i + gi * 16};
         for (int i = 0; i < NAGENT_ULT; i++)
-            CH_ASSERT_OK_FATAL(coexec_thread_create_on(wk_xs(i), agent_ult, &ag[i], NULL, &at[i]));
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(i), agent_ult, &ag[i], NULL, &at[i]));
         for (int i = 0; i < NAGENT_PT; i++)
             ch_pthread_start(&pt[i], agent_pthread, &ag[NAGENT_ULT + i]);
         /* the main ULT counts finished units (never joining one that has
@@ -362,12 +362,6 @@ static void evpp_b(void *arg)
     }
 }
 
-static void *evpp_b_pthread(void *arg)
-{
-    evpp_b(arg);
-    return NULL;
-}
-
 static void t_eventual_pingpong(void)
 {
     ch_init(2);
@@ -388,7 +382,7 @@ static void t_eventual_pingpong(void)
         if (variant == 0)
             CH_ASSERT_OK_FATAL(coexec_thread_create(s2.pool, evpp_b, &p, NULL, &tb));
         else
-            ch_pthread_start(&th, evpp_b_pthread, &p);
+            ch_pthread_run(&th, evpp_b, &p);
         CH_ASSERT_OK(coexec_thread_free(&ta));
         if (variant == 0)
             CH_ASSERT_OK(coexec_thread_free(&tb));
@@ -447,12 +441,6 @@ static void chpp_b(void *arg)
     }
 }
 
-static void *chpp_b_pthread(void *arg)
-{
-    chpp_b(arg);
-    return NULL;
-}
-
 static void t_channel_pingpong(void)
 {
     ch_init(2);
@@ -472,7 +460,7 @@ static void t_channel_pingpong(void)
         if (variant == 0)
             CH_ASSERT_OK_FATAL(coexec_thread_create(s2.pool, chpp_b, &p, NULL, &tb));
         else
-            ch_pthread_start(&th, chpp_b_pthread, &p);
+            ch_pthread_run(&th, chpp_b, &p);
         CH_ASSERT_OK(coexec_thread_free(&ta));
         if (variant == 0)
             CH_ASSERT_OK(coexec_thread_free(&tb));

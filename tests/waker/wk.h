@@ -15,35 +15,6 @@
 /* Streams used by tests that want more streams than the machine's cores. */
 #define WK_NSTREAMS 4
 
-static inline int wk_ult_state(coexec_thread_t t)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_thread_get_state(t, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static inline int wk_tasklet_state(coexec_tasklet_t k)
-{
-    coexec_unit_state_t st;
-    int rc = coexec_tasklet_get_state(k, &st);
-    return rc == COEXEC_OK ? (int)st : rc;
-}
-
-static inline int wk_self_rank(void)
-{
-    int r = -1;
-    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
-    return r;
-}
-
-/* The stream of the given rank (records a failure if there is none). */
-static inline coexec_xstream_t wk_xs(int rank)
-{
-    coexec_xstream_t xs = {0};
-    CH_CHECK_RC(coexec_xstream_by_rank(rank, &xs), COEXEC_OK);
-    return xs;
-}
-
 /* Lets other units and threads run n times (never a verdict). */
 static inline void wk_relax_n(int n)
 {
@@ -58,31 +29,14 @@ static inline void wk_relax_n(int n)
  */
 static inline bool wk_thread_in_futex(pid_t tid)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    long nr = -1;
-    int n = fscanf(f, "%ld", &nr);
-    fclose(f);
-    return n == 1 && nr == SYS_futex;
+    return ch_task_syscall(tid) == SYS_futex;
 }
 
 /* Whether wk_thread_in_futex can see anything here (our own thread is
  * inside read() while it looks). */
 static inline bool wk_futex_probe_works(void)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall",
-             (int)syscall(SYS_gettid));
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    long nr = -1;
-    bool ok = fscanf(f, "%ld", &nr) == 1 && nr == SYS_read;
-    fclose(f);
-    return ok;
+    return ch_task_syscall(ch_gettid()) == SYS_read;
 }
 
 /* Suites of test_waker, defined in the other sources. */

@@ -15,31 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NXS 5 /* secondary streams created at run time (2-core machine) */
-
-static atomic_int g_count;
-
-static void count_ult(void *arg)
-{
-    (void)arg;
-    atomic_fetch_add(&g_count, 1);
-}
-
-static coexec_poll_status_t count_tasklet(coexec_poll_t *cx, void *arg)
-{
-    (void)cx;
-    (void)arg;
-    atomic_fetch_add(&g_count, 1);
-    return COEXEC_READY;
-}
-
-/* A ULT that yields a number of times before counting. */
+#define NXS 5 /* A ULT that yields a number of times before counting. */
 static void yield_count_ult(void *arg)
 {
     long n = (long)(intptr_t)arg;
     for (long i = 0; i < n; i++)
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
 }
 
 /* ======================================================================= */
@@ -67,7 +49,7 @@ static void t_create_join_free(void)
     CH_ASSERT_OK(coexec_xstream_get_num(&n));
     CH_ASSERT_EQ(n, NXS + 1);
 
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     long per = ch_iters(200, 20);
     for (int i = 0; i < NXS; i++)
         for (long j = 0; j < per; j++)
@@ -80,7 +62,7 @@ static void t_create_join_free(void)
         CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
         CU_ASSERT(CH_IS_NULL(xs[i]));
     }
-    CH_ASSERT_EQ(atomic_load(&g_count), NXS * per);
+    CH_ASSERT_EQ(atomic_load(&ch_count), NXS * per);
     CH_ASSERT_OK(coexec_xstream_get_num(&n));
     CH_ASSERT_EQ(n, 1);
     ch_finalize();
@@ -93,20 +75,20 @@ static void t_create_more_at_init(void)
     int n = 0;
     CH_ASSERT_OK(coexec_xstream_get_num(&n));
     CH_ASSERT_EQ(n, NXS + 1);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     coexec_tasklet_t k[NXS + 1];
     coexec_thread_t t[NXS + 1];
     for (int r = 0; r <= NXS; r++) {
         coexec_xstream_t xs;
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(r, &xs));
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, count_ult, NULL, NULL, &t[r]));
-        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, count_tasklet, NULL, &k[r]));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, ch_count_ult, NULL, NULL, &t[r]));
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, ch_count_tasklet, NULL, &k[r]));
     }
     for (int r = 0; r <= NXS; r++) {
         CH_ASSERT_OK(coexec_thread_free(&t[r]));
         CH_ASSERT_OK(coexec_tasklet_free(&k[r]));
     }
-    CH_ASSERT_EQ(atomic_load(&g_count), 2 * (NXS + 1));
+    CH_ASSERT_EQ(atomic_load(&ch_count), 2 * (NXS + 1));
     /* Secondary streams started by init can be freed by the user. */
     coexec_xstream_t last;
     CH_ASSERT_OK(coexec_xstream_by_rank(NXS, &last));
@@ -127,12 +109,6 @@ static void create_from_ult(void *arg)
     atomic_store(&p->rc, coexec_xstream_create(NULL, &p->xs));
 }
 
-static void *create_from_pthread(void *arg)
-{
-    create_from_ult(arg);
-    return NULL;
-}
-
 static void t_create_from_anywhere(void)
 {
     ch_init(2);
@@ -145,23 +121,23 @@ static void t_create_from_anywhere(void)
     CH_ASSERT_OK(ch_run_ult_in(p1, create_from_ult, &a));
     CH_ASSERT_RC(atomic_load(&a.rc), COEXEC_OK);
     ch_pthread_t th;
-    ch_pthread_start(&th, create_from_pthread, &b);
+    ch_pthread_run(&th, create_from_ult, &b);
     ch_pthread_join(&th);
     CH_ASSERT_RC(atomic_load(&b.rc), COEXEC_OK);
 
     int n = 0;
     CH_ASSERT_OK(coexec_xstream_get_num(&n));
     CH_ASSERT_EQ(n, 4);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     if (atomic_load(&a.rc) == COEXEC_OK && atomic_load(&b.rc) == COEXEC_OK) {
-        CH_ASSERT_OK(coexec_thread_create_on(a.xs, count_ult, NULL, NULL, NULL));
-        CH_ASSERT_OK(coexec_thread_create_on(b.xs, count_ult, NULL, NULL, NULL));
+        CH_ASSERT_OK(coexec_thread_create_on(a.xs, ch_count_ult, NULL, NULL, NULL));
+        CH_ASSERT_OK(coexec_thread_create_on(b.xs, ch_count_ult, NULL, NULL, NULL));
         CH_ASSERT_OK(coexec_xstream_free(&a.xs));
         CH_ASSERT_OK(coexec_xstream_free(&b.xs));
         /* Stream 1 steals: a unit it took from a or b before they stopped
          * may still be finishing there. None is lost. */
-        CH_WAIT(atomic_load(&g_count) == 2);
-        CH_ASSERT_EQ(atomic_load(&g_count), 2);
+        CH_WAIT(atomic_load(&ch_count) == 2);
+        CH_ASSERT_EQ(atomic_load(&ch_count), 2);
     }
     ch_finalize();
 }
@@ -174,7 +150,7 @@ static void t_churn(void)
     enum { NS = 8, PER = 20 };
     for (long r = 0; r < rounds; r++) {
         coexec_xstream_t xs[NS];
-        atomic_store(&g_count, 0);
+        atomic_store(&ch_count, 0);
         for (int i = 0; i < NS; i++) {
             CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs[i]));
             for (int j = 0; j < PER; j++) {
@@ -182,7 +158,7 @@ static void t_churn(void)
                     CH_ASSERT_OK(coexec_thread_create_on(xs[i], yield_count_ult,
                                                          (void *)(intptr_t)(j % 3), NULL, NULL));
                 else
-                    CH_ASSERT_OK(coexec_tasklet_create_on(xs[i], count_tasklet, NULL, NULL));
+                    CH_ASSERT_OK(coexec_tasklet_create_on(xs[i], ch_count_tasklet, NULL, NULL));
             }
         }
         /* free in an order that leaves holes in the ranks */
@@ -192,8 +168,8 @@ static void t_churn(void)
             CH_ASSERT_OK(coexec_xstream_free(&xs[i]));
         /* The primary steals too: a yielding unit it took may still be
          * queued behind this ULT. */
-        CH_WAIT(atomic_load(&g_count) == NS * PER);
-        CH_ASSERT_EQ(atomic_load(&g_count), NS * PER);
+        CH_WAIT(atomic_load(&ch_count) == NS * PER);
+        CH_ASSERT_EQ(atomic_load(&ch_count), NS * PER);
         int n = 0;
         CH_ASSERT_OK(coexec_xstream_get_num(&n));
         CH_ASSERT_EQ(n, 1);
@@ -207,7 +183,7 @@ static void t_finalize_frees_user_streams(void)
      * queued units have run. */
     ch_init(1);
     coexec_xstream_t xs[3];
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     for (int i = 0; i < 3; i++) {
         CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs[i]));
         for (int j = 0; j < 10; j++)
@@ -215,7 +191,7 @@ static void t_finalize_frees_user_streams(void)
                                                  (void *)(intptr_t)3, NULL, NULL));
     }
     ch_finalize();
-    CH_ASSERT_EQ(atomic_load(&g_count), 30);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 30);
 }
 
 /* ======================================================================= */
@@ -681,11 +657,11 @@ static void t_join_errors(void)
     int n = 0;
     CH_ASSERT_OK(coexec_xstream_get_num(&n));
     CH_ASSERT_EQ(n, 3);
-    atomic_store(&g_count, 0);
-    CH_ASSERT_OK(coexec_thread_create_on(s.xs, count_ult, NULL, NULL, NULL));
+    atomic_store(&ch_count, 0);
+    CH_ASSERT_OK(coexec_thread_create_on(s.xs, ch_count_ult, NULL, NULL, NULL));
     CH_ASSERT_OK(ch_stream_free(&s));
     CH_ASSERT_OK(ch_stream_free(&other));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     ch_finalize();
 }
 
@@ -742,9 +718,9 @@ static void t_free_from_unit_run_in_place(void)
     CH_ASSERT_RC(f.join_rc, COEXEC_EDEADLK);
     CH_ASSERT_RC(f.free_rc, COEXEC_EDEADLK);
     /* x still runs units, and can be freed from here. */
-    atomic_store(&g_count, 0);
-    CH_ASSERT_OK(ch_run_ult_in(s.pool, count_ult, NULL));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    atomic_store(&ch_count, 0);
+    CH_ASSERT_OK(ch_run_ult_in(s.pool, ch_count_ult, NULL));
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
 }
@@ -774,8 +750,8 @@ static void t_freed_handle(void)
     CH_ASSERT_RC(coexec_xstream_get_cpu(old, &i), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_xstream_get_main_sched(old, &so), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_xstream_get_main_pool(old, &po), COEXEC_EHANDLE);
-    CH_ASSERT_RC(coexec_thread_create_on(old, count_ult, NULL, NULL, &to), COEXEC_EHANDLE);
-    CH_ASSERT_RC(coexec_tasklet_create_on(old, count_tasklet, NULL, &ko), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_thread_create_on(old, ch_count_ult, NULL, NULL, &to), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_create_on(old, ch_count_tasklet, NULL, &ko), COEXEC_EHANDLE);
 
     /* Recycled record: a new stream does not make the old handle valid. */
     coexec_xstream_t fresh[4];
@@ -840,7 +816,7 @@ static void t_join_from_external(void)
     ext_join_t j;
     CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &j.xs));
     atomic_init(&j.rc, 1);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     for (int i = 0; i < 50; i++)
         CH_ASSERT_OK(coexec_thread_create_on(j.xs, yield_count_ult,
                                              (void *)(intptr_t)2, NULL, NULL));
@@ -848,7 +824,7 @@ static void t_join_from_external(void)
     ch_pthread_start(&th, ext_join_pthread, &j);
     ch_pthread_join(&th);
     CH_ASSERT_RC(atomic_load(&j.rc), COEXEC_OK);
-    CH_ASSERT_EQ(atomic_load(&g_count), 50);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 50);
     coexec_xstream_state_t st;
     CH_ASSERT_OK(coexec_xstream_get_state(j.xs, &st));
     CH_ASSERT_EQ(st, COEXEC_XSTREAM_TERMINATED);
@@ -900,10 +876,10 @@ static void t_sched_attr(void)
     CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
     CH_ASSERT_EQ(sz, 0);
     CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
-    atomic_store(&g_count, 0);
-    CH_ASSERT_OK(coexec_thread_create_on(xs, count_ult, NULL, NULL, NULL));
+    atomic_store(&ch_count, 0);
+    CH_ASSERT_OK(coexec_thread_create_on(xs, ch_count_ult, NULL, NULL, NULL));
     CH_ASSERT_OK(coexec_xstream_free(&xs));
-    CH_ASSERT_EQ(atomic_load(&g_count), 1);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 1);
     CH_ASSERT_OK(coexec_sched_free(&sched));
     CH_ASSERT_OK(coexec_pool_free(&pool));
 
@@ -959,7 +935,7 @@ static void spawn_children_ult(void *arg)
                                             (void *)(intptr_t)a->yields, NULL,
                                             NULL),
                     COEXEC_OK);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
 }
 
 static void t_drain_on_join(void)
@@ -970,7 +946,7 @@ static void t_drain_on_join(void)
      * variant 1: the default setup (the primary may steal), units that do
      * not yield, so a stolen one has finished before the joiner resumes. */
     for (int variant = 0; variant < 2; variant++) {
-        atomic_store(&g_count, 0);
+        atomic_store(&ch_count, 0);
         ch_stream_t s;
         spawn_arg_t sa;
         if (variant == 0) {
@@ -989,7 +965,7 @@ static void t_drain_on_join(void)
                     (void *)(intptr_t)(sa.yields ? i % 4 : 0), NULL, NULL));
                 break;
             case 1:
-                CH_ASSERT_OK(coexec_tasklet_create_on(sa.xs, count_tasklet, NULL, NULL));
+                CH_ASSERT_OK(coexec_tasklet_create_on(sa.xs, ch_count_tasklet, NULL, NULL));
                 break;
             default:
                 CH_ASSERT_OK(coexec_thread_create_on(sa.xs, spawn_children_ult,
@@ -999,7 +975,7 @@ static void t_drain_on_join(void)
         }
         long spawners = n / 3;
         CH_ASSERT_OK(coexec_xstream_join(sa.xs));
-        CH_ASSERT_EQ(atomic_load(&g_count), n + 5 * spawners);
+        CH_ASSERT_EQ(atomic_load(&ch_count), n + 5 * spawners);
         if (variant == 0) {
             CH_ASSERT_OK(ch_stream_free(&s));
         } else {
@@ -1188,7 +1164,7 @@ static void rank_probe_ult(void *arg)
     CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
     if (r >= 0 && r < 1024)
         atomic_fetch_add(&g_rank_seen[r], 1);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
 }
 
 static atomic_int g_started;
@@ -1203,7 +1179,7 @@ static void gang_ult(void *arg)
     while (atomic_load(&g_started) < need && ch_now() - t0 < CH_WAIT_LIMIT_S)
         sched_yield();
     CH_CHECK(atomic_load(&g_started) >= need);
-    atomic_fetch_add(&g_count, 1);
+    atomic_fetch_add(&ch_count, 1);
 }
 
 static void run_many(coexec_sched_kind_t kind)
@@ -1258,7 +1234,7 @@ static void run_many(coexec_sched_kind_t kind)
     }
     CU_ASSERT(rank[0] >= 64);
     memset(g_rank_seen, 0, sizeof g_rank_seen);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     coexec_thread_attr_t pin;
     CH_ASSERT_OK(coexec_thread_attr_init(&pin));
     pin.pinned = 1;
@@ -1267,7 +1243,7 @@ static void run_many(coexec_sched_kind_t kind)
         CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs[idx[j]], rank_probe_ult,
                                                    NULL, &pin, &probe[j]));
     /* Not joined before they ran: a join would run them in place. */
-    CH_WAIT(atomic_load(&g_count) == k);
+    CH_WAIT(atomic_load(&ch_count) == k);
     atomic_fetch_add(&g_many_step, 1);
     for (int j = 0; j < k; j++) {
         CH_ASSERT_OK(coexec_thread_free(&probe[j]));
@@ -1279,14 +1255,14 @@ static void run_many(coexec_sched_kind_t kind)
      * idle stream (the primary, busy with one of them, takes no other). */
     int gang = made - 1 < 16 ? made - 1 : 16;
     atomic_store(&g_started, 0);
-    atomic_store(&g_count, 0);
+    atomic_store(&ch_count, 0);
     coexec_thread_t *g = calloc((size_t)gang, sizeof *g);
     CU_ASSERT_FATAL(g != NULL);
     for (int j = 0; j < gang; j++)
         CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs[0], gang_ult,
                                                    (void *)(intptr_t)gang,
                                                    NULL, &g[j]));
-    CH_WAIT(atomic_load(&g_count) == gang);
+    CH_WAIT(atomic_load(&ch_count) == gang);
     atomic_fetch_add(&g_many_step, 1);
     for (int j = 0; j < gang; j++)
         CH_ASSERT_OK(coexec_thread_free(&g[j]));
