@@ -1,0 +1,137 @@
+/*
+ * src/sched/loop.h: what the scheduler room's files share (loop.c, idle.c,
+ * steal.c, sched.c): which unit a built-in scheduler runs next, and the
+ * idle and stealing steps of the loop. Not for other rooms.
+ */
+#ifndef COEXEC_SCHED_LOOP_H
+#define COEXEC_SCHED_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/clock.h"
+#include "pool/pool.h"
+#include "sched/sched.h"
+#include "xstream/xstream.h"
+
+static inline uint64_t now_ns(void)
+{
+    return clock_now_ns();
+}
+
+static inline bool own_pool(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
+{
+    for (int i = 0; i < s->npools; i++)
+        if (s->pools[i] == p)
+            return true;
+    return false;
+}
+
+/* Does s steal from the other streams' default pools (the registry)?
+ * RANDWS with several pools steals from its own pools 1.. instead. */
+static inline bool steals(struct coexec_sched_rec *s);
+static inline bool steals_registry(struct coexec_sched_rec *s)
+{
+    return steals(s) && (s->npools == 1 || s->kind != COEXEC_SCHED_RANDWS);
+}
+
+/* Steals one unit for s (src/sched/steal.c), or NULL. */
+struct coexec_unit_rec *coexec__sched_steal_one(struct coexec_xstream_rec *xs,
+                                               struct coexec_sched_rec *s);
+
+static inline bool steals(struct coexec_sched_rec *s)
+{
+    return s->steal || (s->kind == COEXEC_SCHED_RANDWS && s->npools == 1);
+}
+
+/* PRIO: the most urgent pool, unless a waiting one was passed over for
+ * `aging` units: then the one passed over longest. */
+static inline struct coexec_unit_rec *prio_next(struct coexec_xstream_rec *xs,
+                                         struct coexec_sched_rec *s)
+{
+    int n = s->npools;
+    if (s->aging) {
+        int best = -1;
+        uint32_t most = 0;
+        for (int i = 1; i < n; i++)
+            if (s->passed[i] >= s->aging && s->passed[i] > most &&
+                pool_size(s->pools[i])) {
+                most = s->passed[i];
+                best = i;
+            }
+        if (best >= 0) {
+            struct coexec_unit_rec *u = coexec__pool_pop(s->pools[best], xs);
+            s->passed[best] = 0;
+            if (u)
+                return u;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        struct coexec_unit_rec *u = coexec__pool_pop(s->pools[i], xs);
+        if (u) {
+            s->passed[i] = 0;
+            for (int k = i + 1; k < n; k++)
+                if (pool_size(s->pools[k]))
+                    s->passed[k]++;
+            return u;
+        }
+    }
+    return NULL;
+}
+
+static ALWAYS_INLINE struct coexec_unit_rec *
+next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
+{
+    if (UNLIKELY(s->kind == COEXEC_SCHED_PRIO)) {
+        struct coexec_unit_rec *u = prio_next(xs, s);
+        return u || !steals(s) ? u : coexec__sched_steal_one(xs, s);
+    }
+    int n = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
+    for (int i = 0; i < n; i++) {
+        struct coexec_unit_rec *u = coexec__pool_pop(s->pools[i], xs);
+        if (u)
+            return u;
+    }
+    return steals(s) || s->kind == COEXEC_SCHED_RANDWS ? coexec__sched_steal_one(xs, s)
+                                                        : NULL;
+}
+
+static inline bool pools_empty(struct coexec_sched_rec *s)
+{
+    for (int i = 0; i < s->npools; i++)
+        if (pool_size(s->pools[i]) != 0)
+            return false;
+    return true;
+}
+
+/* Sleeper nodes one parking scheduler puts on pools: its own pools (at
+ * most SCHED_MAX_POOLS), and a stacked scheduler's victims. */
+#define MAX_SLEEP_POOLS 64
+
+/* What a parking scheduler registered, to be undone once it is awake. */
+struct sleep_reg {
+    struct sleeper nodes[MAX_SLEEP_POOLS];
+    struct coexec_pool_rec *pools[MAX_SLEEP_POOLS];
+    int n;
+    struct sleeper thief; /* a stream in the set of parked thieves */
+    bool abort;   /* a pool has work: do not sleep */
+    bool partial; /* a stacked scheduler with too many victims for nodes */
+};
+
+/* Registers the sleeper (stream xs, or unit `unit`) on s's pools and, when
+ * s steals, on its victims (src/sched/idle.c). */
+void coexec__sched_sleep_register(struct coexec_xstream_rec *xs,
+                                  struct coexec_unit_rec *unit,
+                                  struct coexec_sched_rec *s,
+                                  struct sleep_reg *r);
+void coexec__sched_sleep_unregister(struct sleep_reg *r);
+/* Parks the stream until work, a stop or its earliest timer. */
+void coexec__sched_park_stream(struct coexec_xstream_rec *xs,
+                               struct coexec_sched_rec *s);
+/* Tells the stacked schedulers that are units of s's pools to finish
+ * (src/sched/sched.c); true if it woke any. */
+bool coexec__sched_finish_children(struct coexec_sched_rec *s);
+/* The body of a stacked scheduler's unit (src/sched/loop.c). */
+void coexec__sched_stacked_main(void *arg);
+
+#endif /* COEXEC_SCHED_LOOP_H */
