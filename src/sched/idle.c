@@ -59,7 +59,7 @@ void coexec__sched_sleep_register(struct coexec_xstream_rec *xs,
             r->pools[r->n++] = p;
     }
     bool thief = !unit && steals_registry(s);
-    if (r->abort || !steals(s) || (!unit && !thief))
+    if (r->abort || !s->steals || (!unit && !thief))
         return;
     if (thief) {
         /* In the set before the victims are looked at: see pool.c. */

@@ -172,7 +172,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             return LOOP_SWITCH;
         if (main_must_stop(xs, s))
             return LOOP_STOP;
-        if (s->kind != COEXEC_SCHED_BASIC) {
+        if (s->parks) {
             if (!idle_since) {
                 idle_since = now_ns();
             } else if (now_ns() - idle_since >= s->idle_spin_ns) {

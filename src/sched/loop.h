@@ -29,71 +29,30 @@ static inline bool own_pool(struct coexec_sched_rec *s, struct coexec_pool_rec *
 
 /* Does s steal from the other streams' default pools (the registry)?
  * RANDWS with several pools steals from its own pools 1.. instead. */
-static inline bool steals(struct coexec_sched_rec *s);
 static inline bool steals_registry(struct coexec_sched_rec *s)
 {
-    return steals(s) && (s->npools == 1 || s->kind != COEXEC_SCHED_RANDWS);
+    return s->steals && s->steal_registry;
 }
 
 /* Steals one unit for s (src/sched/steal.c), or NULL. */
 struct coexec_unit_rec *coexec__sched_steal_one(struct coexec_xstream_rec *xs,
                                                struct coexec_sched_rec *s);
 
-static inline bool steals(struct coexec_sched_rec *s)
-{
-    return s->steal || (s->kind == COEXEC_SCHED_RANDWS && s->npools == 1);
-}
-
-/* PRIO: the most urgent pool, unless a waiting one was passed over for
- * `aging` units: then the one passed over longest. */
-static inline struct coexec_unit_rec *prio_next(struct coexec_xstream_rec *xs,
-                                         struct coexec_sched_rec *s)
-{
-    int n = s->npools;
-    if (s->aging) {
-        int best = -1;
-        uint32_t most = 0;
-        for (int i = 1; i < n; i++)
-            if (s->passed[i] >= s->aging && s->passed[i] > most &&
-                pool_size(s->pools[i])) {
-                most = s->passed[i];
-                best = i;
-            }
-        if (best >= 0) {
-            struct coexec_unit_rec *u = coexec__pool_pop(s->pools[best], xs);
-            s->passed[best] = 0;
-            if (u)
-                return u;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        struct coexec_unit_rec *u = coexec__pool_pop(s->pools[i], xs);
-        if (u) {
-            s->passed[i] = 0;
-            for (int k = i + 1; k < n; k++)
-                if (pool_size(s->pools[k]))
-                    s->passed[k]++;
-            return u;
-        }
-    }
-    return NULL;
-}
+/* PRIO's choice (src/sched/prio.c). */
+struct coexec_unit_rec *coexec__sched_prio_pick(struct coexec_xstream_rec *xs,
+                                               struct coexec_sched_rec *s);
 
 static ALWAYS_INLINE struct coexec_unit_rec *
 next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
 {
-    if (UNLIKELY(s->kind == COEXEC_SCHED_PRIO)) {
-        struct coexec_unit_rec *u = prio_next(xs, s);
-        return u || !steals(s) ? u : coexec__sched_steal_one(xs, s);
+    struct coexec_unit_rec *u = NULL;
+    if (UNLIKELY(s->pick != NULL)) {
+        u = s->pick(xs, s);
+    } else {
+        for (int i = 0; i < s->npop && !u; i++)
+            u = coexec__pool_pop(s->pools[i], xs);
     }
-    int n = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
-    for (int i = 0; i < n; i++) {
-        struct coexec_unit_rec *u = coexec__pool_pop(s->pools[i], xs);
-        if (u)
-            return u;
-    }
-    return steals(s) || s->kind == COEXEC_SCHED_RANDWS ? coexec__sched_steal_one(xs, s)
-                                                        : NULL;
+    return u || !s->steal_empty ? u : coexec__sched_steal_one(xs, s);
 }
 
 static inline bool pools_empty(struct coexec_sched_rec *s)

@@ -34,6 +34,22 @@
 #include "thread/unit.h"
 #include "xstream/xstream.h"
 
+/* The kinds: what each does, as data the loop reads (src/sched/loop.h). */
+static const struct sched_kind {
+    bool direct;     /* takes from its first pool in order: a yield may hand
+                        the CPU to that pool's next unit */
+    bool first_only; /* pops its first pool only; the others are victims */
+    bool parks;      /* parks when idle */
+    struct coexec_unit_rec *(*pick)(struct coexec_xstream_rec *xs,
+                                    struct coexec_sched_rec *s);
+} sched_kinds[] = {
+    [COEXEC_SCHED_BASIC] = {true, false, false, NULL},
+    [COEXEC_SCHED_BASIC_WAIT] = {true, false, true, NULL},
+    [COEXEC_SCHED_PRIO] = {false, false, true, coexec__sched_prio_pick},
+    [COEXEC_SCHED_RANDWS] = {true, true, true, NULL},
+    [COEXEC_SCHED_USER] = {false, false, true, NULL},
+};
+
 static struct coexec_sched_rec *sched_all;
 static struct coexec_sched_rec *sched_free_list;
 
@@ -64,15 +80,18 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
         s->pools[i] = pools[i];
         atom_fadd_rlx_u32(&pools[i]->nscheds, 1);
     }
+    const struct sched_kind *d = &sched_kinds[kind];
     /* A yield may hand the CPU straight to the next unit of this pool
      * (src/thread/run.c) when that is what the loop itself would pick: the
-     * first pool, a list pool, a built-in kind that takes from it in
-     * order (not PRIO, not a user scheduler). */
-    s->direct_pool = npools > 0 && !pools[0]->impl &&
-                             kind != COEXEC_SCHED_PRIO &&
-                             kind != COEXEC_SCHED_USER
-                         ? pools[0]
-                         : NULL;
+     * first pool, a list pool, a kind that takes from it in order. */
+    s->direct_pool = npools > 0 && !pools[0]->impl && d->direct ? pools[0]
+                                                                  : NULL;
+    s->pick = d->pick;
+    s->npop = d->first_only ? 1 : npools;
+    s->steal_empty = steal || d->first_only;
+    s->steals = steal || (d->first_only && npools == 1);
+    s->steal_registry = npools == 1 || !d->first_only;
+    s->parks = d->parks;
     s->event_freq = event_freq;
     s->idle_spin_ns = idle_spin_ns;
     s->steal = steal;
@@ -155,7 +174,7 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
 {
     /* RANDWS pops from its first pool only: the others are its victims,
      * owned by the streams that pop from them. */
-    int owned = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
+    int owned = s->npop;
     for (int i = 0; i < s->npools; i++) {
         struct coexec_pool_rec *p = s->pools[i];
         if (atom_fadd_ar_u32(&p->nrun, 1) == 0 &&
@@ -176,7 +195,7 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
                               struct coexec_xstream_rec *xs,
                               struct coexec_pool_rec *to)
 {
-    int owned = s->kind == COEXEC_SCHED_RANDWS ? 1 : s->npools;
+    int owned = s->npop;
     for (int i = 0; i < s->npools; i++) {
         struct coexec_pool_rec *p = s->pools[i];
         bool last = atom_fsub_ar_u32(&p->nrun, 1) == 1;

@@ -20,9 +20,22 @@ struct coexec_sched_rec {
     int kind;
     int npools;
     struct coexec_pool_rec *pools[SCHED_MAX_POOLS];
+    /* What the scheduler's kind does, as data (set when the record is
+     * made, from the kind's definition in sched.c): no run-time code asks
+     * which kind a scheduler is. */
     /* The pool a yield may take the next unit from directly (it is what
-     * this scheduler would pick), or NULL: set when the record is made. */
+     * this scheduler would pick), or NULL. */
     struct coexec_pool_rec *direct_pool;
+    /* Its own choice of the next unit (PRIO: src/sched/prio.c), or NULL:
+     * the first npop pools in order. */
+    struct coexec_unit_rec *(*pick)(struct coexec_xstream_rec *xs,
+                                    struct coexec_sched_rec *s);
+    int npop;               /* the pools it pops (RANDWS: its first only) */
+    uint8_t steal_empty;    /* steals when its pools are empty */
+    uint8_t steals;         /* parks as a thief on its victims */
+    uint8_t steal_registry; /* victims: the other streams' default pools
+                               (else its own pools 1..) */
+    uint8_t parks;          /* parks when idle (all but BASIC) */
     unsigned event_freq;
     uint64_t idle_spin_ns;
     int steal;

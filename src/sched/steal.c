@@ -40,7 +40,7 @@ static unsigned victim_dist(struct coexec_xstream_rec *xs,
 struct coexec_unit_rec *coexec__sched_steal_one(struct coexec_xstream_rec *xs,
                                                struct coexec_sched_rec *s)
 {
-    bool registry = s->npools == 1 || s->kind != COEXEC_SCHED_RANDWS;
+    bool registry = s->steal_registry;
     unsigned n = registry ? atom_load_acq_u32(&coexec__steal.num)
                           : (unsigned)s->npools - 1;
     if (n == 0)
