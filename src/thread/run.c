@@ -1188,34 +1188,6 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
     return COEXEC_OK;
 }
 
-COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
-                                   void *arg)
-{
-    RT_CHECK();
-    if (!fn)
-        return COEXEC_EINVAL;
-    int rc = CHECK_HANDLE(xs);
-    if (rc)
-        return rc;
-    struct coexec_xstream_rec *x = xs.p;
-    struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
-    if (x->joined || atom_load_acq_u32(&x->done) || !s)
-        return COEXEC_ESTATE;
-    struct coexec_unit_rec *u = coexec__unit_new(xs_self_entry(), UNIT_TASKLET);
-    if (UNLIKELY(!u))
-        return COEXEC_ENOMEM;
-    u->fn.tasklet = fn;
-    u->arg = arg;
-    u->flags = UF_DETACHED | UF_NOSTEAL;
-    u->bound_rank = x->rank;
-    atom_store_rlx_ptr(&u->pool, s->pools[0]);
-    if (xs_self_entry() == x)
-        coexec__pool_push(s->pools[0], u, false);
-    else
-        coexec__mb_push(&x->mb, u);
-    return COEXEC_OK;
-}
-
 static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
                                      bool tasklet, bool for_free,
                                      uint64_t deadline, bool *held)

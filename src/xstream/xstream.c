@@ -710,3 +710,33 @@ COEXEC_API int coexec_xstream_get_num(int *num)
     pthread_mutex_unlock(&coexec__g.lock);
     return COEXEC_OK;
 }
+
+/* ---- posting a tasklet to a stream ------------------------------------ */
+
+COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
+                                   void *arg)
+{
+    RT_CHECK();
+    if (!fn)
+        return COEXEC_EINVAL;
+    int rc = CHECK_HANDLE(xs);
+    if (rc)
+        return rc;
+    struct coexec_xstream_rec *x = xs.p;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
+    if (x->joined || atom_load_acq_u32(&x->done) || !s)
+        return COEXEC_ESTATE;
+    struct coexec_unit_rec *u = coexec__unit_new(xs_self_entry(), UNIT_TASKLET);
+    if (UNLIKELY(!u))
+        return COEXEC_ENOMEM;
+    u->fn.tasklet = fn;
+    u->arg = arg;
+    u->flags = UF_DETACHED | UF_NOSTEAL;
+    u->bound_rank = x->rank;
+    atom_store_rlx_ptr(&u->pool, s->pools[0]);
+    if (xs_self_entry() == x)
+        coexec__pool_push(s->pools[0], u, false);
+    else
+        coexec__mb_push(&x->mb, u);
+    return COEXEC_OK;
+}
