@@ -18,7 +18,7 @@ struct timer_heap;
 
 /* A timer: fire(t, false) runs under the heap's lock once deadline has
  * passed (on the heap's stream, or on the timer keeper: see
- * src/xstream/timer.c), unless cancelled first; fire(t, true) when
+ * src/sched/keeper.c), unless cancelled first; fire(t, true) when
  * finalize ends it early. */
 struct timer {
     uint64_t deadline;
@@ -62,7 +62,7 @@ void coexec__timerheap_register(struct timer_heap *h);
 void coexec__timerheap_forget_all(void);
 
 /* void (*)(uint64_t deadline): set by the rooms above (the timer keeper,
- * src/xstream/timer.c); called when a timer becomes its heap's earliest. */
+ * src/sched/keeper.c); called when a timer becomes its heap's earliest. */
 extern atom_ptr_t coexec__timerheap_note;
 
 #endif /* COEXEC_BASE_TIMERHEAP_H */

@@ -9,7 +9,7 @@
  * while it is one, and deregistered before its memory can become anything
  * else: slab and mapped stacks in src/mem/cache.c, the primary's scheduler
  * stack in src/xstream/xstream.c, user-given stacks (attr.stack) while
- * their ULT lives (thread.c, through vg_user_stack_*). OS thread stacks
+ * their ULT lives (thread/run.c, through vg_user_stack_*). OS thread stacks
  * (the main ULT's, a secondary stream's scheduler's) are not: valgrind
  * registers every thread's stack itself when the thread starts, and a
  * second, slightly different range over the same stack would make it take

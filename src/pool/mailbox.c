@@ -7,7 +7,7 @@
  * of X's waker pages when it parks (X's own thread allocates it, in
  * park_commit, before PARKED is published) and keeps the slot's key in its
  * descriptor's `prev` while parked. Whoever wins the wake (the CAS that
- * clears PARKED in the unit's own state word; src/thread/thread.c) sets the
+ * clears PARKED in the unit's own state word; src/thread/run.c) sets the
  * slot's bit with one atomic OR, marks the page in X's summary word if the
  * page had no bit yet, and kicks X. X takes the summary with one exchange
  * and each marked page's bits with one exchange, frees the slots and hands

@@ -208,7 +208,7 @@ bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
                                  struct sleeper *s);
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
                                    struct sleeper *s);
-/* Parked thieves (pool.c): a stream joins the set (s->xs set) before it
+/* Parked thieves (pool.c): a stream joins the set (s->mb set) before it
  * checks its victims, marks each victim while seeing it empty (false: it
  * has work), and leaves the set once awake. */
 void coexec__thief_park(struct sleeper *s);

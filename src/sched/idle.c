@@ -115,7 +115,7 @@ void coexec__sched_park_stream(struct coexec_xstream_rec *xs, struct coexec_sche
     if (!r.abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
         !atom_load_sc_ptr(&xs->sched_req) &&
         (next == UINT64_MAX || next > now_ns() + PARK_EARLY_NS)) {
-        /* Idle: keep the timers of busy streams too (timer.c). */
+        /* Idle: keep the timers of busy streams too (keeper.c). */
         bool held;
         uint64_t keep = coexec__timers_keep(xs, &held);
         struct timespec until;

@@ -1,9 +1,9 @@
 /*
  * src/sched/sched.h: the scheduler record and the stream's run loop.
  *
- * Room plaque. A scheduler is a kind (BASIC, BASIC_WAIT), an ordered array
+ * Room plaque. A scheduler is a kind (BASIC, BASIC_WAIT, ...), an ordered array
  * of pools, and its tuning. `in_use` is set while a stream runs it as its
- * main scheduler. The loop itself lives in src/sched/sched.c; what it runs
+ * main scheduler. The loop itself lives in src/sched/loop.c; what it runs
  * (and how units come back to it) lives in src/thread/.
  */
 #ifndef COEXEC_SCHED_SCHED_H

@@ -199,7 +199,7 @@ static void kick_one(void)
 }
 
 /* The timer keeper's way to wake the workers that sleep (they keep timers
- * too: src/xstream/timer.c); true if one slept. */
+ * too: src/sched/keeper.c); true if one slept. */
 static bool kick_idle(void)
 {
     if (!atom_load_sc_u32(&svc.sleepers))
@@ -371,7 +371,7 @@ static void *worker_main(void *arg)
         }
         /* Park: the event count makes "check, then sleep" race-free. A
          * base worker keeps the timers of busy streams meanwhile (the
-         * keeper, src/xstream/timer.c): it wakes for the next one. */
+         * keeper, src/sched/keeper.c): it wakes for the next one. */
         uint32_t seq = atom_load_sc_u32(&svc.seq);
         atom_fadd_sc_u32(&svc.sleepers, 1);
         if (!atom_load_sc_ptr(&svc.inbox) && !atom_load_sc_u32(&svc.queued) &&

@@ -647,7 +647,8 @@ COEXEC_API int coexec_yield(void)
          * scheduler so that it still sees its events and other pools. */
         struct coexec_pool_rec *p = unit_pool(u);
         /* Only from the scheduler's direct pool is "the next unit of my
-         * pool" what the scheduler itself would pick (src/sched/sched.c);
+         * pool" what the scheduler itself would pick (src/sched/sched.c,
+         * direct_pool);
          * a migration request must go through the ordinary path. */
         if (p != cs->direct_pool ||
             UNLIKELY(atom_load_rlx_uptr(&u->dest) != 0))

@@ -1,7 +1,7 @@
 /*
  * src/thread/thread.h: the unit engine's calls for the other rooms:
  * descriptors, running and finishing, queueing, parking and waking,
- * joining, keys (src/thread/thread.c, src/thread/key.c).
+ * joining, keys (src/thread/run.c, src/thread/thread.c, src/thread/key.c).
  */
 #ifndef COEXEC_THREAD_THREAD_H
 #define COEXEC_THREAD_THREAD_H
@@ -29,7 +29,7 @@ void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end);
 void coexec__enqueue_woken(struct coexec_unit_rec *u);
 /* The pool units migrating to xs go to. */
 struct coexec_pool_rec *coexec__migr_pool(struct coexec_xstream_rec *xs);
-/* Stacked schedulers (src/sched/sched.c): their unit's yield back to the
+/* Stacked schedulers (src/sched/loop.c): their unit's yield back to the
  * level below, and making that unit. */
 void coexec__unit_yield_to_sched(struct coexec_xstream_rec *xs,
                                  struct coexec_unit_rec *self);

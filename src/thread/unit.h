@@ -12,8 +12,8 @@
  *    next is also the link of a stream's remote-wake inbox.
  *  - state: written by whoever moves the unit (pool push, the scheduler,
  *    termination); read by anyone (relaxed queries, acquire for join).
- *  - wake: the park/notify word (see thread.c), any thread. While the unit
- *    is parked, prev holds its waker-page key (src/xstream/events.c).
+ *  - wake: the park/notify word (see run.c), any thread. While the unit
+ *    is parked, prev holds its waker-page key (src/pool/mailbox.c).
  *  - join: 0, JOIN_DONE, or the address of the joiner's wait record; while
  *    RF_INPLACE, that record names the joiner running the unit in place.
  *  - sp/stack: the saved context and the stack, owned by the unit's runner.
@@ -103,7 +103,7 @@ struct wait_node {
 struct join_waiter {
     struct coexec_unit_rec *ult; /* the waiting ULT, or NULL: external */
     atom_u32_t futex;            /* external thread: 1 once the unit is done */
-    bool keep; /* a free: leave JOIN_HANDED in place (thread.c, join_leave) */
+    bool keep; /* a free: leave JOIN_HANDED in place (run.c, join_leave) */
     bool held; /* ... and it did: no one else can release the unit */
 };
 

@@ -62,7 +62,7 @@ static inline struct wait_node *wlist_pop(struct wlist *l)
 }
 
 /* Takes tasklet u's wait node off the list it is linked on, if any
- * (src/thread/thread.c). */
+ * (src/thread/run.c). */
 void coexec__wlist_unlink_tasklet(struct coexec_unit_rec *u);
 
 #endif /* COEXEC_THREAD_WLIST_H */

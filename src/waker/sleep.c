@@ -2,7 +2,7 @@
  * src/waker/sleep.c: coexec_now_ns, coexec_sleep_until, coexec_sleep_ns.
  *
  * A sleeping ULT or tasklet is a waiter no one releases but its timer
- * (src/xstream/timer.c); an external thread sleeps in the kernel.
+ * (src/base/timerheap.c); an external thread sleeps in the kernel.
  */
 #include <time.h>
 

@@ -48,7 +48,7 @@ static struct coexec_xstream_rec *xs_record_new(void)
     /* The waker pages and the timer array outlive a stream, so a late
      * waker of a stopped one never touches freed memory. */
     struct wdir *wdir = xs->mb.wdir;
-    /* The timer heap is left alone: the timer keeper (timer.c) may be
+    /* The timer heap is left alone: the timer keeper (sched/keeper.c) may be
      * reading it. A stopped stream's heap is empty and stays valid. */
     memset(xs, 0, offsetof(struct coexec_xstream_rec, timers));
     if (wdir)

@@ -115,7 +115,7 @@ static inline bool xs_events_pending(struct coexec_xstream_rec *xs)
     return mb_pending(&xs->mb);
 }
 
-/* Timers (src/xstream/timer.c). */
+/* Timers (src/base/timerheap.h; the keeper: src/sched/keeper.c). */
 static inline uint64_t xs_next_timer(struct coexec_xstream_rec *xs)
 {
     return atom_load_acq_u64(&xs->timers.next);
