@@ -10,7 +10,7 @@
  * thieves (streams that steal from every default pool) are not listed one
  * by one: they wait in one global set, and `thief_mark`, linked among the
  * sleepers of a default pool, stands for all of them: a push that finds it
- * wakes one thief (pool.c, "Parked thieves").
+ * wakes one thief (sleepers.c, "Parked thieves").
  *
  * Ends: `head` is where units are pushed for both kinds; pop takes from the
  * head (LIFO) or the tail (FIFO); a yielding unit is queued at the end that
@@ -179,9 +179,6 @@ static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
 #define INPOOL_USER 2 /* held by a user pool (src/pool/user.c) */
 
 /* Out-of-line parts (src/pool/pool.c). */
-struct coexec_unit_rec *coexec__pool_steal_registered(
-    struct coexec_pool_rec *p, struct coexec_xstream_rec *xs,
-    struct coexec_pool_rec *into);
 /* Redirects every later push into p to `to`, and moves p's units there. */
 void coexec__pool_forward(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
 void coexec__pool_unforward(struct coexec_pool_rec *p);
@@ -201,14 +198,18 @@ void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p);
  * take u (pool_may_steal). */
 void coexec__pool_wake_sleepers_for(struct coexec_pool_rec *p,
                                     struct coexec_unit_rec *u);
+/* Takes a unit for thief xs (into: the pool it will call home), or NULL.
+ * registered: p was read from the registry of default pools
+ * (coexec__steal), and is passed by once it is no longer stealable. */
 struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
-                                           struct coexec_pool_rec *into);
+                                           struct coexec_pool_rec *into,
+                                           bool registered);
 bool coexec__pool_sleep_register(struct coexec_pool_rec *p,
                                  struct sleeper *s);
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
                                    struct sleeper *s);
-/* Parked thieves (pool.c): a stream joins the set (s->mb set) before it
+/* Parked thieves (sleepers.c): a stream joins the set (s->mb set) before it
  * checks its victims, marks each victim while seeing it empty (false: it
  * has work), and leaves the set once awake. */
 void coexec__thief_park(struct sleeper *s);
@@ -465,5 +466,7 @@ static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
 
 /* fork, in the child (src/core/process.c): forgets every pool. */
 void coexec__pool_atfork_child(void);
+/* ... and the parked thieves (src/pool/sleepers.c). */
+void coexec__thieves_atfork_child(void);
 
 #endif /* COEXEC_POOL_POOL_H */

@@ -62,8 +62,7 @@ struct coexec_unit_rec *coexec__sched_steal_one(struct coexec_xstream_rec *xs,
                 continue;
             }
             struct coexec_unit_rec *u =
-                registry ? coexec__pool_steal_registered(v, xs, s->pools[0])
-                         : coexec__pool_steal(v, xs, s->pools[0]);
+                coexec__pool_steal(v, xs, s->pools[0], registry);
             if (u) {
                 /* A stolen unit moves: when it yields or is woken, it comes
                  * back here, not to the stream it was taken from. Release:
