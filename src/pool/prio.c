@@ -103,8 +103,11 @@ static ALWAYS_INLINE void level_unlink(struct coexec_pool_rec *p,
 {
     if ((!u->prev || !u->next) && l < 0)
         l = level_of_end(st, u);
+    /* l < 0 only for a unit in the middle, whose unlink touches neither
+     * end of its level. */
+    bool alone = !u->prev && !u->next;
     DL_UNLINK(st->lv[l].head, st->lv[l].tail, u);
-    if (!st->lv[l].head)
+    if (alone)
         st->nonempty &= ~(1ull << l);
     unit_inpool_set(u, 0);
     size_add(p, -1);
