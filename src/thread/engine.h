@@ -1,14 +1,36 @@
 /*
- * src/thread/engine.h: what the unit engine (src/thread/run.c) and the
- * units' cold calls (src/thread/thread.c) share: the calling unit, handle
- * checks, the poll context of a tasklet.
+ * src/thread/engine.h: the unit engine's core, inline, shared by its files
+ * (run.c: running, finishing, waking, yielding; join.c: creating and
+ * joining; move.c: yield_to, child-first, migration; thread.c: the cold
+ * calls): releasing a descriptor, giving a ULT its stack, entering and
+ * leaving a unit, the calling unit, handle checks. The hot paths inline
+ * all of it, so splitting the engine into files costs no call.
  */
 #ifndef COEXEC_THREAD_ENGINE_H
 #define COEXEC_THREAD_ENGINE_H
 
 #include "base/global.h"
+#include "base/valgrind.h"
+#include "mem/cache.h"
+#include "mem/guard.h"
+#include "thread/switch.h"
+#include "thread/thread.h"
 #include "thread/unit.h"
 #include "xstream/xstream.h"
+
+/* Out of line, in run.c. */
+void coexec__ult_entry(void *arg); /* a ULT's first frame */
+void coexec__dest_arrived(struct coexec_xstream_rec *xs,
+                          struct coexec_unit_rec *u);
+/* u never started and no stack can be had for it: it ends unrun. */
+void coexec__unit_fail_nostack(struct coexec_xstream_rec *xs,
+                               struct coexec_unit_rec *u);
+/* Runs tasklet u once (a poll) on xs's scheduler context or in place. */
+void coexec__run_tasklet(struct coexec_xstream_rec *xs,
+                         struct coexec_unit_rec *u);
+/* Parks the calling ULT u until woken (at once if a wake is pending). */
+void coexec__park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u);
+
 
 /* A tasklet's poll context (coexec_poll_t): the tasklet polled. */
 struct coexec_poll {
@@ -55,6 +77,208 @@ static inline int check_unit(struct coexec_unit_rec *p, uint64_t gen, bool taskl
         return rc;
     if ((p->kind == UNIT_TASKLET) != tasklet)
         return COEXEC_EHANDLE;
+    return COEXEC_OK;
+}
+
+/* ---- descriptors, stacks, switches ------------------------------------- */
+
+/* The second half of a release, once u's generation is `gen`. */
+static ALWAYS_INLINE void unit_recycle(struct coexec_xstream_rec *xs,
+                                      struct coexec_unit_rec *u, uint64_t gen)
+{
+    if (LIKELY(xs))
+        xs->live_units--;
+    else
+        atom_fsub_rlx_u64(&coexec__g.live_units, 1);
+    /* Wakes aimed at this incarnation fail from now on. */
+    atom_store_rlx_u32(&u->wake, wake_tag_of(gen));
+    /* A free descriptor names no home (coexec__unit_homed_in). */
+    atom_store_rlx_ptr(&u->pool, NULL);
+    coexec__unit_free(xs ? &xs->ucache : NULL, u);
+}
+
+/* Releases u for the holder of handle generation `gen`: of racing
+ * releases through the same handle exactly one gets true. */
+static ALWAYS_INLINE bool unit_release_handle(struct coexec_xstream_rec *xs,
+                                              struct coexec_unit_rec *u,
+                                              uint64_t gen)
+{
+    uint64_t exp = gen, next = gen_next(gen);
+    if (UNLIKELY(!atom_cas_ar_u64(&u->gen, &exp, next)))
+        return false;
+    unit_recycle(xs, u, next);
+    return true;
+}
+
+static inline size_t unit_stack_bytes(struct coexec_unit_rec *u)
+{
+    return u->stack_size;
+}
+
+static inline struct fiber_info unit_fiber(struct coexec_unit_rec *u)
+{
+    struct fiber_info f = {u->stack, unit_stack_bytes(u), u->tsan_fiber};
+    return f;
+}
+
+static inline struct fiber_info sched_fiber(struct coexec_xstream_rec *xs)
+{
+    struct fiber_info f = {xs->sched_stack_lo, xs->sched_stack_size,
+                           xs->sched_fiber};
+    return f;
+}
+
+/* Gives u a stack; its context starts on it at the first switch to it.
+ * Returns false when out of memory. */
+static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
+                        struct coexec_unit_rec *u)
+{
+    size_t usable;
+    if (u->flags & UF_USER_STACK) {
+        usable = u->stack_size;
+        vg_user_stack_start(u->stack, usable);
+    } else if (u->flags & UF_BIG_STACK) {
+        /* A stacked scheduler's unit has its stack from its creation. */
+        if (!u->stack && !(u->stack = coexec__stack_map(u->stack_size)))
+            return false;
+        usable = u->stack_size;
+        vg_user_stack_start(u->stack, usable);
+    } else {
+        u->stack = coexec__stack_alloc(&xs->scache, coexec__g.stack_size);
+        if (!u->stack)
+            return false;
+        usable = coexec__g.stack_size - STACK_NODE_SIZE;
+        u->stack_size = (uint32_t)usable;
+    }
+    u->rflags |= RF_STARTED;
+    san_stack_reuse(u->stack, usable);
+    u->tsan_fiber = tsan_fiber_new();
+    return true;
+}
+
+/* Transfers control from the current context (saved in *save unless
+ * `final`) to the ULT `to`: resumes it, or starts it on its stack if it
+ * never ran. `back` says the current context is where `to` goes when it
+ * finishes, so a fresh `to` may simply return there. */
+static ALWAYS_INLINE void enter_unit(void **save, struct coexec_unit_rec *to,
+                                     int final, bool back)
+{
+    struct fiber_info fi = unit_fiber(to);
+    if (to->sp) {
+        switch_ctx(save, to->sp, &fi, final);
+    } else {
+        if (back && !SANITIZED)
+            to->rflags |= RF_RETURN;
+        start_ctx(save, &fi, coexec__ult_entry, to);
+    }
+}
+
+/* The joiner running u in place (RF_INPLACE): the waiter its join word
+ * names, which nobody else may change while the flag is set. */
+static ALWAYS_INLINE struct coexec_unit_rec *
+inplace_joiner(struct coexec_unit_rec *u)
+{
+    return ((struct join_waiter *)atom_load_rlx_uptr(&u->join))->ult;
+}
+
+static ALWAYS_INLINE void check_arrival(struct coexec_xstream_rec *xs,
+                                        struct coexec_unit_rec *u)
+{
+    if (UNLIKELY(atom_load_rlx_uptr(&u->dest) != 0))
+        coexec__dest_arrived(xs, u);
+}
+
+/* Leaves the running ULT `self` for `to` (a unit, or the scheduler when
+ * NULL) after recording what to do with self. */
+static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
+                     struct coexec_unit_rec *to, int op, int final)
+{
+    if (UNLIKELY(self->flags & UF_USER_STACK))
+        canary_check(self, self->stack);
+    xs->post_op = op;
+    xs->post_unit = self;
+    /* Leaving for anything but a child run in place (POST_NONE), our own
+     * starter gets resumed by a switch, not by our return. */
+    if (op != POST_NONE)
+        self->rflags &= (uint8_t)~RF_RETURN;
+    void *dead_sp; /* a finished context is never resumed */
+    void **save = final ? &dead_sp : &self->sp;
+    if (to) {
+        check_arrival(xs, to);
+        xs->cur = to;
+        atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
+        enter_unit(save, to, final, op == POST_NONE);
+    } else {
+        xs->cur = NULL;
+        struct fiber_info fi = sched_fiber(xs);
+        switch_ctx(save, xs->sched_sp, &fi, final);
+    }
+    /* Resumed, possibly on another stream: look it up again. */
+    coexec__post_switch(coexec__xs_self());
+}
+
+/* Where a ULT that stops running goes: its in-place joiner if any (which
+ * then waits for it the ordinary way), else the scheduler. */
+static inline struct coexec_unit_rec *leave_target(struct coexec_unit_rec *self)
+{
+    if (self->rflags & RF_INPLACE) {
+        self->rflags &= (uint8_t)~RF_INPLACE;
+        return inplace_joiner(self);
+    }
+    return NULL;
+}
+
+/* Makes a unit for pool p (checking the access mode), not yet queued. */
+static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn,
+                       void *arg, const coexec_thread_attr_t *attr,
+                       bool detached, struct coexec_unit_rec **out)
+{
+    size_t ss = 0;
+    void *ustack = NULL;
+    if (attr) {
+        ss = attr->stack_size;
+        ustack = attr->stack;
+        if (ustack && (((uintptr_t)ustack & 15) || ss < COEXEC__USER_MIN_STACK))
+            return COEXEC_EINVAL;
+        if (ss && (ss < COEXEC__USER_MIN_STACK || ss > COEXEC_MAX_STACK))
+            return COEXEC_EINVAL;
+    }
+    int rc = pool_check(p, true);
+    if (rc)
+        return rc;
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    struct coexec_unit_rec *u = coexec__unit_new(xs, kind);
+    if (UNLIKELY(!u))
+        return COEXEC_ENOMEM;
+    if (kind == UNIT_TASKLET) {
+        u->fn.tasklet = (coexec_tasklet_fn_t)fn;
+    } else {
+        u->fn.thread = (coexec_thread_fn_t)fn;
+        if (ustack) {
+            u->flags |= UF_USER_STACK;
+            u->stack = ustack;
+            u->stack_size = (uint32_t)(ss & ~(size_t)15);
+            canary_set(ustack); /* no guard of ours below it */
+        } else if (ss && ss != coexec__g.cfg.stack_size) {
+            size_t pg = coexec__g.page_size;
+            u->flags |= UF_BIG_STACK;
+            u->stack_size = (uint32_t)((ss + pg - 1) & ~(pg - 1));
+        } else {
+            u->stack_size = (uint32_t)(coexec__g.stack_size - STACK_NODE_SIZE);
+        }
+    }
+    u->arg = arg;
+    if (detached)
+        u->flags |= UF_DETACHED;
+    if (attr && attr->size >= sizeof *attr) {
+        if (attr->priority < 0 || attr->priority > (int)UA_PRIO_MASK) {
+            coexec__unit_release(xs, u);
+            return COEXEC_EINVAL;
+        }
+        atom_store_rlx_u32(&u->attrs, (uint32_t)attr->priority |
+                                          (attr->pinned ? UA_PINNED : 0));
+    }
+    *out = u;
     return COEXEC_OK;
 }
 

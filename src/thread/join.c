@@ -1,0 +1,490 @@
+/*
+ * src/thread/join.c: creating ULTs and tasklets, and joining and freeing
+ * them: the join word's protocol (see the plaque of run.c), running a
+ * queued unit in place, timed joins.
+ */
+
+#include "arch/clock.h"
+#include "arch/futex.h"
+#include "base/global.h"
+#include "pool/pool.h"
+#include "thread/engine.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
+
+/* ---- join ---------------------------------------------------------------- */
+
+static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *xs)
+{
+    return pool_may_take(u, xs);
+}
+
+/* Runs the not-started unit u (just removed from its pool, and our
+ * registration as its joiner in u->join) in place. */
+static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
+                         struct coexec_unit_rec *u)
+{
+    if (u->kind == UNIT_TASKLET) {
+        xs->cur = u;
+        atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
+        u->rflags |= RF_INPLACE;
+        coexec__run_tasklet(xs, u); /* READY completes the join in place */
+        xs->cur = self;
+        return;
+    }
+    if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
+        /* It ends here, unrun; as its in-place joiner we are told so
+         * without a wake (unit_finish under RF_INPLACE). */
+        u->rflags |= RF_INPLACE;
+        coexec__unit_fail_nostack(xs, u);
+        return;
+    }
+    u->rflags |= RF_INPLACE; /* its joiner: w->ult, through u->join */
+    atom_store_rlx_u32(&self->state, COEXEC_UNIT_BLOCKED);
+    leave_to(xs, self, u, POST_NONE, 0);
+    atom_store_rlx_u32(&self->state, COEXEC_UNIT_RUNNING);
+}
+
+/* What a join reports of a finished unit: it ran, or it could not. */
+static ALWAYS_INLINE int join_result(const struct coexec_unit_rec *u)
+{
+    return UNLIKELY(u->rflags & RF_NOSTACK) ? COEXEC_ENOMEM : COEXEC_OK;
+}
+
+/* The registered joiner of u, which finished (join word j), leaves: the
+ * result is read first, JOIN_DONE is its last touch of u. A free keeps
+ * JOIN_HANDED instead (w->held): while it stays, every other free is
+ * EBUSY, so the free releases u with no atomic read-modify-write. */
+static ALWAYS_INLINE int join_leave(struct coexec_unit_rec *u, uintptr_t j,
+                                    struct join_waiter *w)
+{
+    int rc = join_result(u);
+    if (j == JOIN_HANDED) {
+        if (w->keep)
+            w->held = true;
+        else
+            atom_store_rel_uptr(&u->join, JOIN_DONE);
+    }
+    return rc;
+}
+
+/* A ULT registered as u's joiner waits for the finish (JOIN_DONE when u
+ * was run in place, else JOIN_HANDED, which it turns into JOIN_DONE as it
+ * leaves). The finisher's wake may find us running (a wake recorded as
+ * NOTIFIED, for instance because we ran u in place and were resumed
+ * directly): consume such a leftover so a later park of ours does not
+ * return early. */
+/* How long a joiner watches a unit running elsewhere before parking: short
+ * units finish within it, and parking plus the wake that ends it cost far
+ * more than the watch. A unit that is not running (queued, parked) is not
+ * watched: nothing will finish it within a spin. */
+#define JOIN_SPIN 128
+
+/* A timed joiner's timer: at the deadline it takes the registration back
+ * (only while the join word still names the waiter: a finisher that got
+ * there first completes the join) and wakes the joiner. */
+struct join_timer {
+    struct timer t;
+    struct coexec_unit_rec *u;
+    struct join_waiter *w;
+    atom_u32_t fired;
+};
+
+static void join_timer_fire(struct timer *t, bool cancel)
+{
+    /* Finalize ends the timer early: the join goes on like an untimed one
+     * (finalize wakes the unit it waits for). */
+    if (cancel)
+        return;
+    struct join_timer *jt = container_of(t, struct join_timer, t);
+    uintptr_t exp = (uintptr_t)jt->w;
+    if (atom_cas_ar_uptr(&jt->u->join, &exp, 0)) {
+        struct coexec_unit_rec *joiner = jt->w->ult;
+        atom_store_rel_u32(&jt->fired, 1);
+        coexec__wake_unit(joiner);
+    }
+}
+
+static NOINLINE int join_wait_ult_timed(struct coexec_unit_rec *u,
+                                        struct coexec_unit_rec *self,
+                                        struct join_waiter *w,
+                                        uint64_t deadline)
+{
+    struct join_timer jt;
+    jt.t.deadline = deadline;
+    jt.t.fire = join_timer_fire;
+    jt.u = u;
+    jt.w = w;
+    atom_store_rlx_u32(&jt.fired, 0);
+    if (coexec__timer_add(&coexec__xs_self()->timers, &jt.t) != COEXEC_OK) {
+        uintptr_t exp = (uintptr_t)w;
+        if (atom_cas_ar_uptr(&u->join, &exp, 0))
+            return COEXEC_ENOMEM; /* no room for the timer; not joined */
+        deadline = UINT64_MAX;    /* finishing already: wait for it */
+    }
+    uintptr_t j;
+    bool timed_out = false;
+    for (;;) {
+        if (atom_load_acq_u32(&jt.fired)) {
+            timed_out = true; /* our registration is gone: u is not ours */
+            break;
+        }
+        j = atom_load_acq_uptr(&u->join);
+        if (join_finished(j))
+            break;
+        if (j == JOIN_WAKING)
+            cpu_relax();
+        else
+            coexec__park_self(coexec__xs_self(), self);
+    }
+    /* Once cancel returns the timer is done with us (it fires under the
+     * heap's lock); then drop a wake it or the finisher left. */
+    if (deadline != UINT64_MAX)
+        coexec__timer_cancel(&jt.t);
+    coexec__wake_clear(self);
+    return timed_out ? COEXEC_ETIMEDOUT : join_leave(u, j, w);
+}
+
+static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self,
+                         struct join_waiter *w, uint64_t deadline)
+{
+    uintptr_t j;
+    if (UNLIKELY(deadline != UINT64_MAX))
+        return join_wait_ult_timed(u, self, w, deadline);
+    for (int i = 0; i < JOIN_SPIN; i++) {
+        j = atom_load_acq_uptr(&u->join);
+        if (j <= JOIN_HANDED ||
+            atom_load_rlx_u32(&u->state) != COEXEC_UNIT_RUNNING)
+            break;
+        cpu_relax();
+    }
+    for (;;) {
+        j = atom_load_acq_uptr(&u->join);
+        if (join_finished(j))
+            break;
+        if (j == JOIN_WAKING)
+            cpu_relax(); /* its wake reached us; the finish is imminent */
+        else
+            coexec__park_self(coexec__xs_self(), self);
+    }
+    coexec__wake_clear(self);
+    return join_leave(u, j, w);
+}
+
+/* Does the descriptor still serve the handle's unit? (A stale handle's
+ * unit was freed by someone else meanwhile.) */
+static ALWAYS_INLINE bool gen_is(const struct coexec_unit_rec *u, uint64_t gen)
+{
+    return atom_load_acq_u64(&((struct coexec_unit_rec *)u)->gen) == gen;
+}
+
+/* A finished unit whose join word says j: what join (for_free false) or
+ * free reports. JOIN_HANDED: its registered joiner has not left yet. */
+static int join_done_result(const struct coexec_unit_rec *u, uint64_t gen,
+                            uintptr_t j, bool for_free)
+{
+    if (!gen_is(u, gen))
+        return COEXEC_EHANDLE;
+    if (j == JOIN_HANDED && for_free)
+        return COEXEC_EBUSY;
+    return join_result(u);
+}
+
+/* An external thread registered as u's joiner waits, until deadline. */
+static int join_wait_external(struct coexec_unit_rec *u, struct join_waiter *w,
+                              uint64_t deadline)
+{
+    uintptr_t j;
+    while (!join_finished(j = atom_load_acq_uptr(&u->join))) {
+        if (deadline == UINT64_MAX) {
+            coexec__futex_wait(&w->futex, 0, NULL);
+            continue;
+        }
+        if (clock_now_ns() >= deadline) {
+            uintptr_t exp = (uintptr_t)w;
+            if (atom_cas_ar_uptr(&u->join, &exp, 0))
+                return COEXEC_ETIMEDOUT;
+            continue; /* its finisher is waking us */
+        }
+        struct timespec ts = clock_until(deadline);
+        coexec__futex_wait(&w->futex, 0, &ts);
+    }
+    return join_leave(u, j, w);
+}
+
+/* Waits for u until deadline (UINT64_MAX: none); gen is the caller's
+ * handle generation. for_free: the caller will release u if this returns
+ * COEXEC_OK or COEXEC_ENOMEM, so it must be the only one left touching u. */
+static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
+                                   bool for_free, uint64_t deadline,
+                                   bool *held)
+{
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    struct coexec_unit_rec *self = xs ? xs->cur : NULL;
+    if (xs && !self)
+        return COEXEC_ECONTEXT; /* a scheduler loop cannot wait */
+    if (self == u)
+        return COEXEC_EDEADLK;
+    if (self && self->kind == UNIT_TASKLET)
+        return COEXEC_ECONTEXT;
+    if (u->flags & UF_DETACHED)
+        return COEXEC_EINVAL;
+    /* Acquire: pairs with the finisher's release of JOIN_DONE. */
+    uintptr_t j = atom_load_acq_uptr(&u->join);
+    if (LIKELY(j == JOIN_DONE) || j == JOIN_HANDED)
+        return join_done_result(u, gen, j, for_free);
+
+    /* Registered first, claimed second: of racing joiners only the one
+     * whose CAS wins may take the unit out of its pool to run it. */
+    struct join_waiter w = {self, ATOM_INIT(0), for_free, false};
+    uintptr_t exp = 0;
+    if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w)) {
+        if (exp == JOIN_WAKING) {
+            /* Its finisher is a few instructions from done. */
+            while ((exp = atom_load_acq_uptr(&u->join)) == JOIN_WAKING)
+                cpu_relax();
+        }
+        if (join_finished(exp))
+            return join_done_result(u, gen, exp, for_free);
+        /* Somebody else is joining it (or it serves another unit now). */
+        return gen_is(u, gen) ? COEXEC_EBUSY : COEXEC_EHANDLE;
+    }
+    bool stale = false;
+    if (UNLIKELY(!gen_is(u, gen))) {
+        /* We registered on the descriptor's next unit: take it back. */
+        exp = (uintptr_t)&w;
+        if (atom_cas_ar_uptr(&u->join, &exp, 0))
+            return COEXEC_EHANDLE;
+        /* It finished meanwhile and its finisher is waking us: let it. */
+        stale = true;
+    }
+    if (self && !stale) {
+        /* Still queued: run it in place. Acquire: pairs with a thief's
+         * release of u's new home. */
+        struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
+        bool claimed = false;
+        if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
+            may_run_here(u, xs)) {
+            if (p)
+                claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
+                          coexec__pool_remove_as(p, u, xs);
+            else if (!unit_inpool(u) && !(u->rflags & RF_STARTED)) {
+                /* Popped out of its pool by the user: ours to run. It needs
+                 * a home pool in case it yields or parks: the joiner's. */
+                atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
+                claimed = true;
+            }
+        }
+        if (claimed)
+            run_in_place(xs, self, u);
+    }
+    if (stale)
+        deadline = UINT64_MAX; /* only waiting out a finisher */
+    int rc = self ? join_wait_ult(u, self, &w, deadline)
+                  : join_wait_external(u, &w, deadline);
+    if (!stale) {
+        *held = w.held;
+        return rc;
+    }
+    if (w.held) /* not ours: its own free must find it done */
+        atom_store_rel_uptr(&u->join, JOIN_DONE);
+    return COEXEC_EHANDLE;
+}
+
+/* ---- public ULT and tasklet calls ------------------------------------- */
+
+
+/* Makes a unit and queues it in p. */
+static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind,
+                                     void *fn, void *arg,
+                                     const coexec_thread_attr_t *attr,
+                                     bool detached,
+                                     struct coexec_unit_rec **out)
+{
+    int rc = make_unit(p, kind, fn, arg, attr, detached, out);
+    /* A public call's prologue: no switch since entry, the inline
+     * thread-local read is the calling stream. */
+    if (LIKELY(rc == COEXEC_OK))
+        coexec__pool_push_as(p, *out, PUSH_NEW, xs_self_entry());
+    return rc;
+}
+
+static int pool_of_xstream(coexec_xstream_t xs, struct coexec_pool_rec **p)
+{
+    int rc = CHECK_HANDLE(xs);
+    if (rc)
+        return rc;
+    struct coexec_sched_rec *s = atom_load_acq_ptr(&xs.p->sched);
+    if (!s || s->npools < 1)
+        return COEXEC_ESTATE;
+    *p = s->pools[0];
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_attr_init(coexec_thread_attr_t *attr)
+{
+    if (!attr)
+        return COEXEC_EINVAL;
+    attr->size = sizeof *attr;
+    attr->stack_size = 0;
+    attr->stack = NULL;
+    attr->priority = 0;
+    attr->pinned = 0;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_create(coexec_pool_t pool, coexec_thread_fn_t fn,
+                                    void *arg, const coexec_thread_attr_t *attr,
+                                    coexec_thread_t *out)
+{
+    RT_CHECK();
+    if (!fn)
+        return COEXEC_EINVAL;
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u;
+    rc = create_unit(pool.p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
+    if (rc)
+        return rc;
+    SET_OUT(out, u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
+                                       coexec_thread_fn_t fn, void *arg,
+                                       const coexec_thread_attr_t *attr,
+                                       coexec_thread_t *out)
+{
+    RT_CHECK();
+    if (!fn)
+        return COEXEC_EINVAL;
+    struct coexec_pool_rec *p;
+    int rc = pool_of_xstream(xs, &p);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u;
+    rc = create_unit(p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
+    if (rc)
+        return rc;
+    SET_OUT(out, u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_tasklet_create(coexec_pool_t pool, coexec_tasklet_fn_t fn,
+                                     void *arg, coexec_tasklet_t *out)
+{
+    RT_CHECK();
+    if (!fn)
+        return COEXEC_EINVAL;
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u;
+    rc = create_unit(pool.p, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL,
+                     &u);
+    if (rc)
+        return rc;
+    SET_OUT(out, u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
+                                        coexec_tasklet_fn_t fn, void *arg,
+                                        coexec_tasklet_t *out)
+{
+    RT_CHECK();
+    if (!fn)
+        return COEXEC_EINVAL;
+    struct coexec_pool_rec *p;
+    int rc = pool_of_xstream(xs, &p);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u;
+    rc = create_unit(p, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL, &u);
+    if (rc)
+        return rc;
+    SET_OUT(out, u);
+    return COEXEC_OK;
+}
+
+static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
+                                     bool tasklet, bool for_free,
+                                     uint64_t deadline, bool *held)
+{
+    RT_CHECK();
+    int rc = check_unit(p, gen, tasklet);
+    if (rc)
+        return rc;
+    if (p->kind == UNIT_MAIN) {
+        /* The wrong kind of caller first, as for any other unit. */
+        struct coexec_xstream_rec *xs = xs_self_entry();
+        if (xs && (!xs->cur || xs->cur->kind == UNIT_TASKLET))
+            return COEXEC_ECONTEXT;
+        return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
+    }
+    return join_unit(p, gen, for_free, deadline, held);
+}
+
+static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
+{
+    bool held = false;
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held);
+    /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
+    if (rc && rc != COEXEC_ENOMEM)
+        return rc;
+    if (held)
+        coexec__unit_release(coexec__xs_self(), *pp); /* ours alone */
+    else if (!unit_release_handle(coexec__xs_self(), *pp, *gp))
+        return COEXEC_EHANDLE; /* another free of the same handle won */
+    *pp = NULL;
+    *gp = 0;
+    return rc;
+}
+
+COEXEC_API int coexec_thread_join(coexec_thread_t t)
+{
+    bool held;
+    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held);
+}
+
+COEXEC_API int coexec_thread_join_timed(coexec_thread_t t, uint64_t timeout_ns)
+{
+    bool held;
+    return join_common(t.p, t.gen, false, false, clock_deadline(timeout_ns),
+                       &held);
+}
+
+COEXEC_API int coexec_thread_free(coexec_thread_t *t)
+{
+    if (!t)
+        return COEXEC_EINVAL;
+    return free_common(&t->p, &t->gen, false);
+}
+
+COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
+{
+    bool held;
+    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held);
+}
+
+COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
+                                         uint64_t timeout_ns)
+{
+    bool held;
+    return join_common(k.p, k.gen, true, false, clock_deadline(timeout_ns),
+                       &held);
+}
+
+COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
+{
+    if (!k)
+        return COEXEC_EINVAL;
+    return free_common(&k->p, &k->gen, true);
+}
+
+int coexec__join_unit(struct coexec_unit_rec *u)
+{
+    bool held;
+    return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX, &held);
+}

@@ -1,0 +1,208 @@
+/*
+ * src/thread/move.c: a unit handing the CPU to a chosen one (yield_to,
+ * child-first creation) and migration between pools and streams.
+ */
+
+#include "base/global.h"
+#include "pool/pool.h"
+#include "thread/engine.h"
+#include "thread/unit.h"
+#include "xstream/xstream.h"
+
+/* ---- child-first creation, yield_to, migration --------------------------- */
+
+/* self, run in place by its joiner, is about to switch to another unit
+ * instead of back to the joiner: the joiner (its context saved since it
+ * switched to us) becomes an ordinary ready unit, and waits for us the
+ * ordinary way (join_wait_ult) when it runs again. */
+static void release_inplace_joiner(struct coexec_unit_rec *self)
+{
+    if (self->rflags & RF_INPLACE) {
+        struct coexec_unit_rec *j = inplace_joiner(self);
+        self->rflags &= (uint8_t)~RF_INPLACE;
+        coexec__enqueue(j, false);
+    }
+}
+
+/* A ready unit still queued in its home pool, taken out for the calling
+ * stream xs to run now (as a join claims one): true if we got it. */
+static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u,
+                         bool started_ok)
+{
+    struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
+    if (!p || atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
+        !pool_may_take(u, xs))
+        return false;
+    if (!(p->shared || p->owner_xs == xs || !p->owner_xs))
+        return false;
+    if (started_ok) {
+        /* Any queued unit, started or not (yield_to). */
+        if (p->impl) {
+            return false;
+        }
+        bool ok;
+        if (p->shared)
+            pool_lock(p);
+        ok = unit_inpool(u) && unit_pool(u) == p;
+        if (ok)
+            list_unlink(p, u);
+        if (p->shared)
+            pool_unlock(p);
+        return ok;
+    }
+    return coexec__pool_remove(p, u);
+}
+
+COEXEC_API int coexec_yield_to(coexec_thread_t t)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *self = self_ult(&xs, &err);
+    if (!self)
+        return err;
+    int rc = check_unit(t.p, t.gen, false);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = t.p;
+    if (u == self)
+        return COEXEC_EDEADLK;
+    /* Bound elsewhere (the primary's main ULT, from another stream) is
+     * EPERM; the main ULT is never switched to directly. */
+    if (!pool_may_take(u, xs))
+        return COEXEC_EPERM;
+    if (u->kind != UNIT_ULT)
+        return COEXEC_ESTATE;
+    if (!claim_queued(xs, u, true))
+        return COEXEC_ESTATE;
+    if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
+        coexec__unit_fail_nostack(xs, u);
+        return COEXEC_ENOMEM;
+    }
+    release_inplace_joiner(self);
+    atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
+    leave_to(xs, self, u, POST_REQUEUE, 0);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_create_child_first(coexec_pool_t pool,
+                                                coexec_thread_fn_t fn, void *arg,
+                                                const coexec_thread_attr_t *attr,
+                                                coexec_thread_t *out)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *self = self_ult(&xs, &err);
+    if (!self)
+        return err;
+    if (!fn)
+        return COEXEC_EINVAL;
+    if (self->flags & UF_NOSTEAL)
+        return COEXEC_ECONTEXT;
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u;
+    rc = make_unit(pool.p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
+    if (rc)
+        return rc;
+    atom_store_rlx_ptr(&u->pool, pool.p);
+    bool here = pool_may_take(u, xs);
+    if (here && !ult_prepare(xs, u)) {
+        coexec__unit_release(xs, u);
+        return COEXEC_ENOMEM;
+    }
+    if (!here) {
+        coexec__enqueue(u, false); /* it runs later instead */
+    } else {
+        SET_OUT(out, u);
+        release_inplace_joiner(self);
+        atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
+        /* We go back to our pool as a new unit would. */
+        leave_to(xs, self, u, POST_REQUEUE_NEW, 0);
+        return COEXEC_OK;
+    }
+    SET_OUT(out, u);
+    return COEXEC_OK;
+}
+
+static bool unit_movable(struct coexec_unit_rec *u)
+{
+    return !(u->flags & (UF_NOSTEAL | UF_SCHED)) &&
+           !(atom_load_rlx_u32(&u->attrs) & UA_PINNED);
+}
+
+/* Moves t (a ULT) so that its home becomes `to` (or, for a stream, that
+ * stream's migration pool; bound_xs is then non-NULL). */
+static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
+                   struct coexec_xstream_rec *bound)
+{
+    int rc = check_unit(t.p, t.gen, false);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = t.p;
+    if (!unit_movable(u))
+        return COEXEC_EPERM;
+    if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_TERMINATED ||
+        join_finished(atom_load_acq_uptr(&u->join)))
+        return COEXEC_ESTATE;
+    if ((rc = pool_check(to, true)))
+        return rc;
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    uintptr_t req = bound ? (uintptr_t)bound | DEST_MOVE | DEST_BOUND
+                          : (uintptr_t)to | DEST_MOVE;
+    if (xs && xs->cur == u) {
+        /* Ourselves: the request applies as we yield. */
+        atom_store_rel_uptr(&u->dest, req);
+        xs->direct_yields = 0;
+        atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+        leave_to(xs, u, leave_target(u), POST_REQUEUE, 0);
+        return COEXEC_OK;
+    }
+    /* Queued somewhere we may take it from: move it now. */
+    if (xs && claim_queued(xs, u, true)) {
+        atom_store_rel_uptr(&u->dest, req);
+        coexec__enqueue(u, false);
+        return COEXEC_OK;
+    }
+    if (!xs && atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY) {
+        struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
+        if (p && p->shared && !p->impl) {
+            pool_lock(p);
+            bool ok = unit_inpool(u) && unit_pool(u) == p;
+            if (ok)
+                list_unlink(p, u);
+            pool_unlock(p);
+            if (ok) {
+                atom_store_rel_uptr(&u->dest, req);
+                coexec__enqueue(u, false);
+                return COEXEC_OK;
+            }
+        }
+    }
+    /* Running or parked (or queued where only its owner may touch it):
+     * it moves when it next goes back to a pool. */
+    atom_store_rel_uptr(&u->dest, req);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_migrate_to(coexec_thread_t t, coexec_pool_t pool)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    return migrate(t, pool.p, NULL);
+}
+
+COEXEC_API int coexec_thread_migrate_to_xstream(coexec_thread_t t,
+                                                coexec_xstream_t xs)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(xs);
+    if (rc)
+        return rc;
+    struct coexec_xstream_rec *x = xs.p;
+    if (x->joined || atom_load_acq_u32(&x->stop) || !atom_load_acq_ptr(&x->sched))
+        return COEXEC_ESTATE;
+    return migrate(t, coexec__migr_pool(x), x);
+}
