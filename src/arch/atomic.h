@@ -24,6 +24,45 @@
 #include "atomic_c11.h"
 #endif
 
+/*
+ * Derived from the backend's operations, once for both.
+ *
+ * A 16-byte {pointer, tag} word for ABA-safe lock-free stacks. The halves
+ * are read with two acquire loads (a torn snapshot only makes the CAS
+ * fail); the CAS is the GCC builtin 16-byte compare-and-swap (cmpxchg16b
+ * with -mcx16, casp or ldxp/stxp on AArch64), which TSan instruments where
+ * AO's own inline cmpxchg16b would be invisible to it.
+ */
+typedef union {
+    struct {
+        atom_ptr_t ptr;
+        atom_u64_t tag;
+    } h;
+    unsigned __int128 whole;
+} __attribute__((aligned(16))) atom_tagged_t;
+
+typedef struct {
+    void *ptr;
+    uint64_t tag;
+} tagged_val_t;
+
+static inline tagged_val_t atom_tagged_load(atom_tagged_t *a)
+{
+    tagged_val_t v;
+    v.tag = atom_load_acq_u64(&a->h.tag);
+    v.ptr = atom_load_acq_ptr(&a->h.ptr);
+    return v;
+}
+
+static inline bool atom_tagged_cas(atom_tagged_t *a, tagged_val_t old,
+                                   tagged_val_t nv)
+{
+    unsigned __int128 o = ((unsigned __int128)old.tag << 64) |
+                          (uintptr_t)old.ptr;
+    unsigned __int128 n = ((unsigned __int128)nv.tag << 64) | (uintptr_t)nv.ptr;
+    return __sync_bool_compare_and_swap(&a->whole, o, n);
+}
+
 /* Spin-wait hint. */
 static inline void cpu_relax(void)
 {

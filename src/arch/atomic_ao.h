@@ -174,40 +174,4 @@ static inline void atom_fence_rel(void)
 }
 static inline void atom_fence_sc(void) { AO_nop_full(); }
 
-/*
- * A 16-byte {pointer, tag} word for ABA-safe lock-free stacks, with the
- * same layout and the same 16-byte CAS as the C11 backend: AO's own
- * AO_compare_double_and_swap_double needs -mcx16 as well, and its inline
- * cmpxchg16b would be invisible to TSan where the GCC builtin is not.
- */
-typedef union {
-    struct {
-        atom_ptr_t ptr;
-        atom_u64_t tag;
-    } h;
-    unsigned __int128 whole;
-} __attribute__((aligned(16))) atom_tagged_t;
-
-typedef struct {
-    void *ptr;
-    uint64_t tag;
-} tagged_val_t;
-
-static inline tagged_val_t atom_tagged_load(atom_tagged_t *a)
-{
-    tagged_val_t v;
-    v.tag = atom_load_acq_u64(&a->h.tag);
-    v.ptr = atom_load_acq_ptr(&a->h.ptr);
-    return v;
-}
-
-static inline bool atom_tagged_cas(atom_tagged_t *a, tagged_val_t old,
-                                   tagged_val_t nv)
-{
-    unsigned __int128 o = ((unsigned __int128)old.tag << 64) |
-                          (uintptr_t)old.ptr;
-    unsigned __int128 n = ((unsigned __int128)nv.tag << 64) | (uintptr_t)nv.ptr;
-    return __sync_bool_compare_and_swap(&a->whole, o, n);
-}
-
 #endif /* COEXEC_ARCH_ATOMIC_AO_H */
