@@ -351,10 +351,10 @@ COEXEC_API int coexec_thread_create(coexec_pool_t pool, coexec_thread_fn_t fn,
     return COEXEC_OK;
 }
 
-COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
-                                       coexec_thread_fn_t fn, void *arg,
-                                       const coexec_thread_attr_t *attr,
-                                       coexec_thread_t *out)
+/* The _on calls: a unit of kind for stream xs's first pool. */
+static int create_on(coexec_xstream_t xs, int kind, void *fn, void *arg,
+                     const coexec_thread_attr_t *attr, bool detached,
+                     struct coexec_unit_rec **u)
 {
     RT_CHECK();
     if (!fn)
@@ -363,8 +363,16 @@ COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
     int rc = pool_of_xstream(xs, &p);
     if (rc)
         return rc;
+    return create_unit(p, kind, fn, arg, attr, detached, u);
+}
+
+COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
+                                       coexec_thread_fn_t fn, void *arg,
+                                       const coexec_thread_attr_t *attr,
+                                       coexec_thread_t *out)
+{
     struct coexec_unit_rec *u;
-    rc = create_unit(p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
+    int rc = create_on(xs, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
     if (rc)
         return rc;
     SET_OUT(out, u);
@@ -393,15 +401,9 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
                                         coexec_tasklet_fn_t fn, void *arg,
                                         coexec_tasklet_t *out)
 {
-    RT_CHECK();
-    if (!fn)
-        return COEXEC_EINVAL;
-    struct coexec_pool_rec *p;
-    int rc = pool_of_xstream(xs, &p);
-    if (rc)
-        return rc;
     struct coexec_unit_rec *u;
-    rc = create_unit(p, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL, &u);
+    int rc = create_on(xs, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL,
+                       &u);
     if (rc)
         return rc;
     SET_OUT(out, u);
