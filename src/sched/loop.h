@@ -42,6 +42,9 @@ struct coexec_unit_rec *coexec__sched_steal_one(struct coexec_xstream_rec *xs,
 struct coexec_unit_rec *coexec__sched_prio_pick(struct coexec_xstream_rec *xs,
                                                struct coexec_sched_rec *s);
 
+/* The unit a built-in scheduler runs next: its own pick (PRIO), or its
+ * first npop pools in order; when they are empty, a stolen one if it
+ * steals. Read from the record's fields, never from its kind. */
 static ALWAYS_INLINE struct coexec_unit_rec *
 next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
 {
@@ -55,6 +58,7 @@ next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
     return u || !s->steal_empty ? u : coexec__sched_steal_one(xs, s);
 }
 
+/* Are all of s's pools empty (a relaxed look)? */
 static inline bool pools_empty(struct coexec_sched_rec *s)
 {
     for (int i = 0; i < s->npools; i++)
