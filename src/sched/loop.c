@@ -108,9 +108,9 @@ static bool timers_hold_stop(struct coexec_xstream_rec *xs)
 static bool main_events(struct coexec_xstream_rec *xs)
 {
     bool any = coexec__sched_drain_events(xs);
-    uint64_t next = xs_next_timer(xs);
-    if (next != UINT64_MAX && next <= now_ns()) {
-        coexec__timerheap_run(&xs->timers, now_ns());
+    uint64_t next = xs_next_timer(xs), now;
+    if (next != UINT64_MAX && next <= (now = now_ns())) {
+        coexec__timerheap_run(&xs->timers, now);
         any = true;
     }
     return any;

@@ -74,7 +74,6 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
         sched_all = s;
         gen = gen_first();
     }
-    s->kind = kind;
     s->npools = npools;
     for (int i = 0; i < npools; i++) {
         s->pools[i] = pools[i];
@@ -94,7 +93,6 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
     s->parks = d->parks;
     s->event_freq = event_freq;
     s->idle_spin_ns = idle_spin_ns;
-    s->steal = steal;
     s->aging = 64;
     s->stack_size = 0;
     s->is_default = 0;

@@ -1,8 +1,8 @@
 /*
  * src/sched/sched.h: the scheduler record and the stream's run loop.
  *
- * Room plaque. A scheduler is a kind (BASIC, BASIC_WAIT, ...), an ordered array
- * of pools, and its tuning. `in_use` is set while a stream runs it as its
+ * Room plaque. A scheduler is what its kind (BASIC, BASIC_WAIT, ...)
+ * does, as data, an ordered array of pools, and its tuning. `in_use` is set while a stream runs it as its
  * main scheduler. The loop itself lives in src/sched/loop.c; what it runs
  * (and how units come back to it) lives in src/thread/.
  */
@@ -17,7 +17,6 @@
 struct coexec_xstream_rec;
 
 struct coexec_sched_rec {
-    int kind;
     int npools;
     struct coexec_pool_rec *pools[SCHED_MAX_POOLS];
     /* What the scheduler's kind does, as data (set when the record is
@@ -38,7 +37,6 @@ struct coexec_sched_rec {
     uint8_t parks;          /* parks when idle (all but BASIC) */
     unsigned event_freq;
     uint64_t idle_spin_ns;
-    int steal;
     unsigned aging;       /* PRIO */
     size_t stack_size;    /* stacked: its unit's stack */
     uint8_t is_default;   /* made by the runtime for a default setup */
