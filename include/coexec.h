@@ -24,5 +24,6 @@
 #include "coexec/sync.h"
 #include "coexec/key.h"
 #include "coexec/service.h"
+#include "coexec/fj.h"
 
 #endif /* COEXEC_H */

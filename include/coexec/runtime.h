@@ -128,6 +128,12 @@ typedef struct coexec_config {
                                        CPUs the process may run on; "" =
                                        the last CPU of its binding */
     coexec_service_io_t service_io; /* file I/O path, default AUTO */
+    /* Task records in each stream's fork-join deque (coexec/fj.h), 64
+     * bytes each, mapped when the stream first opens a region or steals
+     * and touched only as deep as spawns go; default 65,536 (4 MiB of
+     * address space); 64..16,777,216. Spawns beyond it still work,
+     * slower (the overflow goes to the heap and is never stolen). */
+    size_t fj_slots;
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

@@ -55,6 +55,7 @@ COEXEC_API int coexec_config_init(coexec_config_t *cfg)
     cfg->service_spin_us = 50;
     cfg->service_cpus[0] = '\0';
     cfg->service_io = COEXEC_SERVICE_IO_AUTO;
+    cfg->fj_slots = 65536;
     return COEXEC_OK;
 }
 
@@ -177,7 +178,7 @@ enum field_index {
     I_NUM_XSTREAMS, I_STACK_SIZE, I_GUARD_SIZE, I_SCHED, I_EVENT_FREQ,
     I_AFFINITY, I_IDLE_SPIN_US, I_PRINT_CONFIG, I_QUIET, I_SERVICE_THREADS,
     I_SERVICE_MAX_THREADS, I_SERVICE_SPIN_US, I_SERVICE_CPUS, I_SERVICE_IO,
-    NFIELDS
+    I_FJ_SLOTS, NFIELDS
 };
 _Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
 
@@ -210,6 +211,7 @@ static const struct field fields[NFIELDS] = {
     ENUM_ROW(I_SERVICE_IO, "COEXEC_SERVICE_IO", service_io, io_names,
              "auto, uring or threads",
              "COEXEC_SERVICE_IO_AUTO, _URING or _THREADS"),
+    ROW(I_FJ_SLOTS, "COEXEC_FJ_SLOTS", fj_slots, F_SIZE, 64, 1u << 24, NULL),
 };
 
 /* "16K", "1G", "4096": a size as a person writes it. */
@@ -492,10 +494,11 @@ COEXEC_API int coexec_print_config(void *fp)
     const coexec_config_t *c = &coexec__g.cfg;
     fprintf(f,
             "coexec %s: xstreams=%d stack_size=%zu sched=%s event_freq=%u "
-            "affinity=%d idle_spin_us=%u guard_size=%zu\n",
+            "affinity=%d idle_spin_us=%u guard_size=%zu fj_slots=%zu\n",
             coexec_version_string(), c->num_xstreams, c->stack_size,
             sched_kind_name(c->sched_kind),
-            c->event_freq, c->affinity, c->idle_spin_us, coexec__g.guard_size);
+            c->event_freq, c->affinity, c->idle_spin_us, coexec__g.guard_size,
+            c->fj_slots);
     pthread_mutex_lock(&coexec__g.lock);
     fprintf(f, "coexec placement: %s;", coexec__affinity_describe());
     for (int r = 0; r < MAX_XSTREAMS; r++) {

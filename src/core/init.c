@@ -27,6 +27,7 @@
 #include "base/global.h"
 #include "core/config.h"
 #include "core/process.h"
+#include "fj/fj.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
 #include "service/service.h"
@@ -109,6 +110,7 @@ static void cancel_blocked(struct coexec_xstream_rec *xs)
 static void teardown(void)
 {
     coexec__primary_teardown();
+    coexec__fj_teardown();
     coexec__fault_handler_remove();
     coexec__sched_free_all();
     coexec__pool_free_all();
@@ -160,6 +162,7 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     atom_store_rlx_u64(&coexec__g.live_units, 0);
     atom_store_rlx_u64(&coexec__g.next_unit_id, 1);
     coexec__keys_reset();
+    coexec__fj_setup();
 
     if ((rc = coexec__affinity_init()) != COEXEC_OK ||
         (coexec__g.guard_size &&

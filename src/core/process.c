@@ -13,6 +13,7 @@
 #include "base/osthread.h"
 #include "base/topology.h"
 #include "core/process.h"
+#include "fj/fj.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
 #include "service/service.h"
@@ -72,6 +73,7 @@ static void fork_child(void)
     coexec__xstream_atfork_child(reclaim);
     coexec__pool_atfork_child();
     coexec__sched_atfork_child();
+    coexec__fj_atfork_child();
     coexec__service_atfork_child();
     coexec__cache_atfork_child(reclaim);
     coexec__affinity_atfork_release();

@@ -9,6 +9,8 @@
 #include "sched/loop.h"
 #include "thread/thread.h"
 
+struct coexec__sched_fj coexec__sched_fj;
+
 bool coexec__sched_has_work(struct coexec_xstream_rec *xs)
 {
     return !pools_empty(xs->cur_sched) || xs_events_pending(xs) ||

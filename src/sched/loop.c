@@ -172,6 +172,16 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             return LOOP_SWITCH;
         if (main_must_stop(xs, s))
             return LOOP_STOP;
+        if (UNLIKELY(atom_load_rlx_u32(&coexec__sched_fj.open) != 0)) {
+            /* A region is open somewhere: help it, and stay awake. */
+            idle_since = 0;
+            if (coexec__sched_fj.steal(xs))
+                continue;
+            if (++idle_rounds % 256 == 0)
+                sched_yield(); /* streams may outnumber cores */
+            cpu_relax();
+            continue;
+        }
         if (s->parks) {
             if (!idle_since) {
                 idle_since = now_ns();

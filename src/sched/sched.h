@@ -81,6 +81,17 @@ void coexec__sched_run(struct coexec_xstream_rec *xs);
 /* Has xs's running scheduler level something queued for it (in its pools,
  * events or run_next)? For a unit of xs deciding whether to yield. */
 bool coexec__sched_has_work(struct coexec_xstream_rec *xs);
+
+/* Fork-join work for idle streams, set by src/fj (an upward signal: data
+ * the upper room fills). `open` counts the fork-join regions open in the
+ * process; while it is not 0, a built-in main scheduler with no unit to
+ * run calls steal(xs), which runs one stolen task and says whether it
+ * found one, and does not park. */
+struct coexec__sched_fj {
+    atom_u32_t open;
+    bool (*steal)(struct coexec_xstream_rec *xs);
+};
+extern struct coexec__sched_fj coexec__sched_fj;
 /* Queues every unit woken through xs's mailbox (xs's own thread); true if
  * any. */
 bool coexec__sched_drain_events(struct coexec_xstream_rec *xs);
