@@ -41,14 +41,18 @@
  *    once, by the task (or region function) that spawned them, before it
  *    returns. SYNC(NAME) must name the task of the latest unsynced spawn.
  *  - A task may not block: while a region is open, the stream runs no
- *    other unit, and any call that would wait, yield, sleep, lock or
- *    switch (coexec_thread_yield, coexec_thread_join, coexec_mutex_lock,
- *    coexec_eventual_wait, coexec_sleep, coexec_read, ...) returns
- *    COEXEC_ECONTEXT, as it does in a scheduler. Calls that do not wait
- *    work: creating ULTs and tasklets, setting eventuals, waking wakers,
- *    try-locks, channel try-sends, posting, submitting requests. Calls
- *    that ask for the calling unit (coexec_thread_self, keys) answer as
- *    in a scheduler: there is none.
+ *    other unit. A task runs in a scheduler's context wherever it runs,
+ *    so calls that would wait, yield or switch (coexec_yield,
+ *    coexec_thread_join and _free, coexec_tasklet_join and _free,
+ *    coexec_mutex_lock, coexec_cond_wait, coexec_eventual_wait,
+ *    coexec_future_wait, coexec_barrier_wait, coexec_sleep_ns,
+ *    coexec_offload, ...) return COEXEC_ECONTEXT there. Calls that do not
+ *    wait work: creating ULTs and tasklets (join them after the region),
+ *    setting eventuals and futures, waking wakers, try-locks, channel
+ *    try-sends, posting, submitting requests. The POSIX wrappers
+ *    (coexec_read, ...) run the plain call there, blocking the OS thread:
+ *    avoid them in tasks. Calls that ask for the calling unit
+ *    (coexec_thread_self, keys) answer as in a scheduler: there is none.
  *  - Tasks run on the stack of whoever runs them: the unit that opened the
  *    region (a ULT's stack is COEXEC_STACK_SIZE, 16 KiB by default), or
  *    the scheduler of a stealing stream. Keep recursion depth modest, or
