@@ -25,5 +25,6 @@
 #include "coexec/key.h"
 #include "coexec/service.h"
 #include "coexec/fj.h"
+#include "coexec/stats.h"
 
 #endif /* COEXEC_H */

@@ -134,6 +134,9 @@ typedef struct coexec_config {
      * address space); 64..16,777,216. Spawns beyond it still work,
      * slower (the overflow goes to the heap and is never stolen). */
     size_t fj_slots;
+    /* 1: print every stream's counters (coexec/stats.h) on stderr at
+     * coexec_finalize, and measure idle time; default 0; 0 or 1. */
+    int stats;
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

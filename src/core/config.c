@@ -178,7 +178,7 @@ enum field_index {
     I_NUM_XSTREAMS, I_STACK_SIZE, I_GUARD_SIZE, I_SCHED, I_EVENT_FREQ,
     I_AFFINITY, I_IDLE_SPIN_US, I_PRINT_CONFIG, I_QUIET, I_SERVICE_THREADS,
     I_SERVICE_MAX_THREADS, I_SERVICE_SPIN_US, I_SERVICE_CPUS, I_SERVICE_IO,
-    I_FJ_SLOTS, NFIELDS
+    I_FJ_SLOTS, I_STATS, NFIELDS
 };
 _Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
 
@@ -212,6 +212,7 @@ static const struct field fields[NFIELDS] = {
              "auto, uring or threads",
              "COEXEC_SERVICE_IO_AUTO, _URING or _THREADS"),
     ROW(I_FJ_SLOTS, "COEXEC_FJ_SLOTS", fj_slots, F_SIZE, 64, 1u << 24, NULL),
+    ROW(I_STATS, "COEXEC_STATS", stats, F_BOOL, 0, 1, NULL),
 };
 
 /* "16K", "1G", "4096": a size as a person writes it. */

@@ -2,6 +2,8 @@
 #ifndef COEXEC_CORE_CONFIG_H
 #define COEXEC_CORE_CONFIG_H
 
+#include <stdio.h>
+
 #include "base/cpulist.h"
 #include "base/global.h"
 #include "coexec.h"
@@ -18,5 +20,8 @@ int coexec__config_apply_env(coexec_config_t *cfg, uint32_t *from_env);
 int coexec__config_validate(const coexec_config_t *cfg, uint32_t from_env);
 void coexec__set_init_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+
+/* The counters' table (core/stats.c): coexec_stats_print, at finalize. */
+int coexec__stats_print(FILE *f);
 
 #endif /* COEXEC_CORE_CONFIG_H */

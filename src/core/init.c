@@ -239,6 +239,8 @@ COEXEC_API int coexec_finalize(void)
     cancel_blocked(xs);
     if (xs->cur->keys)
         coexec__keys_destroy(xs->cur);
+    if (coexec__g.cfg.stats)
+        coexec__stats_print(stderr);
     coexec__service_stop();
     atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
     uint64_t live = atom_load_acq_u64(&coexec__g.live_units) +

@@ -162,7 +162,8 @@ static coexec_fj_task_t *spill_sync(struct fj_worker *w)
 
 /* Takes the oldest shared task of v, or NULL; asks busy v to share more
  * when it has none shared. */
-static coexec_fj_task_t *steal_from(struct fj_worker *v)
+static coexec_fj_task_t *steal_from(struct coexec_xstream_rec *xs,
+                                     struct fj_worker *v)
 {
     uint64_t ts = atom_load_acq_u64(&v->ts);
     for (;;) {
@@ -175,8 +176,11 @@ static coexec_fj_task_t *steal_from(struct fj_worker *v)
         }
         /* Acquire: the slot's contents, written before the owner's
          * release of the split that shared it. */
-        if (atom_cas_ar_u64(&v->ts, &ts, TS(tail + 1, split)))
+        if (atom_cas_ar_u64(&v->ts, &ts, TS(tail + 1, split))) {
+            stat_add(&xs->count[XC_FJ_STEALS], 1);
+            atom_fadd_rlx_u64(&v->stolen, 1);
             return v->base + tail;
+        }
     }
 }
 
@@ -223,7 +227,7 @@ static bool idle_steal(struct coexec_xstream_rec *xs)
         struct fj_worker *v = atom_load_acq_ptr(&reg.w[(start + i) % n]);
         if (!v || v == w)
             continue;
-        coexec_fj_task_t *t = steal_from(v);
+        coexec_fj_task_t *t = steal_from(xs, v);
         if (t) {
             coexec__thief_kick_one();
             run_stolen(w, t);
@@ -256,6 +260,7 @@ COEXEC_API void coexec_fj_grow_(coexec_fj_t *fj)
  * descend from t) until it is. */
 static void leapfrog(struct fj_worker *w, coexec_fj_task_t *t)
 {
+    struct coexec_xstream_rec *xs = coexec__xs_self();
     unsigned spins = 0;
     for (;;) {
         /* Acquire: the result, from the thief's release of FJ_DONE. */
@@ -263,7 +268,7 @@ static void leapfrog(struct fj_worker *w, coexec_fj_task_t *t)
         if (th == FJ_DONE)
             return;
         if (th) {
-            coexec_fj_task_t *s = steal_from((struct fj_worker *)th);
+            coexec_fj_task_t *s = steal_from(xs, (struct fj_worker *)th);
             if (s) {
                 run_stolen(w, s);
                 spins = 0;
@@ -349,6 +354,12 @@ COEXEC_API int coexec_fj_run(void (*fn)(coexec_fj_t *coexec_fj_, void *arg),
 }
 
 /* ---- the runtime's calls -------------------------------------------------- */
+
+uint64_t coexec__fj_stolen(int rank)
+{
+    struct fj_worker *w = atom_load_acq_ptr(&reg.w[rank]);
+    return w ? atom_load_rlx_u64(&w->stolen) : 0;
+}
 
 void coexec__fj_setup(void)
 {

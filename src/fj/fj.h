@@ -55,12 +55,15 @@ struct fj_worker {
     /* Read and written by thieves. */
     atom_u64_t ts CACHE_ALIGNED; /* tail << 32 | split */
     atom_u32_t busy;             /* depth > 0: a thief may ask for a split */
+    atom_u64_t stolen;           /* tasks thieves took from here (stats) */
 };
 
 /* Sets the idle streams' hook (core's init). */
 void coexec__fj_setup(void);
 /* Frees every worker; no stream runs (core's finalize). */
 void coexec__fj_teardown(void);
+/* Tasks thieves took from the worker of rank `rank` (0: it has none). */
+uint64_t coexec__fj_stolen(int rank);
 /* fork, in the child: no region is open there. */
 void coexec__fj_atfork_child(void);
 

@@ -67,6 +67,7 @@ struct coexec_pool_rec {
     atom_u32_t has_sleepers;  /* sleepers != NULL (changed under the lock) */
     atom_u32_t nrun;          /* running schedulers that take from it */
     atom_u32_t home_cpu;      /* 1 + CPU of the last stream that claimed it */
+    atom_u64_t stolen;        /* units schedulers stole from it (stats) */
     struct sleeper thief_mark; /* in `sleepers`: thieves park (pool.c) */
     uint8_t user_created;
     uint8_t live; /* made and not yet released (under coexec__g.lock) */

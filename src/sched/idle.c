@@ -130,7 +130,9 @@ void coexec__sched_park_stream(struct coexec_xstream_rec *xs, struct coexec_sche
             until = clock_until(next);
             ts = &until;
         }
+        uint64_t t0 = now_ns();
         parker_sleep(&xs->mb.park, ts);
+        stat_add(&xs->count[XC_PARKED_NS], now_ns() - t0);
         /* A kick is work (or a stop) unless it came from a timer add. */
         coexec__timers_unkeep(xs, held, parker_kicked(&xs->mb.park));
     }

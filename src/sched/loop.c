@@ -130,6 +130,13 @@ static bool main_must_stop(struct coexec_xstream_rec *xs,
 
 enum loop_end { LOOP_STOP, LOOP_SWITCH };
 
+/* Adds the idle time since t0 to xs's count (COEXEC_STATS); returns 0. */
+static NOINLINE uint64_t idle_end(struct coexec_xstream_rec *xs, uint64_t t0)
+{
+    stat_add(&xs->count[XC_IDLE_NS], now_ns() - t0);
+    return 0;
+}
+
 /* Runs s at the current level of xs (main when `stacked` is false). A
  * stacked s returns when it must finish; a main one on a stop or a
  * replacement request. */
@@ -138,6 +145,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
 {
     unsigned iter = 0;
     uint64_t idle_since = 0;
+    uint64_t idle_t0 = 0; /* idle since (COEXEC_STATS: idle time) */
     unsigned idle_rounds = 0;
     for (;;) {
         struct coexec_unit_rec *u = xs->run_next;
@@ -146,6 +154,8 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
         else
             u = next_unit(xs, s);
         if (u) {
+            if (UNLIKELY(idle_t0 != 0))
+                idle_t0 = idle_end(xs, idle_t0);
             coexec__run_unit(xs, u);
             idle_since = 0;
             if (++iter >= s->event_freq) {
@@ -166,6 +176,8 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             xs = stacked_idle(xs, s);
             continue;
         }
+        if (UNLIKELY(coexec__g.cfg.stats) && !idle_t0)
+            idle_t0 = now_ns();
         if (main_events(xs))
             continue; /* run what they woke */
         if (atom_load_acq_ptr(&xs->sched_req) != NULL)
@@ -175,8 +187,11 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
         if (UNLIKELY(atom_load_rlx_u32(&coexec__sched_fj.open) != 0)) {
             /* A region is open somewhere: help it, and stay awake. */
             idle_since = 0;
-            if (coexec__sched_fj.steal(xs))
+            if (coexec__sched_fj.steal(xs)) {
+                if (UNLIKELY(idle_t0 != 0))
+                    idle_t0 = idle_end(xs, idle_t0);
                 continue;
+            }
             if (++idle_rounds % 256 == 0)
                 sched_yield(); /* streams may outnumber cores */
             cpu_relax();
@@ -186,6 +201,8 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             if (!idle_since) {
                 idle_since = now_ns();
             } else if (now_ns() - idle_since >= s->idle_spin_ns) {
+                if (UNLIKELY(idle_t0 != 0))
+                    idle_t0 = idle_end(xs, idle_t0);
                 coexec__sched_park_stream(xs, s);
                 idle_since = 0;
                 continue;

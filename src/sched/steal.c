@@ -64,6 +64,8 @@ struct coexec_unit_rec *coexec__sched_steal_one(struct coexec_xstream_rec *xs,
             struct coexec_unit_rec *u =
                 coexec__pool_steal(v, xs, s->pools[0], registry);
             if (u) {
+                stat_add(&xs->count[XC_STEALS], 1);
+                atom_fadd_rlx_u64(&v->stolen, 1);
                 /* A stolen unit moves: when it yields or is woken, it comes
                  * back here, not to the stream it was taken from. Release:
                  * a joiner that finds the new home (acquire) also sees the

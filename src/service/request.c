@@ -13,6 +13,7 @@
 #include "service/service.h"
 #include "service/svc.h"
 #include "waker/wait.h"
+#include "xstream/xstream.h"
 
 #define svc coexec__svc
 
@@ -36,6 +37,9 @@ static int rq_fill(struct request *r, coexec_offload_fn_t fn, void *arg)
     }
     /* Release: a waiter that sees it queued again sees it filled. */
     atom_store_rel_u32(&r->state, RQ_QUEUED);
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    if (xs)
+        stat_add(&xs->count[XC_OFFLOADS], 1);
     return COEXEC_OK;
 }
 

@@ -188,6 +188,15 @@ static ALWAYS_INLINE void check_arrival(struct coexec_xstream_rec *xs,
         coexec__dest_arrived(xs, u);
 }
 
+/* Counts a switch of xs's thread to `to`: a unit resumed or started, or
+ * (NULL) the scheduler. */
+static ALWAYS_INLINE void count_switch(struct coexec_xstream_rec *xs,
+                                       struct coexec_unit_rec *to)
+{
+    /* One add per switch: units run and switches are sums of these. */
+    stat_add(&xs->count[to ? XC_ULT_RUNS : XC_SCHED_SWITCHES], 1);
+}
+
 /* Leaves the running ULT `self` for `to` (a unit, or the scheduler when
  * NULL) after recording what to do with self. */
 static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
@@ -197,6 +206,7 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
         canary_check(self, self->stack);
     xs->post_op = op;
     xs->post_unit = self;
+    count_switch(xs, to);
     /* Leaving for anything but a child run in place (POST_NONE), our own
      * starter gets resumed by a switch, not by our return. */
     if (op != POST_NONE)

@@ -80,6 +80,7 @@ COEXEC_API int coexec_yield_to(coexec_thread_t t)
     }
     release_inplace_joiner(self);
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
+    stat_add(&xs->count[XC_YIELDS], 1);
     leave_to(xs, self, u, POST_REQUEUE, 0);
     return COEXEC_OK;
 }

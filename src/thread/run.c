@@ -192,9 +192,12 @@ static void wake_enqueue(struct coexec_unit_rec *u)
 {
     struct coexec_pool_rec *p = unit_pool(u);
     uintptr_t key = (uintptr_t)u->prev;
+    struct coexec_xstream_rec *self = coexec__xs_self();
     if (!p->shared && p->owner_xs) {
         struct coexec_xstream_rec *owner = p->owner_xs;
-        if (coexec__xs_self() != owner) {
+        if (self != owner) {
+            if (self)
+                stat_add(&self->count[XC_WAKES_REMOTE], 1);
             /* The owner queues it (and applies a migration request). */
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
             if (key)
@@ -206,6 +209,8 @@ static void wake_enqueue(struct coexec_unit_rec *u)
         if (key)
             coexec__mb_slot_free(&owner->mb, key);
     }
+    if (self)
+        stat_add(&self->count[XC_WAKES_LOCAL], 1);
     enqueue_as(u, PUSH_WAKE);
 }
 
@@ -253,8 +258,10 @@ static bool park_commit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u
         if (!p->shared && p->owner_xs == xs)
             key = coexec__mb_slot_take(&xs->mb, u);
         u->prev = (struct coexec_unit_rec *)key;
-        if (atom_cas_ar_u32(&u->wake, &w, w | WAKE_PARKED))
+        if (atom_cas_ar_u32(&u->wake, &w, w | WAKE_PARKED)) {
+            stat_add(&xs->count[XC_PARKS], 1);
             return true;
+        }
         if (key)
             coexec__mb_slot_free(&xs->mb, key);
     }
@@ -383,6 +390,7 @@ void coexec__run_tasklet(struct coexec_xstream_rec *xs,
                          struct coexec_unit_rec *u)
 {
     struct coexec_poll cx = {u};
+    stat_add(&xs->count[XC_TASKLETS_RUN], 1);
     u->rflags |= RF_STARTED;
     coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
     if (r == COEXEC_READY) {
@@ -425,6 +433,7 @@ void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
         coexec__unit_fail_nostack(xs, u);
         return;
     }
+    count_switch(xs, u);
     enter_unit(&xs->sched_sp, u, 0, true);
     /* Scheduler contexts never change OS thread: xs is still ours. */
     coexec__post_switch(xs);
@@ -464,6 +473,7 @@ void coexec__ult_entry(void *arg)
                                          : NULL;
         xs->post_op = POST_FINISH;
         xs->post_unit = u;
+        count_switch(xs, to);
         xs->cur = to;
         if (to)
             atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
@@ -494,6 +504,7 @@ COEXEC_API int coexec_yield(void)
     struct coexec_unit_rec *u = self_ult(&xs, &err);
     if (!u)
         return err;
+    stat_add(&xs->count[XC_YIELDS], 1);
     struct coexec_unit_rec *to = leave_target(u);
     struct coexec_sched_rec *cs = xs->cur_sched;
     if (!to && ++xs->direct_yields < cs->event_freq) {

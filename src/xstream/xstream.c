@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
+#include "arch/clock.h"
 #include "arch/futex.h"
 #include "base/global.h"
 #include "base/osthread.h"
@@ -61,6 +62,7 @@ static struct coexec_xstream_rec *xs_record_new(void)
     }
     atom_store_rlx_u64(&xs->gen, gen);
     memset(xs->dist, 0xff, sizeof xs->dist);
+    xs->since_ns = clock_now_ns();
     return xs;
 }
 
@@ -158,6 +160,7 @@ static void *xs_main(void *arg)
     xs->live_units = 0;
     coexec__xs_set_self(NULL);
     coexec__altstack_leave(&xs->altstack);
+    atom_store_rel_u64(&xs->stop_ns, clock_now_ns());
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_TERMINATED);
     atom_store_rel_u32(&xs->done, 1);
     coexec__futex_wake(&xs->done, 1 << 30);

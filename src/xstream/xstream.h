@@ -24,6 +24,7 @@
 #include "arch/atomic.h"
 #include "base/global.h"
 #include "base/self.h"
+#include "base/stats.h"
 #include "base/timerheap.h"
 #include "base/topology.h"
 #include "mem/cache.h"
@@ -59,6 +60,8 @@ struct coexec_xstream_rec {
     atom_ptr_t sched;
     struct coexec_sched_rec *cur_sched; /* the innermost level running */
     uint32_t rng;                       /* victim choice (xorshift) */
+    /* Counters (base/stats.h): added to by this thread only. */
+    atom_u64_t count[XC_N];
     struct unit_cache ucache;
     struct stack_cache scache;
     void *sched_stack_lo; /* the scheduler context's stack, for sanitizers */
@@ -86,6 +89,11 @@ struct coexec_xstream_rec {
     struct coexec_pool_rec *default_pool;
     struct coexec_sched_rec *default_sched; /* NULL: not a default setup */
     struct coexec_xstream_rec *free_next;
+    /* coexec_stats_reset's snapshot, and when the stream started and
+     * stopped running (core/stats.c, under coexec__g.lock). */
+    uint64_t count_base[XC_N + 2];
+    uint64_t since_ns;
+    atom_u64_t stop_ns;
     /* Timers of units parked here: the owner fires them, any stream may
      * cancel one (under the lock). */
     struct timer_heap timers CACHE_ALIGNED;

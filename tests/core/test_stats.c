@@ -1,0 +1,228 @@
+/*
+ * tests/core/test_stats.c: the streams' counters (coexec/stats.h) count
+ * what the test did, reset, the table, and the call's errors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static coexec_xstream_stats_t stats_of(int rank)
+{
+    coexec_xstream_stats_t st;
+    memset(&st, 0xa5, sizeof st);
+    st.size = sizeof st;
+    CH_ASSERT_OK(coexec_xstream_get_stats(ch_xstream(rank), &st));
+    return st;
+}
+
+static coexec_poll_status_t ready(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    return COEXEC_READY;
+}
+
+static void empty_ult(void *arg) { (void)arg; }
+
+static intptr_t offloaded(void *arg) { return (intptr_t)arg + 1; }
+
+/* Yields, runs, tasklets, offloads on one stream: exact counts. */
+static void t_counts(void)
+{
+    ch_init(1);
+    CH_ASSERT_OK(coexec_stats_reset());
+    coexec_xstream_stats_t a = stats_of(0);
+    CH_ASSERT_EQ(a.rank, 0);
+    CH_ASSERT_EQ(a.yields, 0);
+    CH_ASSERT_EQ(a.units_run, 0);
+    CH_ASSERT_EQ(a.offloads, 0);
+
+    for (int i = 0; i < 10; i++)
+        CH_ASSERT_OK(coexec_yield());
+    coexec_pool_t pool = ch_main_pool(0);
+    coexec_tasklet_t k[5];
+    for (int i = 0; i < 5; i++)
+        CH_ASSERT_OK(coexec_tasklet_create(pool, ready, NULL, &k[i]));
+    for (int i = 0; i < 5; i++)
+        CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
+    coexec_thread_t t[4];
+    for (int i = 0; i < 4; i++)
+        CH_ASSERT_OK(coexec_thread_create(pool, empty_ult, NULL, NULL, &t[i]));
+    ch_free_threads(t, 4);
+    for (int i = 0; i < 3; i++) {
+        intptr_t r = 0;
+        CH_ASSERT_OK(coexec_offload(offloaded, (void *)(intptr_t)i, &r));
+        CH_ASSERT_EQ(r, i + 1);
+    }
+
+    coexec_xstream_stats_t b = stats_of(0);
+    CH_ASSERT_EQ(b.yields, 10);
+    CH_ASSERT_EQ(b.tasklets_run, 5);
+    CH_ASSERT_EQ(b.offloads, 3);
+    /* 5 tasklets and 4 ULTs run in place, each ULT switched to and its
+     * joiner resumed (an offload may park the main ULT too: more). */
+    CU_ASSERT(b.units_run >= 5 + 4 + 4);
+    CU_ASSERT(b.switches >= 4 + 4);
+    CU_ASSERT(b.units_run - b.tasklets_run <= b.switches);
+    CH_ASSERT_EQ(b.steals, 0);
+    CH_ASSERT_EQ(b.stolen, 0);
+    CU_ASSERT(b.busy_ns > 0);
+
+    /* A reset starts from zero again. */
+    CH_ASSERT_OK(coexec_stats_reset());
+    coexec_xstream_stats_t c = stats_of(0);
+    CH_ASSERT_EQ(c.yields, 0);
+    CH_ASSERT_EQ(c.tasklets_run, 0);
+    CH_ASSERT_EQ(c.offloads, 0);
+    CH_ASSERT_OK(coexec_yield());
+    CH_ASSERT_EQ(stats_of(0).yields, 1);
+    ch_finalize();
+}
+
+/* An older caller's smaller struct: nothing past its size is written. */
+static void t_versioned(void)
+{
+    ch_init(1);
+    CH_ASSERT_OK(coexec_yield());
+    union {
+        coexec_xstream_stats_t st;
+        unsigned char bytes[sizeof(coexec_xstream_stats_t)];
+    } u;
+    memset(&u, 0xa5, sizeof u);
+    size_t old = offsetof(coexec_xstream_stats_t, yields);
+    u.st.size = old;
+    CH_ASSERT_OK(coexec_xstream_get_stats(ch_xstream(0), &u.st));
+    CH_ASSERT_EQ(u.st.size, old);
+    for (size_t i = old; i < sizeof u; i++)
+        CH_ASSERT_EQ(u.bytes[i], 0xa5);
+    ch_finalize();
+}
+
+struct wake_pair {
+    coexec_eventual_t ev;
+};
+
+static void waiter(void *arg)
+{
+    struct wake_pair *w = arg;
+    CH_ASSERT_OK(coexec_eventual_wait(&w->ev, NULL));
+}
+
+/* Parks and wakes: a ULT on stream 1 parks on an eventual the main ULT
+ * sets; stealing between the default pools balances counts. */
+static void t_parks_wakes(void)
+{
+    ch_init(2);
+    CH_ASSERT_OK(coexec_stats_reset());
+    struct wake_pair w;
+    CH_ASSERT_OK(coexec_eventual_init(&w.ev, 0));
+    coexec_thread_t t;
+    ch_spawn_on(1, waiter, &w, &t);
+    /* Wait until it parked somewhere, without deciding on timing. */
+    double t0 = ch_now();
+    while (ch_thread_state(t) != COEXEC_UNIT_BLOCKED &&
+           ch_now() - t0 < CH_WAIT_LIMIT_S)
+        ch_relax();
+    CH_ASSERT_EQ_FATAL(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_OK(coexec_eventual_set(&w.ev, NULL, 0));
+    ch_free_threads(&t, 1);
+    coexec_xstream_stats_t s0 = stats_of(0), s1 = stats_of(1);
+    CU_ASSERT(s0.parks + s1.parks >= 1);
+    CU_ASSERT(s0.wakes_local + s0.wakes_remote >= 1);
+    CH_ASSERT_EQ(s0.steals + s1.steals, s0.stolen + s1.stolen);
+    CH_ASSERT_OK(coexec_eventual_destroy(&w.ev));
+    ch_finalize();
+}
+
+COEXEC_FJ_TASK_1(long, sfib, int, n)
+{
+    if (n < 2)
+        return n;
+    COEXEC_FJ_SPAWN(sfib, n - 1);
+    long b = COEXEC_FJ_CALL(sfib, n - 2);
+    return COEXEC_FJ_SYNC(sfib) + b;
+}
+
+/* Fork-join steals made equal steals suffered, over all streams. */
+static void t_fj_balance(void)
+{
+    ch_init(4);
+    CH_ASSERT_OK(coexec_stats_reset());
+    long r = 0;
+    for (int i = 0; i < 5; i++) {
+        CH_ASSERT_OK(COEXEC_FJ_RUN(sfib, &r, 20));
+        CH_ASSERT_EQ(r, 6765);
+    }
+    uint64_t made = 0, suffered = 0;
+    for (int rank = 0; rank < 4; rank++) {
+        coexec_xstream_stats_t s = stats_of(rank);
+        made += s.fj_steals;
+        suffered += s.fj_stolen;
+    }
+    CH_ASSERT_EQ(made, suffered);
+    ch_finalize();
+}
+
+/* The table: a header, a row per stream starting with its rank, totals. */
+static void t_print(void)
+{
+    ch_init(2);
+    CH_ASSERT_OK(coexec_yield());
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_FATAL(f != NULL);
+    CH_ASSERT_OK(coexec_stats_print(f));
+    fclose(f);
+    CU_ASSERT(strstr(buf, "\nrank ") != NULL);
+    CU_ASSERT(strstr(buf, "\n0 ") != NULL);
+    CU_ASSERT(strstr(buf, "\n1 ") != NULL);
+    CU_ASSERT(strstr(buf, "\nall ") != NULL);
+    CU_ASSERT(strstr(buf, "\nservice: ") != NULL);
+    /* No line wider than 100 characters. */
+    for (char *l = buf, *e; *l; l = e + 1) {
+        e = strchr(l, '\n');
+        if (!e)
+            break;
+        CU_ASSERT(e - l <= 100);
+    }
+    free(buf);
+    ch_finalize();
+}
+
+static void t_errors(void)
+{
+    coexec_xstream_stats_t st = {.size = sizeof st};
+    coexec_xstream_t none = {NULL, 0};
+    CH_ASSERT_RC(coexec_xstream_get_stats(none, &st), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_stats_reset(), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_stats_print(NULL), COEXEC_ENOTINIT);
+    ch_init(1);
+    CH_ASSERT_RC(coexec_xstream_get_stats(ch_xstream(0), NULL), COEXEC_EINVAL);
+    st.size = 0;
+    CH_ASSERT_RC(coexec_xstream_get_stats(ch_xstream(0), &st), COEXEC_EINVAL);
+    st.size = sizeof st;
+    CH_ASSERT_RC(coexec_xstream_get_stats(none, &st), COEXEC_EHANDLE);
+    coexec_xstream_t xs;
+    CH_ASSERT_OK(coexec_xstream_create(NULL, &xs));
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    coexec_xstream_t stale = ch_xstream(0);
+    stale.gen ^= 1;
+    CH_ASSERT_RC(coexec_xstream_get_stats(stale, &st), COEXEC_EHANDLE);
+    ch_finalize();
+}
+
+static const ch_test_t count_tests[] = {
+    {"counts", t_counts},
+    {"versioned", t_versioned},
+    {"parks_wakes", t_parks_wakes},
+    {"fj_balance", t_fj_balance},
+    {"print", t_print},
+    {"errors", t_errors},
+    {NULL, NULL}};
+
+static const ch_suite_t suites[] = {{"counters", count_tests}, {NULL, NULL}};
+
+int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
