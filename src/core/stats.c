@@ -25,16 +25,19 @@ static void gather(struct coexec_xstream_rec *xs, uint64_t v[S_N])
 {
     for (int i = 0; i < XC_N; i++)
         v[i] = atom_load_rlx_u64(&xs->count[i]);
+    /* Acquire: a stopped stream's last figures. */
+    uint64_t end = atom_load_acq_u64(&xs->stop_ns);
     uint64_t stolen = 0;
     struct coexec_sched_rec *s = atom_load_acq_ptr(&xs->sched);
-    if (s && !xs->joined)
+    if (end)
+        stolen = atom_load_rlx_u64(&xs->stolen_at_stop);
+    else if (s)
         for (int i = 0; i < s->npools; i++)
             stolen += atom_load_rlx_u64(&s->pools[i]->stolen);
     v[S_STOLEN] = stolen;
     v[S_FJ_STOLEN] = coexec__fj_stolen(xs->rank);
     for (int i = 0; i < S_BUSY_NS; i++)
         v[i] = v[i] >= xs->count_base[i] ? v[i] - xs->count_base[i] : 0;
-    uint64_t end = atom_load_acq_u64(&xs->stop_ns);
     if (!end)
         end = clock_now_ns();
     uint64_t span = end > xs->since_ns ? end - xs->since_ns : 0;

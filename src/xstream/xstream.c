@@ -160,6 +160,11 @@ static void *xs_main(void *arg)
     xs->live_units = 0;
     coexec__xs_set_self(NULL);
     coexec__altstack_leave(&xs->altstack);
+    uint64_t stolen = 0;
+    struct coexec_sched_rec *s = atom_load_rlx_ptr(&xs->sched);
+    for (int i = 0; s && i < s->npools; i++)
+        stolen += atom_load_rlx_u64(&s->pools[i]->stolen);
+    atom_store_rlx_u64(&xs->stolen_at_stop, stolen);
     atom_store_rel_u64(&xs->stop_ns, clock_now_ns());
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_TERMINATED);
     atom_store_rel_u32(&xs->done, 1);

@@ -94,6 +94,7 @@ struct coexec_xstream_rec {
     uint64_t count_base[XC_N + 2];
     uint64_t since_ns;
     atom_u64_t stop_ns;
+    atom_u64_t stolen_at_stop; /* its pools' `stolen` when it stopped */
     /* Timers of units parked here: the owner fires them, any stream may
      * cancel one (under the lock). */
     struct timer_heap timers CACHE_ALIGNED;
