@@ -26,5 +26,6 @@
 #include "coexec/service.h"
 #include "coexec/fj.h"
 #include "coexec/stats.h"
+#include "coexec/info.h"
 
 #endif /* COEXEC_H */

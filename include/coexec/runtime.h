@@ -137,6 +137,13 @@ typedef struct coexec_config {
     /* 1: print every stream's counters (coexec/stats.h) on stderr at
      * coexec_finalize, and measure idle time; default 0; 0 or 1. */
     int stats;
+    /* A signal that prints coexec_info_print's dump on stderr: 0 (none,
+     * the default), SIGUSR1, SIGUSR2 or SIGQUIT (coexec/info.h). */
+    int dump_signal;
+    /* Seconds without any unit started or resumed on any stream after
+     * which the dump is printed on stderr, once per stall; 0 (default):
+     * never; 0..86,400. */
+    unsigned hang_dump_s;
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

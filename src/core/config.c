@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,11 @@ static const struct name_val io_names[] = {
     {"threads", COEXEC_SERVICE_IO_THREADS},
     {NULL, 0}};
 
+static const struct name_val signal_names[] = {
+    {"none", 0},          {"0", 0},          {"SIGUSR1", SIGUSR1},
+    {"USR1", SIGUSR1},    {"SIGUSR2", SIGUSR2}, {"USR2", SIGUSR2},
+    {"SIGQUIT", SIGQUIT}, {"QUIT", SIGQUIT},  {NULL, 0}};
+
 /* F_ENUM fields are read and written as int. */
 _Static_assert(sizeof(coexec_sched_kind_t) == sizeof(int) &&
                    sizeof(coexec_service_io_t) == sizeof(int),
@@ -178,7 +184,7 @@ enum field_index {
     I_NUM_XSTREAMS, I_STACK_SIZE, I_GUARD_SIZE, I_SCHED, I_EVENT_FREQ,
     I_AFFINITY, I_IDLE_SPIN_US, I_PRINT_CONFIG, I_QUIET, I_SERVICE_THREADS,
     I_SERVICE_MAX_THREADS, I_SERVICE_SPIN_US, I_SERVICE_CPUS, I_SERVICE_IO,
-    I_FJ_SLOTS, I_STATS, NFIELDS
+    I_FJ_SLOTS, I_STATS, I_DUMP_SIGNAL, I_HANG_DUMP, NFIELDS
 };
 _Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
 
@@ -213,6 +219,11 @@ static const struct field fields[NFIELDS] = {
              "COEXEC_SERVICE_IO_AUTO, _URING or _THREADS"),
     ROW(I_FJ_SLOTS, "COEXEC_FJ_SLOTS", fj_slots, F_SIZE, 64, 1u << 24, NULL),
     ROW(I_STATS, "COEXEC_STATS", stats, F_BOOL, 0, 1, NULL),
+    ENUM_ROW(I_DUMP_SIGNAL, "COEXEC_DUMP_SIGNAL", dump_signal, signal_names,
+             "none, SIGUSR1, SIGUSR2 or SIGQUIT",
+             "0, SIGUSR1, SIGUSR2 or SIGQUIT"),
+    ROW(I_HANG_DUMP, "COEXEC_HANG_DUMP", hang_dump_s, F_UNSIGNED, 0, 86400,
+        "seconds"),
 };
 
 /* "16K", "1G", "4096": a size as a person writes it. */

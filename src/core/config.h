@@ -23,5 +23,11 @@ void coexec__set_init_error(const char *fmt, ...)
 
 /* The counters' table (core/stats.c): coexec_stats_print, at finalize. */
 int coexec__stats_print(FILE *f);
+/* The monitor thread (core/info.c) for COEXEC_DUMP_SIGNAL and
+ * COEXEC_HANG_DUMP: started by init when either is set, stopped by
+ * finalize. */
+int coexec__monitor_start(void);
+void coexec__monitor_stop(void);
+void coexec__monitor_atfork_child(void);
 
 #endif /* COEXEC_CORE_CONFIG_H */

@@ -109,6 +109,7 @@ static void cancel_blocked(struct coexec_xstream_rec *xs)
 
 static void teardown(void)
 {
+    coexec__monitor_stop();
     coexec__primary_teardown();
     coexec__fj_teardown();
     coexec__fault_handler_remove();
@@ -174,6 +175,11 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     if ((rc = coexec__primary_setup()) != COEXEC_OK)
         goto fail;
     atom_store_rel_u32(&coexec__g.state, RT_ON);
+    if ((rc = coexec__monitor_start()) != COEXEC_OK)
+        coexec__warn("coexec_init: no monitor thread (%s): "
+                     "COEXEC_DUMP_SIGNAL and COEXEC_HANG_DUMP are off",
+                     coexec_strerror(rc));
+    rc = COEXEC_OK;
     for (int i = 1; i < cfg.num_xstreams; i++) {
         struct coexec_xstream_rec *xs;
         if ((rc = coexec__xstream_start(NULL, -1, &xs)) != COEXEC_OK) {
@@ -239,6 +245,7 @@ COEXEC_API int coexec_finalize(void)
     cancel_blocked(xs);
     if (xs->cur->keys)
         coexec__keys_destroy(xs->cur);
+    coexec__monitor_stop();
     if (coexec__g.cfg.stats)
         coexec__stats_print(stderr);
     coexec__service_stop();

@@ -12,6 +12,7 @@
 #include "base/global.h"
 #include "base/osthread.h"
 #include "base/topology.h"
+#include "core/config.h"
 #include "core/process.h"
 #include "fj/fj.h"
 #include "pool/pool.h"
@@ -74,6 +75,7 @@ static void fork_child(void)
     coexec__pool_atfork_child();
     coexec__sched_atfork_child();
     coexec__fj_atfork_child();
+    coexec__monitor_atfork_child();
     coexec__service_atfork_child();
     coexec__cache_atfork_child(reclaim);
     coexec__affinity_atfork_release();

@@ -42,12 +42,13 @@ static const struct sched_kind {
     bool parks;      /* parks when idle */
     struct coexec_unit_rec *(*pick)(struct coexec_xstream_rec *xs,
                                     struct coexec_sched_rec *s);
+    const char *name; /* for diagnostics (coexec_info_print) */
 } sched_kinds[] = {
-    [COEXEC_SCHED_BASIC] = {true, false, false, NULL},
-    [COEXEC_SCHED_BASIC_WAIT] = {true, false, true, NULL},
-    [COEXEC_SCHED_PRIO] = {false, false, true, coexec__sched_prio_pick},
-    [COEXEC_SCHED_RANDWS] = {true, true, true, NULL},
-    [COEXEC_SCHED_USER] = {false, false, true, NULL},
+    [COEXEC_SCHED_BASIC] = {true, false, false, NULL, "basic"},
+    [COEXEC_SCHED_BASIC_WAIT] = {true, false, true, NULL, "basic_wait"},
+    [COEXEC_SCHED_PRIO] = {false, false, true, coexec__sched_prio_pick, "prio"},
+    [COEXEC_SCHED_RANDWS] = {true, true, true, NULL, "randws"},
+    [COEXEC_SCHED_USER] = {false, false, true, NULL, "user"},
 };
 
 static struct coexec_sched_rec *sched_all;
@@ -91,6 +92,7 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
     s->steals = steal || (d->first_only && npools == 1);
     s->steal_registry = npools == 1 || !d->first_only;
     s->parks = d->parks;
+    s->name = d->name;
     s->event_freq = event_freq;
     s->idle_spin_ns = idle_spin_ns;
     s->aging = 64;

@@ -35,6 +35,7 @@ struct coexec_sched_rec {
     uint8_t steal_registry; /* victims: the other streams' default pools
                                (else its own pools 1..) */
     uint8_t parks;          /* parks when idle (all but BASIC) */
+    const char *name;       /* its kind's, for diagnostics */
     unsigned event_freq;
     uint64_t idle_spin_ns;
     unsigned aging;       /* PRIO */

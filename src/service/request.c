@@ -147,7 +147,8 @@ static int rq_wait(struct request *r, struct caller *c, intptr_t *ret,
             continue;
         /* Finalize settles every request itself: not cancellable. */
         struct waiter w;
-        waiter_init(&w, c, &r->waiters, &r->lock, WN_NOCANCEL);
+        waiter_init(&w, c, &r->waiters, &r->lock, WN_NOCANCEL, "service request",
+                    r);
         wlist_push(&r->waiters, &w.node);
         spin_unlock(&r->lock);
         uint64_t until = clock_deadline(watch);

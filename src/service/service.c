@@ -466,7 +466,8 @@ static void grace_wait(uint32_t seen, uint64_t until)
         return;
     }
     struct waiter w;
-    waiter_init(&w, &c, &grace.waiters, &grace.lock, WN_NOCANCEL);
+    waiter_init(&w, &c, &grace.waiters, &grace.lock, WN_NOCANCEL,
+                "service grace period", NULL);
     wlist_push(&grace.waiters, &w.node);
     spin_unlock(&grace.lock);
     IGNORE_RESULT(coexec__wait_block(&w, until));

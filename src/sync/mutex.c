@@ -202,7 +202,7 @@ static int mx_lock_as(struct mutex *m, struct caller *c, void *me,
             mx_own(m, me);
             return COEXEC_OK;
         }
-        waiter_init(&q.w, c, &m->waiters, &m->lock, wflags);
+        waiter_init(&q.w, c, &m->waiters, &m->lock, wflags, "mutex", m);
         q.w.data = me;
         if (woken) { /* lost to a newcomer: keep our place at the front */
             q.w.node.prev = NULL;
@@ -416,7 +416,7 @@ static int cv_wait(coexec_cond_t *cp, coexec_mutex_t *mp, uint64_t deadline)
     }
     c->bound = m;
     struct waiter w;
-    waiter_init(&w, &cl, &c->waiters, &c->lock, 0);
+    waiter_init(&w, &cl, &c->waiters, &c->lock, 0, "cond", c);
     wlist_push(&c->waiters, &w.node);
     spin_unlock(&c->lock);
 

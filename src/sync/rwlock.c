@@ -132,7 +132,8 @@ static int rw_take(coexec_rwlock_t *lp, bool write, bool wait,
         return COEXEC_EBUSY;
     }
     struct waiter w;
-    waiter_init(&w, &c, &l->waiters, &l->lock, write ? RW_WRITE : 0);
+    waiter_init(&w, &c, &l->waiters, &l->lock, write ? RW_WRITE : 0,
+                write ? "rwlock (write)" : "rwlock (read)", l);
     w.data = me;
     wlist_push(&l->waiters, &w.node);
     spin_unlock(&l->lock);
@@ -278,7 +279,7 @@ COEXEC_API int coexec_barrier_wait(coexec_barrier_t *bp, int *serial)
         return COEXEC_OK;
     }
     struct waiter w;
-    waiter_init(&w, &c, &b->waiters, &b->lock, 0);
+    waiter_init(&w, &c, &b->waiters, &b->lock, 0, "barrier", b);
     w.data = b;
     w.gone = bar_gone;
     wlist_push(&b->waiters, &w.node);

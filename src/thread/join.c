@@ -132,10 +132,12 @@ static NOINLINE int join_wait_ult_timed(struct coexec_unit_rec *u,
         j = atom_load_acq_uptr(&u->join);
         if (join_finished(j))
             break;
-        if (j == JOIN_WAKING)
+        if (j == JOIN_WAKING) {
             cpu_relax();
-        else
+        } else {
+            unit_note_wait(self, "join", NULL, u->id);
             coexec__park_self(coexec__xs_self(), self);
+        }
     }
     /* Once cancel returns the timer is done with us (it fires under the
      * heap's lock); then drop a wake it or the finisher left. */
@@ -162,10 +164,12 @@ static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self
         j = atom_load_acq_uptr(&u->join);
         if (join_finished(j))
             break;
-        if (j == JOIN_WAKING)
+        if (j == JOIN_WAKING) {
             cpu_relax(); /* its wake reached us; the finish is imminent */
-        else
+        } else {
+            unit_note_wait(self, "join", NULL, u->id);
             coexec__park_self(coexec__xs_self(), self);
+        }
     }
     coexec__wake_clear(self);
     return join_leave(u, j, w);

@@ -570,6 +570,8 @@ COEXEC_API int coexec_self_suspend(void)
     struct coexec_unit_rec *u = self_ult(&xs, &err);
     if (!u)
         return err;
+    unit_note_wait(u, "suspended (coexec_park, coexec_self_suspend)", NULL,
+                   UINT64_MAX);
     coexec__park_self(xs, u);
     /* Woken by finalize (or resumed while it cancels waits). */
     return fin_cancelling() ? COEXEC_ECANCELED : COEXEC_OK;

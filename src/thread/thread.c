@@ -16,6 +16,10 @@
 #include "thread/unit.h"
 #include "xstream/xstream.h"
 
+
+/* What the main ULT waits on (thread/unit.h, unit_wait_note). */
+struct unit_wait_note coexec__main_wait_note;
+
 /* ---- wakers ---------------------------------------------------------------- */
 
 COEXEC_API int coexec_self_waker(coexec_waker_t *out)

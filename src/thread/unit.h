@@ -144,6 +144,54 @@ struct coexec_unit_rec {
     };
 } CACHE_ALIGNED;
 
+/*
+ * What a parked ULT waits on, for coexec_info_print (core/info.c). It is
+ * kept in the 64 bytes above the usable part of a stack the runtime
+ * mapped (the stack cache's node while the stack is free, unused while a
+ * ULT runs on it), or for the primary's main ULT in a global; ULTs on
+ * a stack of the user's or a stacked scheduler's have none. The ULT
+ * writes it before it parks; a dump reads it racily (relaxed atomics),
+ * trusting it only while the unit is blocked with the id written.
+ */
+struct unit_wait_note {
+    const char *what; /* a static name: "mutex", "join", "sleep", ... */
+    const void *obj;  /* the object waited on, or NULL */
+    uint64_t arg;     /* a deadline in ns (UINT64_MAX: none), or for a
+                         join the id of the unit joined */
+    uint64_t id;      /* the id of the unit that wrote it */
+};
+_Static_assert(sizeof(struct unit_wait_note) <= 64,
+               "a wait note fits the stack cache's node");
+extern struct unit_wait_note coexec__main_wait_note;
+
+static ALWAYS_INLINE struct unit_wait_note *
+unit_wait_note(const struct coexec_unit_rec *u)
+{
+    if (u->kind == UNIT_MAIN)
+        return &coexec__main_wait_note;
+    void *stack = __atomic_load_n(&u->stack, __ATOMIC_RELAXED);
+    if (u->kind != UNIT_ULT || (u->flags & (UF_USER_STACK | UF_BIG_STACK)) ||
+        !stack)
+        return NULL;
+    return (struct unit_wait_note *)(void *)((char *)stack +
+                                             __atomic_load_n(&u->stack_size,
+                                                             __ATOMIC_RELAXED));
+}
+
+/* Records what ULT u (the caller) is about to park on. */
+static ALWAYS_INLINE void unit_note_wait(struct coexec_unit_rec *u,
+                                        const char *what, const void *obj,
+                                        uint64_t arg)
+{
+    struct unit_wait_note *n = unit_wait_note(u);
+    if (!n)
+        return;
+    __atomic_store_n(&n->what, what, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->obj, obj, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->arg, arg, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->id, u->id, __ATOMIC_RELAXED);
+}
+
 /* unit->attrs: set by anyone at any time (atomic), read when pushing
  * (priority) and stealing or migrating (pinned). */
 #define UA_PRIO_MASK 0xffffu

@@ -316,7 +316,8 @@ static int ch_xfer(coexec_channel_t *ch, void *msg, bool is_send,
             return rc;
         }
         struct waiter w;
-        waiter_init(&w, &cl, q, &c->lock, 0);
+        waiter_init(&w, &cl, q, &c->lock, 0,
+                    is_send ? "channel send" : "channel recv", c);
         w.data = msg;
         wlist_push(q, &w.node);
         spin_unlock(&c->lock);

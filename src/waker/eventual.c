@@ -37,10 +37,10 @@ static void *ev_buf(struct eventual *e)
 /* Waits on list (lock held on entry, released on return) until released;
  * returns the error code of the result. */
 static int wait_on(struct wlist *l, atom_u32_t *lock, struct caller *c,
-                   uint64_t deadline)
+                   uint64_t deadline, const char *what, const void *obj)
 {
     struct waiter w;
-    waiter_init(&w, c, l, lock, 0);
+    waiter_init(&w, c, l, lock, 0, what, obj);
     wlist_push(l, &w.node);
     spin_unlock(lock);
     return coexec__wait_result_code(coexec__wait_block(&w, deadline));
@@ -140,7 +140,7 @@ static int ev_wait(coexec_eventual_t *ev, uint64_t deadline, void **value)
             goto ready;
         spin_lock(&e->lock);
         if (!atom_load_rlx_u32(&e->ready)) {
-            rc = wait_on(&e->waiters, &e->lock, &c, deadline);
+            rc = wait_on(&e->waiters, &e->lock, &c, deadline, "eventual", ev);
             if (rc)
                 return rc;
         } else {
@@ -329,7 +329,7 @@ static int fut_wait(coexec_future_t *f, uint64_t deadline)
         spin_unlock(&x->lock);
         return COEXEC_OK;
     }
-    return wait_on(&x->waiters, &x->lock, &c, deadline);
+    return wait_on(&x->waiters, &x->lock, &c, deadline, "future", x);
 }
 
 COEXEC_API int coexec_future_wait(coexec_future_t *f)

@@ -33,7 +33,7 @@ COEXEC_API int coexec_sleep_until(uint64_t deadline)
     if (clock_now_ns() >= deadline)
         return COEXEC_OK;
     struct waiter w;
-    waiter_init(&w, &c, NULL, NULL, 0);
+    waiter_init(&w, &c, NULL, NULL, 0, "sleep", NULL);
     /* Only the timer releases the node, so this returns at the deadline,
      * whatever wakes the ULT meanwhile (finalize excepted). */
     uint32_t r = coexec__wait_block(&w, deadline);

@@ -156,6 +156,7 @@ static uint32_t block_ult(struct waiter *w, uint64_t deadline)
         exp = WN_SPIN;
         atom_cas_ar_u32(&w->node.state, &exp, WN_WAITING);
     }
+    unit_note_wait(self, w->what, w->obj, deadline);
     for (;;) {
         s = atom_load_acq_u32(&w->node.state);
         if (s == WN_WAITING) {

@@ -109,6 +109,10 @@ struct waiter {
     struct wlist *list; /* NULL: a sleep, released by the timer only */
     atom_u32_t *lock;
     void *data; /* the owner's (a mutex: who will own it) */
+    /* What is waited on, for coexec_info_print: a static name and the
+     * object (thread/unit.h, unit_note_wait). */
+    const char *what;
+    const void *obj;
     /* The owner's, or NULL: called under the lock when the node leaves
      * the list unreleased (a timeout or finalize), to undo its arrival. */
     void (*gone)(struct waiter *w);
@@ -116,8 +120,11 @@ struct waiter {
 
 static inline void waiter_init(struct waiter *w, const struct caller *c,
                                struct wlist *l, atom_u32_t *lock,
-                               uint32_t user_flags)
+                               uint32_t user_flags, const char *what,
+                               const void *obj)
 {
+    w->what = what;
+    w->obj = obj;
     w->node.next = w->node.prev = NULL;
     atom_store_rlx_ptr(&w->node.who, c->u);
     atom_store_rlx_u32(&w->node.state, WN_WAITING);

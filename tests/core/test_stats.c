@@ -2,9 +2,12 @@
  * tests/core/test_stats.c: the streams' counters (coexec/stats.h) count
  * what the test did, reset, the table, and the call's errors.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -214,6 +217,238 @@ static void t_errors(void)
     ch_finalize();
 }
 
+/* ---- coexec_info_print ------------------------------------------------------ */
+
+/* What coexec_info_print(flags) prints now, in a malloc'ed string. */
+static char *dump(unsigned flags)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_FATAL(f != NULL);
+    CH_ASSERT_OK(coexec_info_print(f, flags));
+    fclose(f);
+    return buf;
+}
+
+static void wait_blocked(coexec_thread_t t)
+{
+    double t0 = ch_now();
+    while (ch_thread_state(t) != COEXEC_UNIT_BLOCKED &&
+           ch_now() - t0 < CH_WAIT_LIMIT_S)
+        ch_relax();
+    CH_ASSERT_EQ_FATAL(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
+}
+
+static coexec_mutex_t dmx;
+static coexec_eventual_t dev;
+
+static void lock_ult(void *arg)
+{
+    (void)arg;
+    CH_ASSERT_OK(coexec_mutex_lock(&dmx));
+    CH_ASSERT_OK(coexec_mutex_unlock(&dmx));
+}
+
+static void eventual_ult(void *arg)
+{
+    (void)arg;
+    CH_ASSERT_OK(coexec_eventual_wait(&dev, NULL));
+}
+
+static void join_ult(void *arg)
+{
+    CH_ASSERT_OK(coexec_thread_join(*(coexec_thread_t *)arg));
+}
+
+/* A ULT blocked on a mutex, one on an eventual, one joining it: the dump
+ * names each, with the object's address and the joined unit's id. */
+static void t_dump_blocked(void)
+{
+    ch_init(2);
+    CH_ASSERT_OK(coexec_mutex_init(&dmx, COEXEC_MUTEX_PLAIN));
+    CH_ASSERT_OK(coexec_eventual_init(&dev, 0));
+    CH_ASSERT_OK(coexec_mutex_lock(&dmx));
+    coexec_thread_t t[3];
+    ch_spawn_on(1, lock_ult, NULL, &t[0]);
+    ch_spawn_on(1, eventual_ult, NULL, &t[1]);
+    wait_blocked(t[0]);
+    wait_blocked(t[1]);
+    ch_spawn_on(1, join_ult, &t[1], &t[2]);
+    wait_blocked(t[2]);
+    uint64_t id[3];
+    for (int i = 0; i < 3; i++)
+        CH_ASSERT_OK(coexec_thread_get_id(t[i], &id[i]));
+
+    char *s = dump(0);
+    char want[128];
+    snprintf(want, sizeof want, "unit %llu (ULT): blocked on mutex %p",
+             (unsigned long long)id[0], (void *)&dmx);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, want));
+    snprintf(want, sizeof want, "unit %llu (ULT): blocked on eventual %p",
+             (unsigned long long)id[1], (void *)&dev);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, want));
+    snprintf(want, sizeof want, "unit %llu (ULT): blocked on a join of unit %llu",
+             (unsigned long long)id[2], (unsigned long long)id[1]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "stream 0: running, cpu"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "stream 1: running"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "main scheduler: basic_wait"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "3 blocked"));
+    if (!strstr(s, want))
+        fputs(s, stderr);
+    free(s);
+
+    /* With call stacks: at least the frame the switch saved. */
+    s = dump(COEXEC_INFO_BLOCKED | COEXEC_INFO_BACKTRACE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "      #0 "));
+    CU_ASSERT_PTR_NULL(strstr(s, "stream 0:"));
+    free(s);
+    /* Every live unit: the main ULT runs. */
+    s = dump(COEXEC_INFO_UNITS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(main ULT): running"));
+    free(s);
+
+    CH_ASSERT_OK(coexec_mutex_unlock(&dmx));
+    CH_ASSERT_OK(coexec_eventual_set(&dev, NULL, 0));
+    /* t[2] joins t[1]: free it first, then t[1] has no joiner. */
+    coexec_thread_t order[3] = {t[0], t[2], t[1]};
+    ch_free_threads(order, 3);
+    CH_ASSERT_OK(coexec_mutex_destroy(&dmx));
+    CH_ASSERT_OK(coexec_eventual_destroy(&dev));
+    ch_finalize();
+}
+
+static void sleep_ult(void *arg)
+{
+    (void)arg;
+    CH_ASSERT_RC(coexec_sleep_ns(3600ull * 1000000000ull), COEXEC_ECANCELED);
+}
+
+/* A sleeping ULT (detached: finalize ends its sleep and frees it):
+ * "sleep" and the time left. */
+static void t_dump_sleep(void)
+{
+    ch_init(1);
+    CH_ASSERT_OK(coexec_thread_create(ch_main_pool(0), sleep_ult, NULL, NULL,
+                                      NULL));
+    char *s = NULL;
+    double t0 = ch_now();
+    do {
+        free(s);
+        CH_ASSERT_OK(coexec_yield());
+        s = dump(COEXEC_INFO_BLOCKED);
+    } while (!strstr(s, "blocked on sleep, ") &&
+             ch_now() - t0 < CH_WAIT_LIMIT_S);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "blocked on sleep, "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, " ms left"));
+    free(s);
+    ch_finalize();
+}
+
+static void t_dump_errors(void)
+{
+    CH_ASSERT_RC(coexec_info_print(NULL, 0), COEXEC_ENOTINIT);
+    ch_init(1);
+    CH_ASSERT_RC(coexec_info_print(NULL, 0x100), COEXEC_EINVAL);
+    ch_finalize();
+}
+
+/* ---- the monitor thread ------------------------------------------------------ */
+
+/* stderr goes to a file while the runtime runs; returns the file. */
+static FILE *stderr_to_file(int *saved)
+{
+    FILE *f = tmpfile();
+    CU_ASSERT_FATAL(f != NULL);
+    fflush(stderr);
+    *saved = dup(2);
+    dup2(fileno(f), 2);
+    return f;
+}
+
+static void stderr_back(int saved)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
+/* Whether file f holds `what` yet. */
+static bool file_has(FILE *f, const char *what)
+{
+    char buf[8192];
+    ssize_t n = pread(fileno(f), buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    return strstr(buf, what) != NULL;
+}
+
+struct setter {
+    FILE *f;
+    const char *what;
+    bool seen;
+};
+
+/* An external thread: once the file shows `what`, sets the eventual the
+ * main ULT waits on (a hang guard ends the wait otherwise). */
+static void *set_when_seen(void *arg)
+{
+    struct setter *st = arg;
+    double t0 = ch_now();
+    while (!(st->seen = file_has(st->f, st->what)) &&
+           ch_now() - t0 < CH_WAIT_LIMIT_S)
+        usleep(10000);
+    if (coexec_eventual_set(&dev, NULL, 0) != COEXEC_OK)
+        st->seen = false;
+    return NULL;
+}
+
+static void monitor_case(const char *var, const char *val, const char *what,
+                         bool raise_signal)
+{
+    int saved;
+    FILE *f = stderr_to_file(&saved);
+    setenv(var, val, 1);
+    ch_init(2);
+    unsetenv(var);
+    CH_ASSERT_OK(coexec_eventual_init(&dev, 0));
+    struct setter st = {f, what, false};
+    pthread_t th;
+    CH_ASSERT_EQ_FATAL(pthread_create(&th, NULL, set_when_seen, &st), 0);
+    if (raise_signal)
+        CH_ASSERT_EQ(kill(getpid(), SIGUSR2), 0);
+    /* Blocked, and nothing else runs: a stall. */
+    CH_ASSERT_OK(coexec_eventual_wait(&dev, NULL));
+    pthread_join(th, NULL);
+    CH_ASSERT_OK(coexec_eventual_destroy(&dev));
+    ch_finalize();
+    stderr_back(saved);
+    CU_ASSERT(st.seen);
+    CU_ASSERT(file_has(f, "units blocked:"));
+    fclose(f);
+}
+
+static void t_hang_dump(void)
+{
+    monitor_case("COEXEC_HANG_DUMP", "1", "no unit started or resumed", false);
+}
+
+static void t_dump_signal(void)
+{
+    monitor_case("COEXEC_DUMP_SIGNAL", "SIGUSR2", "coexec: signal 12: dump",
+                 true);
+}
+
+static const ch_test_t dump_tests[] = {
+    {"blocked", t_dump_blocked},
+    {"sleep", t_dump_sleep},
+    {"errors", t_dump_errors},
+    {"hang", t_hang_dump},
+    {"signal", t_dump_signal},
+    {NULL, NULL}};
+
 static const ch_test_t count_tests[] = {
     {"counts", t_counts},
     {"versioned", t_versioned},
@@ -223,6 +458,7 @@ static const ch_test_t count_tests[] = {
     {"errors", t_errors},
     {NULL, NULL}};
 
-static const ch_suite_t suites[] = {{"counters", count_tests}, {NULL, NULL}};
+static const ch_suite_t suites[] = {
+    {"counters", count_tests}, {"dump", dump_tests}, {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

@@ -1,0 +1,52 @@
+/*
+ * coexec/info.h: what the runtime is doing now, printed for a person: every
+ * stream (state, CPU, what it runs, its scheduler and pools), and every
+ * unit that is blocked, with what it waits on and, on request, where.
+ *
+ * Besides calling coexec_info_print, a process can have it printed on
+ * stderr without code changes:
+ *  - COEXEC_DUMP_SIGNAL=SIGUSR2 (or SIGUSR1, SIGQUIT): when the process
+ *    gets that signal (kill -USR2 <pid>);
+ *  - COEXEC_HANG_DUMP=<seconds>: when no stream has started or resumed a
+ *    unit (nor stolen a fork-join task) for that long while units are
+ *    alive, once per stall. A unit that computes for longer without
+ *    switching looks like a stall too.
+ * Both are served by one monitor thread (named coexec-mon), started only
+ * when one of them is set; the signal handler only writes to a pipe.
+ */
+#ifndef COEXEC_INFO_H
+#define COEXEC_INFO_H
+
+#include "defs.h"
+
+/* coexec_info_print's flags. */
+#define COEXEC_INFO_STREAMS 0x1u   /* the streams, schedulers and pools */
+#define COEXEC_INFO_BLOCKED 0x2u   /* units blocked, and on what */
+#define COEXEC_INFO_UNITS 0x4u     /* every live unit, not only blocked */
+#define COEXEC_INFO_BACKTRACE 0x8u /* a blocked ULT's call stack: a walk of
+                                      its frame pointers, complete only
+                                      for code built with
+                                      -fno-omit-frame-pointer; addresses as
+                                      module+offset (for addr2line), with
+                                      symbol names where dladdr finds them */
+#define COEXEC_INFO_DEFAULT (COEXEC_INFO_STREAMS | COEXEC_INFO_BLOCKED)
+
+COEXEC_BEGIN_DECLS
+
+/*
+ * Prints the runtime's state to fp (a FILE *; NULL: stderr), as flags ask
+ * (0: COEXEC_INFO_DEFAULT). A blocked ULT is shown with what it waits on:
+ * "mutex 0x...", "eventual 0x...", "join of unit 17", "sleep, 3.2 ms
+ * left", "service request 0x...", ... (ULTs on stacks of the user's own
+ * do not record it: "blocked"). Figures read while streams run are a
+ * moment's values.
+ * Context: any thread, a unit included. Switches: never (it takes
+ * internal locks briefly; not async-signal-safe: use COEXEC_DUMP_SIGNAL
+ * for signals).
+ * Returns: COEXEC_OK; COEXEC_EINVAL (unknown flag bits); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_info_print(void *fp, unsigned flags);
+
+COEXEC_END_DECLS
+
+#endif /* COEXEC_INFO_H */
