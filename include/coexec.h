@@ -27,5 +27,6 @@
 #include "coexec/fj.h"
 #include "coexec/stats.h"
 #include "coexec/info.h"
+#include "coexec/tool.h"
 
 #endif /* COEXEC_H */

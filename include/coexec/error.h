@@ -31,6 +31,7 @@
     X(EDEADLK, -EDEADLK, "operation would deadlock")                           \
     X(ENOENT, -ENOENT, "no such entry")                                        \
     X(ERANGE, -ERANGE, "value out of range")                                   \
+    X(EIO, -EIO, "input/output error")                                         \
     X(ECONTEXT, -4001, "call not allowed from this kind of caller")            \
     X(ENOTINIT, -4002, "runtime not initialized (or already finalized)")       \
     X(EHANDLE, -4003, "invalid, freed or foreign handle")                      \

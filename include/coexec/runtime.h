@@ -144,6 +144,12 @@ typedef struct coexec_config {
      * which the dump is printed on stderr, once per stall; 0 (default):
      * never; 0..86,400. */
     unsigned hang_dump_s;
+    /* A Chrome trace file written at finalize (coexec/tool.h); "" (the
+     * default): no trace. */
+    char trace_path[256];
+    /* Events each thread's trace buffer holds (32 bytes each, touched as
+     * used); default 262,144; 1,024..268,435,456. */
+    unsigned trace_events;
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

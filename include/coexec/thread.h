@@ -45,6 +45,8 @@ typedef struct coexec_thread_attr {
                           (mprotect) to stop an overflow at once. */
     int priority;      /* PRIO pools: higher is more urgent (default 0) */
     int pinned;        /* 1 = never stolen nor migrated (default 0) */
+    const char *name;  /* a name for traces and tools (copied; default
+                          NULL: none) */
 } coexec_thread_attr_t;
 
 COEXEC_BEGIN_DECLS

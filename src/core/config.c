@@ -57,6 +57,7 @@ COEXEC_API int coexec_config_init(coexec_config_t *cfg)
     cfg->service_cpus[0] = '\0';
     cfg->service_io = COEXEC_SERVICE_IO_AUTO;
     cfg->fj_slots = 65536;
+    cfg->trace_events = 262144;
     return COEXEC_OK;
 }
 
@@ -125,7 +126,8 @@ enum fkind {
     F_SIZE,     /* size_t, min..max bytes; the variable takes K/M/G */
     F_BOOL,     /* int, 0 or 1; the variable also takes yes/no, ... */
     F_ENUM,     /* an enum, one of `names` */
-    F_CPUS      /* char[], a CPU list ("" in the struct: the default) */
+    F_CPUS,     /* char[], a CPU list ("" in the struct: the default) */
+    F_PATH      /* char[max], a file path ("" in the struct: none) */
 };
 
 struct name_val {
@@ -184,7 +186,8 @@ enum field_index {
     I_NUM_XSTREAMS, I_STACK_SIZE, I_GUARD_SIZE, I_SCHED, I_EVENT_FREQ,
     I_AFFINITY, I_IDLE_SPIN_US, I_PRINT_CONFIG, I_QUIET, I_SERVICE_THREADS,
     I_SERVICE_MAX_THREADS, I_SERVICE_SPIN_US, I_SERVICE_CPUS, I_SERVICE_IO,
-    I_FJ_SLOTS, I_STATS, I_DUMP_SIGNAL, I_HANG_DUMP, NFIELDS
+    I_FJ_SLOTS, I_STATS, I_DUMP_SIGNAL, I_HANG_DUMP, I_TRACE, I_TRACE_EVENTS,
+    NFIELDS
 };
 _Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
 
@@ -224,6 +227,10 @@ static const struct field fields[NFIELDS] = {
              "0, SIGUSR1, SIGUSR2 or SIGQUIT"),
     ROW(I_HANG_DUMP, "COEXEC_HANG_DUMP", hang_dump_s, F_UNSIGNED, 0, 86400,
         "seconds"),
+    ROW(I_TRACE, "COEXEC_TRACE", trace_path, F_PATH, 0,
+        sizeof(((coexec_config_t *)0)->trace_path), NULL),
+    ROW(I_TRACE_EVENTS, "COEXEC_TRACE_EVENTS", trace_events, F_UNSIGNED, 1024,
+        1u << 28, "events"),
 };
 
 /* "16K", "1G", "4096": a size as a person writes it. */
@@ -267,6 +274,10 @@ static void want_text(const struct field *f, bool env, char *buf, size_t len)
         snprintf(buf, len, "%s",
                  "CPU numbers and ranges such as \"3\", \"2,3\" or "
                  "\"0-3,8\", of CPUs this process may run on");
+        break;
+    case F_PATH:
+        snprintf(buf, len, "a file path of at most %llu characters",
+                 (unsigned long long)f->max - 1);
         break;
     }
 }
@@ -362,6 +373,11 @@ static int apply_one(const struct field *f, const char *v, coexec_config_t *cfg)
         memcpy(p, v, strlen(v) + 1);
         return COEXEC_OK;
     }
+    case F_PATH:
+        if (strlen(v) >= f->max)
+            return field_error(f, true, v, NULL, NULL);
+        memcpy(p, v, strlen(v) + 1);
+        return COEXEC_OK;
     }
     return COEXEC_OK;
 }
@@ -417,6 +433,10 @@ static int check_one(const struct field *f, const coexec_config_t *cfg)
         snprintf(val, sizeof val, "\"%s\"", s);
         return check_cpus(f, false, s, val);
     }
+    case F_PATH:
+        if (!memchr(p, '\0', f->max))
+            return field_error(f, false, "(no terminating NUL)", NULL, NULL);
+        return COEXEC_OK;
     }
     return COEXEC_OK;
 }

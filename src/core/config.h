@@ -29,5 +29,9 @@ int coexec__stats_print(FILE *f);
 int coexec__monitor_start(void);
 void coexec__monitor_stop(void);
 void coexec__monitor_atfork_child(void);
+/* The trace (core/trace.c): set up by init (COEXEC_TRACE starts it),
+ * written and ended by finalize once no stream runs. */
+int coexec__trace_init(void);
+void coexec__trace_end(void);
 
 #endif /* COEXEC_CORE_CONFIG_H */

@@ -32,6 +32,7 @@
 #include "sched/sched.h"
 #include "service/service.h"
 #include "thread/thread.h"
+#include "thread/tool.h"
 #include "thread/unit.h"
 #include "xstream/xstream.h"
 
@@ -110,6 +111,8 @@ static void cancel_blocked(struct coexec_xstream_rec *xs)
 static void teardown(void)
 {
     coexec__monitor_stop();
+    coexec__trace_end();
+    coexec__unit_names_clear();
     coexec__primary_teardown();
     coexec__fj_teardown();
     coexec__fault_handler_remove();
@@ -164,6 +167,8 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     atom_store_rlx_u64(&coexec__g.next_unit_id, 1);
     coexec__keys_reset();
     coexec__fj_setup();
+    if ((rc = coexec__trace_init()) != COEXEC_OK)
+        coexec__warn("coexec_init: no trace (%s)", coexec_strerror(rc));
 
     if ((rc = coexec__affinity_init()) != COEXEC_OK ||
         (coexec__g.guard_size &&
@@ -249,6 +254,7 @@ COEXEC_API int coexec_finalize(void)
     if (coexec__g.cfg.stats)
         coexec__stats_print(stderr);
     coexec__service_stop();
+    coexec__trace_end();
     atom_store_rel_u32(&coexec__g.state, RT_STOPPING);
     uint64_t live = atom_load_acq_u64(&coexec__g.live_units) +
                     (uint64_t)xs->live_units;

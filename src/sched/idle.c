@@ -8,6 +8,7 @@
 #include "arch/clock.h"
 #include "sched/loop.h"
 #include "thread/thread.h"
+#include "thread/tool.h"
 
 struct coexec__sched_fj coexec__sched_fj;
 
@@ -131,7 +132,9 @@ void coexec__sched_park_stream(struct coexec_xstream_rec *xs, struct coexec_sche
             ts = &until;
         }
         uint64_t t0 = now_ns();
+        TOOL_EVENT(COEXEC_TOOL_XSTREAM_PARK, xs, NULL, NULL);
         parker_sleep(&xs->mb.park, ts);
+        TOOL_EVENT(COEXEC_TOOL_XSTREAM_UNPARK, xs, NULL, NULL);
         stat_add(&xs->count[XC_PARKED_NS], now_ns() - t0);
         /* A kick is work (or a stop) unless it came from a timer add. */
         coexec__timers_unkeep(xs, held, parker_kicked(&xs->mb.park));

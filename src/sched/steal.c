@@ -5,6 +5,7 @@
  */
 #include "base/topology.h"
 #include "sched/loop.h"
+#include "thread/tool.h"
 
 static inline uint32_t xs_rand(struct coexec_xstream_rec *xs)
 {
@@ -65,6 +66,7 @@ struct coexec_unit_rec *coexec__sched_steal_one(struct coexec_xstream_rec *xs,
                 coexec__pool_steal(v, xs, s->pools[0], registry);
             if (u) {
                 stat_add(&xs->count[XC_STEALS], 1);
+                TOOL_EVENT(COEXEC_TOOL_UNIT_STEAL, xs, u, NULL);
                 atom_fadd_rlx_u64(&v->stolen, 1);
                 /* A stolen unit moves: when it yields or is woken, it comes
                  * back here, not to the stream it was taken from. Release:

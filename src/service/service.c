@@ -65,6 +65,7 @@
 #include "service/service.h"
 #include "service/svc.h"
 #include "waker/wait.h"
+#include "thread/tool.h"
 
 
 
@@ -280,7 +281,9 @@ static void *worker_main(void *arg)
                 atom_fsub_sc_u32(&svc.nidle, 1);
             idle_since = 0;
             atom_store_rel_u64(&w->since, clock_now_ns());
+            TOOL_EVENT(COEXEC_TOOL_OFFLOAD_BEGIN, NULL, NULL, (void *)r->fn);
             intptr_t v = r->fn(r->arg);
+            TOOL_EVENT(COEXEC_TOOL_OFFLOAD_END, NULL, NULL, (void *)r->fn);
             atom_store_rel_u64(&w->since, 0);
             spin_lock(&w->lock);
             if (w->abandoned) {

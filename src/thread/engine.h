@@ -15,6 +15,7 @@
 #include "mem/guard.h"
 #include "thread/switch.h"
 #include "thread/thread.h"
+#include "thread/tool.h"
 #include "thread/unit.h"
 #include "xstream/xstream.h"
 
@@ -195,6 +196,8 @@ static ALWAYS_INLINE void count_switch(struct coexec_xstream_rec *xs,
 {
     /* One add per switch: units run and switches are sums of these. */
     stat_add(&xs->count[to ? XC_ULT_RUNS : XC_SCHED_SWITCHES], 1);
+    if (to)
+        TOOL_EVENT(COEXEC_TOOL_UNIT_RUN, xs, to, NULL);
 }
 
 /* Leaves the running ULT `self` for `to` (a unit, or the scheduler when
@@ -206,6 +209,10 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
         canary_check(self, self->stack);
     xs->post_op = op;
     xs->post_unit = self;
+    if (op != POST_FINISH) /* a finish was told where the function returned */
+        TOOL_EVENT(op == POST_PARK || op == POST_NONE ? COEXEC_TOOL_UNIT_BLOCK
+                                                      : COEXEC_TOOL_UNIT_YIELD,
+                   xs, self, NULL);
     count_switch(xs, to);
     /* Leaving for anything but a child run in place (POST_NONE), our own
      * starter gets resumed by a switch, not by our return. */
@@ -237,6 +244,10 @@ static inline struct coexec_unit_rec *leave_target(struct coexec_unit_rec *self)
     }
     return NULL;
 }
+
+/* The attr->size from which a caller's attributes include field f. */
+#define ATTR_HAS(f)                                                            \
+    (offsetof(coexec_thread_attr_t, f) + sizeof(((coexec_thread_attr_t *)0)->f))
 
 /* Makes a unit for pool p (checking the access mode), not yet queued. */
 static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn,
@@ -280,13 +291,21 @@ static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn
     u->arg = arg;
     if (detached)
         u->flags |= UF_DETACHED;
-    if (attr && attr->size >= sizeof *attr) {
+    /* Fields past an older caller's attr->size keep their defaults. */
+    if (attr && attr->size >= ATTR_HAS(pinned)) {
         if (attr->priority < 0 || attr->priority > (int)UA_PRIO_MASK) {
             coexec__unit_release(xs, u);
             return COEXEC_EINVAL;
         }
         atom_store_rlx_u32(&u->attrs, (uint32_t)attr->priority |
                                           (attr->pinned ? UA_PINNED : 0));
+    }
+    if (UNLIKELY(attr && attr->size >= ATTR_HAS(name) && attr->name)) {
+        int rc = coexec__unit_name_set(u, attr->name);
+        if (rc) {
+            coexec__unit_release(xs, u);
+            return rc;
+        }
     }
     *out = u;
     return COEXEC_OK;

@@ -308,8 +308,10 @@ static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind,
     int rc = make_unit(p, kind, fn, arg, attr, detached, out);
     /* A public call's prologue: no switch since entry, the inline
      * thread-local read is the calling stream. */
-    if (LIKELY(rc == COEXEC_OK))
+    if (LIKELY(rc == COEXEC_OK)) {
+        TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), *out, NULL);
         coexec__pool_push_as(p, *out, PUSH_NEW, xs_self_entry());
+    }
     return rc;
 }
 
@@ -334,6 +336,7 @@ COEXEC_API int coexec_thread_attr_init(coexec_thread_attr_t *attr)
     attr->stack = NULL;
     attr->priority = 0;
     attr->pinned = 0;
+    attr->name = NULL;
     return COEXEC_OK;
 }
 

@@ -106,6 +106,7 @@ COEXEC_API int coexec_thread_create_child_first(coexec_pool_t pool,
     rc = make_unit(pool.p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
     if (rc)
         return rc;
+    TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs, u, NULL);
     atom_store_rlx_ptr(&u->pool, pool.p);
     bool here = pool_may_take(u, xs);
     if (here && !ult_prepare(xs, u)) {

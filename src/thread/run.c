@@ -198,6 +198,7 @@ static void wake_enqueue(struct coexec_unit_rec *u)
         if (self != owner) {
             if (self)
                 stat_add(&self->count[XC_WAKES_REMOTE], 1);
+            TOOL_EVENT(COEXEC_TOOL_UNIT_RESUME, self, u, NULL);
             /* The owner queues it (and applies a migration request). */
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
             if (key)
@@ -211,6 +212,7 @@ static void wake_enqueue(struct coexec_unit_rec *u)
     }
     if (self)
         stat_add(&self->count[XC_WAKES_LOCAL], 1);
+    TOOL_EVENT(COEXEC_TOOL_UNIT_RESUME, self, u, NULL);
     enqueue_as(u, PUSH_WAKE);
 }
 
@@ -391,8 +393,12 @@ void coexec__run_tasklet(struct coexec_xstream_rec *xs,
 {
     struct coexec_poll cx = {u};
     stat_add(&xs->count[XC_TASKLETS_RUN], 1);
+    TOOL_EVENT(COEXEC_TOOL_UNIT_RUN, xs, u, NULL);
     u->rflags |= RF_STARTED;
     coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
+    TOOL_EVENT(r == COEXEC_READY ? COEXEC_TOOL_UNIT_FINISH
+                                 : COEXEC_TOOL_UNIT_BLOCK,
+               xs, u, NULL);
     if (r == COEXEC_READY) {
         wait_tasklet_leave(u);
         unit_finish(xs, u);
@@ -459,6 +465,7 @@ void coexec__ult_entry(void *arg)
     switch_first_entry();
     coexec__post_switch(coexec__xs_self());
     u->fn.thread(u->arg);
+    TOOL_EVENT(COEXEC_TOOL_UNIT_FINISH, coexec__xs_self(), u, NULL);
     if (UNLIKELY(u->keys != NULL))
         coexec__keys_destroy(u);
     if (LIKELY(u->rflags & RF_RETURN)) {
@@ -558,6 +565,7 @@ COEXEC_API int coexec_thread_exit(void)
         return err;
     if (u->kind == UNIT_MAIN)
         return COEXEC_EPERM;
+    TOOL_EVENT(COEXEC_TOOL_UNIT_FINISH, xs, u, NULL);
     if (u->keys)
         coexec__keys_destroy(u);
     ult_finish_self(u);

@@ -40,7 +40,8 @@ enum unit_flag {
     UF_USER_STACK = 1u << 1, /* stack given by the user: never freed by us */
     UF_BIG_STACK = 1u << 2,  /* stack not of the cached size: mapped alone */
     UF_NOSTEAL = 1u << 3,    /* bound to bound_rank: never stolen or migrated */
-    UF_SCHED = 1u << 4       /* the unit of a stacked scheduler */
+    UF_SCHED = 1u << 4,      /* the unit of a stacked scheduler */
+    UF_NAMED = 1u << 5       /* has a name attribute (thread/tool.c) */
 };
 
 /* unit->rflags: written by whoever runs the unit; read by others only

@@ -21,6 +21,7 @@
 #include "thread/thread.h"
 #include "thread/unit.h"
 #include "xstream/xstream.h"
+#include "thread/tool.h"
 
 /* ---- records --------------------------------------------------------- */
 
@@ -154,7 +155,9 @@ static void *xs_main(void *arg)
     xs->sched_fiber = tsan_fiber_current();
     coexec__sched_activate(atom_load_rlx_ptr(&xs->sched), xs);
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
+    TOOL_EVENT(COEXEC_TOOL_XSTREAM_START, xs, NULL, NULL);
     coexec__sched_run(xs);
+    TOOL_EVENT(COEXEC_TOOL_XSTREAM_STOP, xs, NULL, NULL);
     coexec__cache_flush(&xs->ucache, &xs->scache);
     atom_fadd_rlx_u64(&coexec__g.live_units, (uint64_t)xs->live_units);
     xs->live_units = 0;
@@ -742,6 +745,7 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     u->flags = UF_DETACHED | UF_NOSTEAL;
     u->bound_rank = x->rank;
     atom_store_rlx_ptr(&u->pool, s->pools[0]);
+    TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), u, NULL);
     if (xs_self_entry() == x)
         coexec__pool_push(s->pools[0], u, false);
     else

@@ -951,7 +951,7 @@ static void t_error_values(void)
 static void t_error_unknown(void)
 {
     int unknown[] = {1,     2,     12345,   -4000, -4009,   -4095, -4096,
-                     -9999, -EIO,  -ENOSPC, INT_MIN, INT_MAX, -INT_MAX};
+                     -9999, -ENOSPC, -EMFILE, INT_MIN, INT_MAX, -INT_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = coexec_strerror(unknown[i]);
         const char *n = coexec_err_name(unknown[i]);

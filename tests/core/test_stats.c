@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stdatomic.h>
+
 #include "harness.h"
 
 static coexec_xstream_stats_t stats_of(int rank)
@@ -449,6 +451,168 @@ static const ch_test_t dump_tests[] = {
     {"signal", t_dump_signal},
     {NULL, NULL}};
 
+/* ---- tool callbacks ------------------------------------------------------------ */
+
+static atomic_long tool_seen[COEXEC_TOOL_NUM_EVENTS];
+static atomic_long tool_bad;
+
+static void count_event(const coexec_tool_info_t *in, void *arg)
+{
+    if (arg != (void *)tool_seen || in->event >= COEXEC_TOOL_NUM_EVENTS)
+        tool_bad++;
+    else
+        tool_seen[in->event]++;
+    if (in->event == COEXEC_TOOL_UNIT_FINISH && in->unit_fn == (void *)empty_ult &&
+        (in->unit_id == 0 || in->unit_is_tasklet))
+        tool_bad++;
+}
+
+static void t_tool_events(void)
+{
+    ch_init(1);
+    for (int i = 0; i < COEXEC_TOOL_NUM_EVENTS; i++)
+        tool_seen[i] = 0;
+    CH_ASSERT_RC(coexec_tool_set_callback(count_event, 1u << 30, NULL),
+                 COEXEC_EINVAL);
+    CH_ASSERT_OK(coexec_tool_set_callback(count_event, COEXEC_TOOL_ALL,
+                                          (void *)tool_seen));
+    coexec_thread_t t[10];
+    for (int i = 0; i < 10; i++)
+        CH_ASSERT_OK(coexec_thread_create(ch_main_pool(0), empty_ult, NULL,
+                                          NULL, &t[i]));
+    ch_free_threads(t, 10);
+    coexec_tasklet_t k;
+    CH_ASSERT_OK(coexec_tasklet_create(ch_main_pool(0), ready, NULL, &k));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_OK(coexec_tool_set_callback(NULL, 0, NULL));
+    CH_ASSERT_EQ(tool_bad, 0);
+    CH_ASSERT_EQ(tool_seen[COEXEC_TOOL_UNIT_CREATE], 11);
+    CH_ASSERT_EQ(tool_seen[COEXEC_TOOL_UNIT_FINISH], 11);
+    /* Each ULT run in place: it runs, and its joiner blocked for it. */
+    CU_ASSERT(tool_seen[COEXEC_TOOL_UNIT_RUN] >= 11);
+    CU_ASSERT(tool_seen[COEXEC_TOOL_UNIT_BLOCK] >= 10);
+    /* Removed: nothing more is counted. */
+    long before = tool_seen[COEXEC_TOOL_UNIT_CREATE];
+    CH_ASSERT_OK(coexec_thread_create(ch_main_pool(0), empty_ult, NULL, NULL,
+                                      &t[0]));
+    ch_free_threads(t, 1);
+    CH_ASSERT_EQ(tool_seen[COEXEC_TOOL_UNIT_CREATE], before);
+    ch_finalize();
+}
+
+/* ---- the trace ------------------------------------------------------------------ */
+
+static void yielder(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++)
+        CH_ASSERT_OK(coexec_yield());
+}
+
+/* Occurrences of s in buf. */
+static int count_of(const char *buf, const char *s)
+{
+    int n = 0;
+    for (const char *p = buf; (p = strstr(p, s)); p++)
+        n++;
+    return n;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    CU_ASSERT_FATAL(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* A 2-stream run: valid JSON, spans on both streams' tracks, the unit's
+ * name, an offload span on a service thread's track. */
+static void t_trace_file(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/coexec-trace-%d.json", (int)getpid());
+    ch_init(2);
+    CH_ASSERT_RC(coexec_trace_flush(), COEXEC_ESTATE);
+    CH_ASSERT_RC(coexec_trace_start(NULL), COEXEC_EINVAL);
+    CH_ASSERT_OK(coexec_trace_start(path));
+    CH_ASSERT_RC(coexec_trace_start(path), COEXEC_EBUSY);
+    coexec_thread_attr_t attr;
+    CH_ASSERT_OK(coexec_thread_attr_init(&attr));
+    attr.name = "named-unit";
+    coexec_thread_t t[2];
+    for (int r = 0; r < 2; r++) {
+        coexec_pool_t p = ch_main_pool(r);
+        CH_ASSERT_OK(coexec_thread_create(p, yielder, NULL, &attr, &t[r]));
+    }
+    /* Let each run on its own stream, not in place. */
+    for (int r = 0; r < 2; r++) {
+        double t0 = ch_now();
+        while (ch_thread_state(t[r]) != COEXEC_UNIT_TERMINATED &&
+               ch_now() - t0 < CH_WAIT_LIMIT_S)
+            ch_relax();
+    }
+    ch_free_threads(t, 2);
+    intptr_t ret;
+    CH_ASSERT_OK(coexec_offload(offloaded, NULL, &ret));
+    CH_ASSERT_OK(coexec_trace_flush());
+    ch_finalize();
+
+    char *buf = slurp(path);
+    CU_ASSERT(strncmp(buf, "{\"displayTimeUnit\"", 18) == 0);
+    CU_ASSERT(count_of(buf, "\"name\":\"named-unit\"") >= 2);
+    CU_ASSERT(count_of(buf, "\"ph\":\"B\",\"pid\":1,\"tid\":0,") >= 1);
+    CU_ASSERT(count_of(buf, "\"ph\":\"B\",\"pid\":1,\"tid\":1,") >= 1);
+    CU_ASSERT(count_of(buf, "\"name\":\"offload ") >= 1);
+    CU_ASSERT(count_of(buf, "\"args\":{\"name\":\"stream 1\"}") == 1);
+    CU_ASSERT(count_of(buf, "\"dropped\":0") == 1);
+    free(buf);
+    /* Strict JSON, where python3 is there to say so. */
+    if (system("command -v python3 >/dev/null 2>&1") == 0) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "python3 -m json.tool %s >/dev/null", path);
+        CH_ASSERT_EQ(system(cmd), 0);
+    }
+    unlink(path);
+}
+
+/* Buffers that overflow: the drops are counted in the file. */
+static void t_trace_dropped(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/coexec-trace-d%d.json", (int)getpid());
+    setenv("COEXEC_TRACE", path, 1);
+    setenv("COEXEC_TRACE_EVENTS", "1024", 1);
+    ch_init(1);
+    unsetenv("COEXEC_TRACE");
+    unsetenv("COEXEC_TRACE_EVENTS");
+    for (int i = 0; i < 2000; i++)
+        CH_ASSERT_OK(coexec_yield());
+    coexec_thread_t t[600];
+    for (int i = 0; i < 600; i++)
+        CH_ASSERT_OK(coexec_thread_create(ch_main_pool(0), empty_ult, NULL,
+                                          NULL, &t[i]));
+    ch_free_threads(t, 600);
+    ch_finalize(); /* writes the file */
+    char *buf = slurp(path);
+    CU_ASSERT(count_of(buf, "\"events\":1024,") == 1);
+    CU_ASSERT(count_of(buf, "\"dropped\":0") == 0);
+    free(buf);
+    unlink(path);
+}
+
+static const ch_test_t tool_tests[] = {
+    {"events", t_tool_events},
+    {"trace_file", t_trace_file},
+    {"trace_dropped", t_trace_dropped},
+    {NULL, NULL}};
+
 static const ch_test_t count_tests[] = {
     {"counts", t_counts},
     {"versioned", t_versioned},
@@ -459,6 +623,7 @@ static const ch_test_t count_tests[] = {
     {NULL, NULL}};
 
 static const ch_suite_t suites[] = {
-    {"counters", count_tests}, {"dump", dump_tests}, {NULL, NULL}};
+    {"counters", count_tests}, {"dump", dump_tests}, {"tool", tool_tests},
+    {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

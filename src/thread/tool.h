@@ -1,0 +1,55 @@
+/*
+ * src/thread/tool.h: the runtime's events (coexec/tool.h) where they
+ * happen. `coexec__tool.mask` is the union of what the user's callback
+ * and the trace (core/trace.c, which sets `trace`: an upward signal) want;
+ * an event site costs one load and an untaken branch while it is 0.
+ */
+#ifndef COEXEC_THREAD_TOOL_H
+#define COEXEC_THREAD_TOOL_H
+
+#include "arch/atomic.h"
+#include "arch/compiler.h"
+#include "coexec/tool.h"
+
+struct coexec_unit_rec;
+struct coexec_xstream_rec;
+
+/* A registered callback (never freed before exit: a late caller may
+ * still hold it). */
+struct tool_reg {
+    coexec_tool_fn_t fn;
+    void *arg;
+    unsigned mask;
+};
+
+struct coexec__tool {
+    atom_u32_t mask;   /* the events anyone wants */
+    atom_ptr_t user;   /* struct tool_reg *, or NULL */
+    /* The trace's recorder, and the events it wants (core/trace.c). */
+    void (*trace)(const coexec_tool_info_t *info, void *fn_or_obj);
+    atom_u32_t trace_mask;
+};
+extern struct coexec__tool coexec__tool;
+
+/* Delivers event ev about unit u (may be NULL) on stream xs (may be
+ * NULL: another thread); fn: an offloaded call's function. */
+void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
+                       struct coexec_unit_rec *u, void *fn);
+
+#define TOOL_EVENT(ev, xs, u, fn)                                              \
+    do {                                                                       \
+        if (UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) &                   \
+                     COEXEC_TOOL_BIT(ev)))                                     \
+            coexec__tool_emit((ev), (xs), (u), (fn));                          \
+    } while (0)
+
+/* Recomputes coexec__tool.mask from the user's and the trace's. */
+void coexec__tool_remask(void);
+
+/* A unit's name attribute: kept for named units (UF_NAMED) until
+ * finalize, by unit id. */
+int coexec__unit_name_set(struct coexec_unit_rec *u, const char *name);
+const char *coexec__unit_name(const struct coexec_unit_rec *u);
+void coexec__unit_names_clear(void);
+
+#endif /* COEXEC_THREAD_TOOL_H */
