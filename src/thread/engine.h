@@ -196,8 +196,6 @@ static ALWAYS_INLINE void count_switch(struct coexec_xstream_rec *xs,
 {
     /* One add per switch: units run and switches are sums of these. */
     stat_add(&xs->count[to ? XC_ULT_RUNS : XC_SCHED_SWITCHES], 1);
-    if (to)
-        TOOL_EVENT(COEXEC_TOOL_UNIT_RUN, xs, to, NULL);
 }
 
 /* Leaves the running ULT `self` for `to` (a unit, or the scheduler when
@@ -209,10 +207,11 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
         canary_check(self, self->stack);
     xs->post_op = op;
     xs->post_unit = self;
-    if (op != POST_FINISH) /* a finish was told where the function returned */
-        TOOL_EVENT(op == POST_PARK || op == POST_NONE ? COEXEC_TOOL_UNIT_BLOCK
-                                                      : COEXEC_TOOL_UNIT_YIELD,
-                   xs, self, NULL);
+    TOOL_SWITCH(xs, self,
+                op == POST_FINISH                   ? COEXEC_TOOL_UNIT_FINISH
+                : op == POST_PARK || op == POST_NONE ? COEXEC_TOOL_UNIT_BLOCK
+                                                     : COEXEC_TOOL_UNIT_YIELD,
+                to);
     count_switch(xs, to);
     /* Leaving for anything but a child run in place (POST_NONE), our own
      * starter gets resumed by a switch, not by our return. */

@@ -440,6 +440,7 @@ void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
         return;
     }
     count_switch(xs, u);
+    TOOL_SWITCH(xs, NULL, -1, u);
     enter_unit(&xs->sched_sp, u, 0, true);
     /* Scheduler contexts never change OS thread: xs is still ours. */
     coexec__post_switch(xs);
@@ -465,7 +466,6 @@ void coexec__ult_entry(void *arg)
     switch_first_entry();
     coexec__post_switch(coexec__xs_self());
     u->fn.thread(u->arg);
-    TOOL_EVENT(COEXEC_TOOL_UNIT_FINISH, coexec__xs_self(), u, NULL);
     if (UNLIKELY(u->keys != NULL))
         coexec__keys_destroy(u);
     if (LIKELY(u->rflags & RF_RETURN)) {
@@ -480,10 +480,15 @@ void coexec__ult_entry(void *arg)
                                          : NULL;
         xs->post_op = POST_FINISH;
         xs->post_unit = u;
-        count_switch(xs, to);
         xs->cur = to;
-        if (to)
+        if (to) {
             atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
+            stat_add(&xs->count[XC_ULT_RUNS], 1);
+        } else {
+            stat_add(&xs->count[XC_SCHED_SWITCHES], 1);
+        }
+        /* Last, so that the call is a tail call off the common path. */
+        TOOL_SWITCH(xs, u, COEXEC_TOOL_UNIT_FINISH, to);
         return;
     }
     ult_finish_self(u);
@@ -565,7 +570,6 @@ COEXEC_API int coexec_thread_exit(void)
         return err;
     if (u->kind == UNIT_MAIN)
         return COEXEC_EPERM;
-    TOOL_EVENT(COEXEC_TOOL_UNIT_FINISH, xs, u, NULL);
     if (u->keys)
         coexec__keys_destroy(u);
     ult_finish_self(u);

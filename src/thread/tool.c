@@ -43,6 +43,17 @@ void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
         r->fn(&info, r->arg);
 }
 
+void coexec__tool_switch(struct coexec_xstream_rec *xs,
+                         struct coexec_unit_rec *self, int stop,
+                         struct coexec_unit_rec *to)
+{
+    unsigned m = atom_load_rlx_u32(&coexec__tool.mask);
+    if (self && stop >= 0 && (m & COEXEC_TOOL_BIT(stop)))
+        coexec__tool_emit(stop, xs, self, NULL);
+    if (to && (m & COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_RUN)))
+        coexec__tool_emit(COEXEC_TOOL_UNIT_RUN, xs, to, NULL);
+}
+
 COEXEC_API int coexec_tool_set_callback(coexec_tool_fn_t fn, unsigned mask,
                                         void *arg)
 {

@@ -43,6 +43,17 @@ void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
             coexec__tool_emit((ev), (xs), (u), (fn));                          \
     } while (0)
 
+/* A switch on stream xs: `self` stops (event stop, or -1: no event) and
+ * `to` runs (NULL: the scheduler). One check for both. */
+void coexec__tool_switch(struct coexec_xstream_rec *xs,
+                         struct coexec_unit_rec *self, int stop,
+                         struct coexec_unit_rec *to);
+#define TOOL_SWITCH(xs, self, stop, to)                                        \
+    do {                                                                       \
+        if (UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) != 0))             \
+            coexec__tool_switch((xs), (self), (stop), (to));                   \
+    } while (0)
+
 /* Recomputes coexec__tool.mask from the user's and the trace's. */
 void coexec__tool_remask(void);
 
