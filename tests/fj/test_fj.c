@@ -36,11 +36,15 @@
 static void t_fib(void)
 {
     ch_init(NSTREAMS);
-    for (int n = 0; n <= 25; n++) {
-        long r = -1;
-        CH_ASSERT_OK(COEXEC_FJ_RUN(fib, &r, n));
-        CH_ASSERT_EQ(r, fib_serial(n));
+    long rounds = ch_iters(20, 1), bad = 0;
+    for (long k = 0; k < rounds; k++) {
+        for (int n = 0; n <= 25; n++) {
+            long r = -1;
+            CH_ASSERT_OK(COEXEC_FJ_RUN(fib, &r, n));
+            bad += r != fib_serial(n);
+        }
     }
+    CH_ASSERT_EQ(bad, 0);
     ch_finalize();
 }
 
@@ -85,7 +89,7 @@ static void void_region(coexec_fj_t *coexec_fj_, void *arg)
 static void t_void_tasks(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(300, 2);
     for (long r = 0; r < rounds; r++) {
         atomic_store(&g_nodes, 0);
         CH_ASSERT_OK(COEXEC_FJ_RUN(vtree, 10));
@@ -225,7 +229,7 @@ static void t_args(void)
 {
     ch_init(NSTREAMS);
     int n = (int)ch_iters(200, 20);
-    long rounds = ch_iters(10, 2);
+    long rounds = ch_iters(100, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(coexec_fj_run(args_region, &n));
     /* every kind as a region of its own */
@@ -302,7 +306,7 @@ static void t_struct_result(void)
 {
     ch_init(NSTREAMS);
     int n = (int)ch_iters(2000, 100);
-    long rounds = ch_iters(10, 2);
+    long rounds = ch_iters(60, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(coexec_fj_run(struct_region, &n));
     qr_t v = {0};
@@ -428,7 +432,7 @@ static void steal_rounds(void *arg)
 static void t_steal_one(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(50, 3);
+    long rounds = ch_iters(1000, 3);
     steal_rounds(&rounds); /* regions of the primary's main ULT */
     CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(2), steal_rounds, &rounds));
     CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(3), steal_rounds, &rounds));
@@ -477,7 +481,7 @@ static void t_steal_ranks(void)
     ranks_t rk = {.n = (int)ch_iters(2000, 200)};
     rk.rank = malloc((size_t)rk.n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rk.rank);
-    long rounds = ch_iters(10, 2), foreign = 0, bad = 0;
+    long rounds = ch_iters(60, 2), foreign = 0, bad = 0;
     double t0 = ch_now();
     /* At least `rounds` rounds; more until a task ran elsewhere. */
     for (long r = 0; r < rounds || foreign == 0; r++) {
@@ -542,7 +546,7 @@ static void t_pfor_in_task(void)
 {
     ch_init(NSTREAMS);
     static atomic_uchar hits[PT_TASKS * PT_N];
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(200, 2);
     for (long r = 0; r < rounds; r++) {
         memset(hits, 0, sizeof hits);
         CH_ASSERT_OK(coexec_fj_run(pfor_tasks_region, hits));
@@ -568,7 +572,7 @@ static void t_pfor_in_pfor(void)
 {
     ch_init(NSTREAMS);
     static atomic_uchar grid[GRID_R * GRID_C];
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(200, 2);
     for (long r = 0; r < rounds; r++) {
         memset(grid, 0, sizeof grid);
         CH_ASSERT_OK(coexec_parallel_for(0, GRID_R, 1, grid_rows, grid));
@@ -622,7 +626,7 @@ static void reduce_tasks_region(coexec_fj_t *coexec_fj_, void *arg)
 static void t_reduce_in_tasks(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(200, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(coexec_fj_run(reduce_tasks_region, NULL));
     CH_ASSERT_EQ(ch_remote_failures(), 0);
@@ -671,7 +675,7 @@ static void run_in_task_region(coexec_fj_t *coexec_fj_, void *arg)
 static void t_run_in_task(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(200, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(coexec_fj_run(run_in_task_region, NULL));
     CH_ASSERT_EQ(ch_remote_failures(), 0);
@@ -726,7 +730,7 @@ static coexec_poll_status_t conc_tasklet(coexec_poll_t *cx, void *arg)
 static void t_tasklets_and_ults(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(3000, 2);
     conc_t c[2 * CONC_EACH + 1];
     coexec_thread_t t[CONC_EACH];
     coexec_tasklet_t k[CONC_EACH];
@@ -810,7 +814,7 @@ static void t_small_stack_ult(void)
 {
     ch_init(NSTREAMS);
     ctx_t x = {12, 2000, COEXEC_CALLER_ULT};
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(200, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(1 + r % 3), ctx_regions, &x));
     CH_ASSERT_EQ(ch_remote_failures(), 0);
@@ -821,7 +825,7 @@ static void t_tasklet(void)
 {
     ch_init(NSTREAMS);
     ctx_t x = {18, 5000, COEXEC_CALLER_TASKLET};
-    long rounds = ch_iters(20, 2);
+    long rounds = ch_iters(200, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(
             ch_run_tasklet_in(ch_main_pool(1 + r % 3), ctx_regions, &x));

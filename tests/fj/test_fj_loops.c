@@ -43,7 +43,7 @@ static const struct {
 static void t_pfor_cover(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(10, 1);
+    long rounds = ch_iters(60, 1);
     atomic_uchar *hits = malloc(4097);
     CU_ASSERT_PTR_NOT_NULL_FATAL(hits);
     for (long r = 0; r < rounds; r++) {
@@ -123,7 +123,7 @@ static void iv_combine(void *acc, const void *other, void *arg)
 static void t_reduce_order(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(10, 1);
+    long rounds = ch_iters(60, 1);
     const iv_t identity = {0, 0, IV_EMPTY};
     for (long r = 0; r < rounds; r++) {
         for (size_t k = 0; k < sizeof g_ranges / sizeof g_ranges[0]; k++) {
@@ -205,7 +205,7 @@ static void spill_region(coexec_fj_t *coexec_fj_, void *arg)
 static void spill_rounds(int nstreams, bool wait_steal)
 {
     fj_init(nstreams, SPILL_SLOTS);
-    long rounds = ch_iters(10, 2);
+    long rounds = ch_iters(40, 2);
     for (long r = 0; r < rounds; r++) {
         spill_t s = {.owner = -1, .wait_steal = wait_steal};
         atomic_init(&s.stolen, 0);
@@ -250,7 +250,7 @@ COEXEC_FJ_TASK_1(long, chain, int, d)
 static void deep_rounds(int nstreams)
 {
     fj_init(nstreams, SPILL_SLOTS);
-    long rounds = ch_iters(50, 3);
+    long rounds = ch_iters(300, 3);
     for (long r = 0; r < rounds; r++) {
         int d = DEEP - (int)(r % 7);
         long v = -1;

@@ -98,7 +98,7 @@ static void t_blocking_refused(void)
     CH_ASSERT_OK_FATAL(
         coexec_tasklet_create_on(ch_xstream(2), poll_gate, &b, &b.pending));
     CH_WAIT(ch_thread_state(b.held) == COEXEC_UNIT_BLOCKED);
-    long rounds = ch_iters(10, 2);
+    long rounds = ch_iters(500, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(coexec_fj_run(refuse_region, &b));
     CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(3), refuse_from_ult, &b));
@@ -493,7 +493,7 @@ static void bins_combine(void *acc, const void *other, void *arg)
 static void t_result_aliases_identity(void)
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(50, 5);
+    long rounds = ch_iters(300, 5);
     for (long r = 0; r < rounds; r++) {
         int64_t n = 1000 + r, x = 0;
         CH_ASSERT_OK(coexec_parallel_reduce(0, n, r % 4, &x, sizeof x, &x,
