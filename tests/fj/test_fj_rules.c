@@ -19,8 +19,18 @@ typedef struct {
     coexec_thread_t held;   /* a ULT waiting on gate */
     coexec_tasklet_t pending;
     coexec_key_t key;
+    coexec_pool_t pool; /* the main pool of stream 1 */
+    coexec_cond_t c;
+    coexec_barrier_t bar; /* of 2 */
+    coexec_rwlock_t l;
+    coexec_channel_t ch; /* of 1 int */
     atomic_long refused; /* tasks that saw every refusal */
 } blk_t;
+
+static intptr_t offload_nop(void *arg)
+{
+    return 0;
+}
 
 static void wait_gate(void *arg)
 {
@@ -54,6 +64,23 @@ static void refuse_all(blk_t *b)
     CH_CHECK_RC(coexec_thread_self(&self), COEXEC_ECONTEXT);
     void *v = NULL;
     CH_CHECK_RC(coexec_key_get(b->key, &v), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_thread_exit(), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_self_suspend(), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_yield_to(b->held), COEXEC_ECONTEXT);
+    coexec_thread_t child;
+    CH_CHECK_RC(coexec_thread_create_child_first(b->pool, ch_count_ult, NULL,
+                                                 NULL, &child),
+                COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_cond_wait(&b->c, &b->m), COEXEC_ECONTEXT);
+    int serial = -1;
+    CH_CHECK_RC(coexec_barrier_wait(&b->bar, &serial), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_rwlock_rdlock(&b->l), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_rwlock_wrlock(&b->l), COEXEC_ECONTEXT);
+    int msg = 1;
+    CH_CHECK_RC(coexec_channel_send(&b->ch, &msg), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_channel_recv(&b->ch, &msg), COEXEC_ECONTEXT);
+    intptr_t ret = 0;
+    CH_CHECK_RC(coexec_offload(offload_nop, NULL, &ret), COEXEC_ECONTEXT);
     atomic_fetch_add(&b->refused, 1);
 }
 
@@ -93,6 +120,11 @@ static void t_blocking_refused(void)
     CH_ASSERT_OK_FATAL(coexec_eventual_init(&b.ev, sizeof(long)));
     CH_ASSERT_OK_FATAL(coexec_eventual_init(&b.gate, 0));
     CH_ASSERT_OK_FATAL(coexec_key_create(NULL, &b.key));
+    CH_ASSERT_OK_FATAL(coexec_cond_init(&b.c));
+    CH_ASSERT_OK_FATAL(coexec_barrier_init(&b.bar, 2));
+    CH_ASSERT_OK_FATAL(coexec_rwlock_init(&b.l));
+    CH_ASSERT_OK_FATAL(coexec_channel_init(&b.ch, sizeof(int), 1));
+    b.pool = ch_main_pool(1);
     CH_ASSERT_OK_FATAL(
         coexec_thread_create_on(ch_xstream(1), wait_gate, &b, NULL, &b.held));
     CH_ASSERT_OK_FATAL(
@@ -125,6 +157,10 @@ static void t_blocking_refused(void)
     CH_ASSERT_OK(COEXEC_FJ_RUN(fib, &f, 20));
     CH_ASSERT_EQ(f, fib_serial(20));
     CH_ASSERT_OK(coexec_key_delete(b.key));
+    CH_ASSERT_OK(coexec_channel_destroy(&b.ch));
+    CH_ASSERT_OK(coexec_rwlock_destroy(&b.l));
+    CH_ASSERT_OK(coexec_barrier_destroy(&b.bar));
+    CH_ASSERT_OK(coexec_cond_destroy(&b.c));
     CH_ASSERT_OK(coexec_eventual_destroy(&b.gate));
     CH_ASSERT_OK(coexec_eventual_destroy(&b.ev));
     CH_ASSERT_OK(coexec_mutex_destroy(&b.m));
@@ -232,9 +268,62 @@ static void t_nonblocking_work(void)
     ch_finalize();
 }
 
+/* A region is not its stream's scheduler loop: a task may not run a unit
+ * (that switches) nor park the stream (coexec/sched.h's loop calls). One
+ * stream, so that nothing else takes the units queued here. */
+typedef struct {
+    coexec_pool_t spare; /* served by no scheduler */
+    coexec_unit_t u;     /* popped from it in the region */
+    int run_rc, idle_rc;
+    atomic_int ran;
+} loopcalls_t;
+
+static void lc_ult(void *arg)
+{
+    loopcalls_t *x = arg;
+    atomic_fetch_add(&x->ran, 1);
+}
+
+static void loopcalls_region(coexec_fj_t *coexec_fj_, void *arg)
+{
+    loopcalls_t *x = arg;
+    coexec_sched_t s;
+    CH_CHECK_RC(coexec_sched_self(&s), COEXEC_OK);
+    CH_CHECK_RC(coexec_pool_pop(x->spare, &x->u), COEXEC_OK);
+    CH_CHECK(!CH_IS_NULL(x->u));
+    x->run_rc = coexec_sched_run_unit(s, x->u);
+    /* the stream's pool has a unit queued: a park returns at once */
+    x->idle_rc = coexec_sched_idle(s);
+}
+
+static void t_loop_calls_refused(void)
+{
+    ch_init(1);
+    loopcalls_t x = {.run_rc = -1, .idle_rc = -1};
+    atomic_init(&x.ran, 0);
+    coexec_thread_t t, queued;
+    CH_ASSERT_OK_FATAL(
+        coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &x.spare));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(x.spare, lc_ult, &x, NULL, &t));
+    CH_ASSERT_OK_FATAL(
+        coexec_thread_create(ch_main_pool(0), lc_ult, &x, NULL, &queued));
+    CH_ASSERT_OK(coexec_fj_run(loopcalls_region, &x));
+    CH_ASSERT_RC(x.run_rc, COEXEC_ECONTEXT);
+    CH_ASSERT_RC(x.idle_rc, COEXEC_ECONTEXT);
+    CH_ASSERT_EQ(atomic_load(&x.ran), 0); /* nothing ran in the region */
+    if (x.run_rc != COEXEC_OK)
+        CH_ASSERT_OK(coexec_pool_push(ch_main_pool(0), x.u));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(coexec_thread_free(&queued));
+    CH_ASSERT_EQ(atomic_load(&x.ran), 2);
+    CH_ASSERT_OK(coexec_pool_free(&x.spare));
+    ch_finalize();
+}
+
 const ch_test_t fj_rules_tests[] = {
     {"blocking_calls_refused", t_blocking_refused},
     {"nonblocking_calls_work", t_nonblocking_work},
+    {"scheduler_loop_calls_refused", t_loop_calls_refused},
     {NULL, NULL}};
 
 /* ======================================================================= */
