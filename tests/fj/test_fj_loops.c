@@ -156,9 +156,76 @@ static void t_reduce_order(void)
     ch_finalize();
 }
 
+/* Accumulators of odd sizes, up to COEXEC_REDUCE_MAX bytes: bytes summed
+ * modulo 256 at i % size; and a 16-byte integer (aligned as its type
+ * needs: UBSan checks the accesses). */
+typedef struct {
+    size_t size;
+} bytes_arg_t;
+
+static void bytes_body(int64_t begin, int64_t end, void *acc, void *arg)
+{
+    const bytes_arg_t *a = arg;
+    unsigned char *b = acc;
+    for (int64_t i = begin; i < end; i++)
+        b[(uint64_t)i % a->size] += (unsigned char)(i * 7 + 1);
+}
+
+static void bytes_combine(void *acc, const void *other, void *arg)
+{
+    const bytes_arg_t *a = arg;
+    unsigned char *b = acc;
+    const unsigned char *o = other;
+    for (size_t k = 0; k < a->size; k++)
+        b[k] += o[k];
+}
+
+static void i128_body(int64_t begin, int64_t end, void *acc, void *arg)
+{
+    __int128 *s = acc;
+    for (int64_t i = begin; i < end; i++)
+        *s += (__int128)i * INT64_MAX;
+}
+
+static void i128_combine(void *acc, const void *other, void *arg)
+{
+    *(__int128 *)acc += *(const __int128 *)other;
+}
+
+static void t_reduce_sizes(void)
+{
+    ch_init(NSTREAMS);
+    static const size_t sizes[] = {1, 3, 7, 16, 24, 100, 255, 256};
+    long rounds = ch_iters(20, 1);
+    for (long r = 0; r < rounds; r++) {
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            bytes_arg_t a = {sizes[k]};
+            unsigned char id[COEXEC_REDUCE_MAX], want[COEXEC_REDUCE_MAX],
+                got[COEXEC_REDUCE_MAX];
+            for (size_t j = 0; j < a.size; j++)
+                id[j] = want[j] = got[j] = 0;
+            int64_t b = -3000 + r, e = 5000 + 3 * r;
+            bytes_body(b, e, want, &a);
+            CH_ASSERT_OK(coexec_parallel_reduce(b, e, r % 5, got, a.size, id,
+                                                bytes_body, bytes_combine,
+                                                &a));
+            CU_ASSERT(memcmp(got, want, a.size) == 0);
+        }
+        const __int128 zero = 0;
+        __int128 s = -1, w = 0;
+        i128_body(0, 4000 + r, &w, NULL);
+        CH_ASSERT_OK(coexec_parallel_reduce(0, 4000 + r, 0, &s, sizeof s,
+                                            &zero, i128_body, i128_combine,
+                                            NULL));
+        CU_ASSERT(s == w);
+    }
+    ch_finalize();
+}
+
 const ch_test_t fj_loops_tests[] = {
     {"parallel_for_every_index_once", t_pfor_cover},
     {"parallel_reduce_lower_into_higher", t_reduce_order},
+    {"parallel_reduce_accumulator_sizes", t_reduce_sizes},
     {NULL, NULL}};
 
 /* ======================================================================= */
