@@ -19,7 +19,8 @@ typedef struct {
     coexec_thread_t held;   /* a ULT waiting on gate */
     coexec_tasklet_t pending;
     coexec_key_t key;
-    coexec_pool_t pool; /* the main pool of stream 1 */
+    coexec_pool_t pool;   /* the main pool of stream 1 */
+    coexec_xstream_t xs2; /* stream 2 */
     coexec_cond_t c;
     coexec_barrier_t bar; /* of 2 */
     coexec_rwlock_t l;
@@ -81,6 +82,10 @@ static void refuse_all(blk_t *b)
     CH_CHECK_RC(coexec_channel_recv(&b->ch, &msg), COEXEC_ECONTEXT);
     intptr_t ret = 0;
     CH_CHECK_RC(coexec_offload(offload_nop, NULL, &ret), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_thread_join_timed(b->held, 1000000), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_mutex_lock_timed(&b->m, 1000000), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_xstream_join(b->xs2), COEXEC_ECONTEXT);
+    CH_CHECK_RC(coexec_finalize(), COEXEC_ECONTEXT);
     atomic_fetch_add(&b->refused, 1);
 }
 
@@ -101,14 +106,18 @@ static void refuse_region(coexec_fj_t *coexec_fj_, void *arg)
         COEXEC_FJ_SYNC(refuse_task);
 }
 
-/* A ULT opens refuse_region; afterwards it is a ULT again. */
-static void refuse_from_ult(void *arg)
+/* A ULT or a tasklet opens refuse_region; afterwards it is what it was,
+ * and a ULT can yield again. */
+static void refuse_from_unit(void *arg)
 {
+    coexec_caller_t before = coexec_self_caller();
     CH_CHECK_RC(coexec_fj_run(refuse_region, arg), COEXEC_OK);
-    CH_CHECK(coexec_self_caller() == COEXEC_CALLER_ULT);
-    coexec_thread_t self;
-    CH_CHECK_RC(coexec_thread_self(&self), COEXEC_OK);
-    CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    CH_CHECK(coexec_self_caller() == before);
+    if (before == COEXEC_CALLER_ULT) {
+        coexec_thread_t self;
+        CH_CHECK_RC(coexec_thread_self(&self), COEXEC_OK);
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    }
 }
 
 static void t_blocking_refused(void)
@@ -125,6 +134,7 @@ static void t_blocking_refused(void)
     CH_ASSERT_OK_FATAL(coexec_rwlock_init(&b.l));
     CH_ASSERT_OK_FATAL(coexec_channel_init(&b.ch, sizeof(int), 1));
     b.pool = ch_main_pool(1);
+    b.xs2 = ch_xstream(2);
     CH_ASSERT_OK_FATAL(
         coexec_thread_create_on(ch_xstream(1), wait_gate, &b, NULL, &b.held));
     CH_ASSERT_OK_FATAL(
@@ -133,8 +143,9 @@ static void t_blocking_refused(void)
     long rounds = ch_iters(500, 2);
     for (long r = 0; r < rounds; r++)
         CH_ASSERT_OK(coexec_fj_run(refuse_region, &b));
-    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(3), refuse_from_ult, &b));
-    CH_ASSERT_EQ(atomic_load(&b.refused), (rounds + 1) * (REFUSERS + 1));
+    CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(3), refuse_from_unit, &b));
+    CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(3), refuse_from_unit, &b));
+    CH_ASSERT_EQ(atomic_load(&b.refused), (rounds + 2) * (REFUSERS + 1));
     /* The refusals left nothing behind: every call works now. */
     CU_ASSERT(coexec_self_caller() == COEXEC_CALLER_ULT);
     CH_ASSERT_OK(coexec_yield());
