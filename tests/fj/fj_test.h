@@ -17,9 +17,12 @@
 #include "harness.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* More streams than the machine's cores: thieves and owners interleave. */
 #define NSTREAMS 4
@@ -134,5 +137,6 @@ extern const ch_test_t fj_rules_tests[];
 extern const ch_test_t fj_errors_tests[];
 extern const ch_test_t fj_loops_tests[];
 extern const ch_test_t fj_spill_tests[];
+extern const ch_test_t fj_fork_tests[];
 
 #endif /* COEXEC_TEST_FJ_TEST_H */

@@ -18,14 +18,18 @@
  *   contexts     regions from the primary's main ULT, from a ULT with the
  *                default 16 KiB stack, from a tasklet
  *   rules        blocking calls in a task return COEXEC_ECONTEXT and leave
- *                the runtime working; calls that do not wait work
+ *                the runtime working; calls that do not wait work; a task
+ *                is not its stream's scheduler loop (no run_unit, no idle)
  *   errors       every error code of coexec_fj_run, coexec_parallel_for
- *                and coexec_parallel_reduce; empty ranges; aliasing
+ *                and coexec_parallel_reduce (also from a user scheduler's
+ *                loop); empty ranges; aliasing
  *   loops        every index in exactly one chunk (grains 0, 1, 7, n,
  *                n + 5; negative ranges; ranges at the ends of int64_t);
- *                reductions combine lower into higher
+ *                reductions combine lower into higher; accumulators of 1
+ *                to COEXEC_REDUCE_MAX bytes
  *   spill        deques of 64 records: 10,000 spawns, deep recursion,
  *                thieves stealing while the owner spills
+ *   fork         a child forked while a region is open starts afresh
  */
 #include "fj_test.h"
 
@@ -840,6 +844,127 @@ const ch_test_t fj_contexts_tests[] = {
     {NULL, NULL}};
 
 /* ======================================================================= */
+/* fork                                                                     */
+/* ======================================================================= */
+
+/*
+ * fork from the main ULT while a region is open on stream 2: the child's
+ * runtime starts afresh (coexec/runtime.h), so a region a ULT of its
+ * stream 2 opens is a region (its function runs with no unit, as in a
+ * scheduler) and computes. The child reports by its exit status.
+ */
+typedef struct {
+    atomic_int in_region, release, done;
+    int rc;
+    coexec_caller_t inside;
+    long fib;
+} fk_t;
+
+static void fk_long_region(coexec_fj_t *coexec_fj_, void *arg)
+{
+    fk_t *f = arg;
+    atomic_store(&f->in_region, 1);
+    for (long i = 0; !atomic_load(&f->release); i++) {
+        COEXEC_FJ_SPAWN(fj_bump, i);
+        CH_CHECK_EQ(COEXEC_FJ_SYNC(fj_bump), i + 1);
+    }
+}
+
+static void fk_open_long(void *arg)
+{
+    CH_CHECK_RC(coexec_fj_run(fk_long_region, arg), COEXEC_OK);
+}
+
+static void fk_probe_region(coexec_fj_t *coexec_fj_, void *arg)
+{
+    fk_t *f = arg;
+    f->inside = coexec_self_caller();
+    f->fib = COEXEC_FJ_CALL(fib, 15);
+}
+
+static void fk_probe(void *arg)
+{
+    fk_t *f = arg;
+    f->rc = coexec_fj_run(fk_probe_region, f);
+    atomic_store(&f->done, 1);
+}
+
+/* A ULT pinned to stream `rank` running fn(arg). */
+static int fk_pinned(int rank, void (*fn)(void *), void *arg,
+                     coexec_thread_t *t)
+{
+    coexec_thread_attr_t attr;
+    coexec_xstream_t xs;
+    int rc = coexec_thread_attr_init(&attr);
+    if (rc == COEXEC_OK)
+        rc = coexec_xstream_by_rank(rank, &xs);
+    attr.pinned = 1;
+    return rc ? rc : coexec_thread_create_on(xs, fn, arg, &attr, t);
+}
+
+/* The child: 0, or which check failed. */
+static int fk_child(void)
+{
+    coexec_config_t cfg;
+    if (coexec_config_init(&cfg) || (cfg.num_xstreams = 3, coexec_init(&cfg)))
+        return 2;
+    fk_t f = {.rc = -1, .fib = -1};
+    atomic_init(&f.done, 0);
+    coexec_thread_t t;
+    if (fk_pinned(2, fk_probe, &f, &t))
+        return 3;
+    double t0 = ch_now();
+    while (!atomic_load(&f.done) && ch_now() - t0 < CH_WAIT_LIMIT_S)
+        ch_relax();
+    if (!atomic_load(&f.done) || coexec_thread_free(&t))
+        return 4;
+    if (f.rc != COEXEC_OK)
+        return 5;
+    if (f.inside != COEXEC_CALLER_SCHED)
+        return 6; /* the region did not open: the parent's was inherited */
+    if (f.fib != fib_serial(15))
+        return 7;
+    return coexec_finalize() ? 8 : 0;
+}
+
+static void t_fork_during_region(void)
+{
+    if (CH_SANITIZER) {
+        /* as tests/core/test_process.c says: their runtimes cannot start
+         * threads in the child of a multithreaded process */
+        printf("(skipped: the child cannot start a runtime under a "
+               "sanitizer) ");
+        return;
+    }
+    ch_init(3);
+    fk_t f;
+    memset(&f, 0, sizeof f);
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(fk_pinned(2, fk_open_long, &f, &t));
+    CH_WAIT(atomic_load(&f.in_region));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(fk_child());
+    CU_ASSERT_FATAL(pid > 0);
+    int st = -1;
+    if (!CH_WAIT(waitpid(pid, &st, WNOHANG) == pid)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    CU_ASSERT(WIFEXITED(st));
+    /* 6: the child's region on stream 2 ran as if nested in the parent's */
+    CH_ASSERT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+    atomic_store(&f.release, 1);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    ch_finalize();
+}
+
+const ch_test_t fj_fork_tests[] = {
+    {"child_starts_afresh", t_fork_during_region},
+    {NULL, NULL}};
+
+/* ======================================================================= */
 
 static const ch_suite_t suites[] = {
     {"results", fj_results_tests},
@@ -851,6 +976,7 @@ static const ch_suite_t suites[] = {
     {"errors", fj_errors_tests},
     {"loops", fj_loops_tests},
     {"spill", fj_spill_tests},
+    {"fork", fj_fork_tests},
     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
