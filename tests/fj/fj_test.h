@@ -27,17 +27,6 @@
 /* More streams than the machine's cores: thieves and owners interleave. */
 #define NSTREAMS 4
 
-static inline long fib_serial(int n)
-{
-    long a = 0, b = 1;
-    for (int i = 0; i < n; i++) {
-        long t = a + b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* fib as the header documents it: a spawn, a plain call, a sync. */
 COEXEC_FJ_TASK_1(long, fib, int, n)
 {
@@ -110,6 +99,18 @@ static inline int64_t sum_reduce(int64_t begin, int64_t end, int64_t grain)
 static inline int64_t sum_serial(int64_t begin, int64_t end)
 {
     return (end - begin) * (begin + end - 1) / 2;
+}
+
+/* Opens a region running fn(arg) ch_iters(base, 2) times, each to return
+ * COEXEC_OK (test function only); returns how many. */
+static inline long fj_run_rounds(long base,
+                                 void (*fn)(coexec_fj_t *coexec_fj_, void *),
+                                 void *arg)
+{
+    long rounds = ch_iters(base, 2);
+    for (long r = 0; r < rounds; r++)
+        CH_ASSERT_OK(coexec_fj_run(fn, arg));
+    return rounds;
 }
 
 /* coexec_init with nstreams streams and, when slots is not 0, that many

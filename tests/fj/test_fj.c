@@ -45,7 +45,7 @@ static void t_fib(void)
         for (int n = 0; n <= 25; n++) {
             long r = -1;
             CH_ASSERT_OK(COEXEC_FJ_RUN(fib, &r, n));
-            bad += r != fib_serial(n);
+            bad += r != (long)ch_fib(n);
         }
     }
     CH_ASSERT_EQ(bad, 0);
@@ -233,9 +233,7 @@ static void t_args(void)
 {
     ch_init(NSTREAMS);
     int n = (int)ch_iters(200, 20);
-    long rounds = ch_iters(100, 2);
-    for (long r = 0; r < rounds; r++)
-        CH_ASSERT_OK(coexec_fj_run(args_region, &n));
+    fj_run_rounds(100, args_region, &n);
     /* every kind as a region of its own */
     int ri = -1;
     CH_ASSERT_OK(COEXEC_FJ_RUN(a0, &ri));
@@ -310,9 +308,7 @@ static void t_struct_result(void)
 {
     ch_init(NSTREAMS);
     int n = (int)ch_iters(2000, 100);
-    long rounds = ch_iters(60, 2);
-    for (long r = 0; r < rounds; r++)
-        CH_ASSERT_OK(coexec_fj_run(struct_region, &n));
+    fj_run_rounds(60, struct_region, &n);
     qr_t v = {0};
     CH_ASSERT_OK(COEXEC_FJ_RUN(divmod, &v, -17L, 5L));
     CH_ASSERT_EQ(v.q, -3);
@@ -347,9 +343,9 @@ static void t_call(void)
     ch_init(NSTREAMS);
     long out[3] = {-1, -1, -1};
     CH_ASSERT_OK(coexec_fj_run(call_region, out));
-    CH_ASSERT_EQ(out[0], fib_serial(20));
-    CH_ASSERT_EQ(out[1], fib_serial(19));
-    CH_ASSERT_EQ(out[2], fib_serial(18));
+    CH_ASSERT_EQ(out[0], ch_fib(20));
+    CH_ASSERT_EQ(out[1], ch_fib(19));
+    CH_ASSERT_EQ(out[2], ch_fib(18));
     CH_ASSERT_EQ(atomic_load(&g_nodes), 31);
     ch_finalize();
 }
@@ -600,7 +596,7 @@ static int64_t fibsum_serial(int n)
 {
     int64_t s = 0;
     for (int i = 0; i < n; i++)
-        s += fib_serial(i % 16);
+        s += (long)ch_fib(i % 16);
     return s;
 }
 
@@ -627,15 +623,17 @@ static void reduce_tasks_region(coexec_fj_t *coexec_fj_, void *arg)
                     n % 2 ? sum_serial(0, n) : fibsum_serial(n));
 }
 
-static void t_reduce_in_tasks(void)
+/* A runtime of NSTREAMS in which fn(NULL) runs as a region round after
+ * round; no check failed in any unit or task. */
+static void nested_rounds(void (*fn)(coexec_fj_t *coexec_fj_, void *))
 {
     ch_init(NSTREAMS);
-    long rounds = ch_iters(200, 2);
-    for (long r = 0; r < rounds; r++)
-        CH_ASSERT_OK(coexec_fj_run(reduce_tasks_region, NULL));
+    fj_run_rounds(200, fn, NULL);
     CH_ASSERT_EQ(ch_remote_failures(), 0);
     ch_finalize();
 }
+
+static void t_reduce_in_tasks(void) { nested_rounds(reduce_tasks_region); }
 
 /* coexec_fj_run from a task: the nested function gets the task's own
  * worker (the same deque) and runs on the task's stream. */
@@ -669,22 +667,14 @@ static void run_in_task_region(coexec_fj_t *coexec_fj_, void *arg)
     for (int n = 1; n <= 16; n++)
         COEXEC_FJ_SPAWN(run_in_task, n);
     for (int n = 16; n >= 1; n--)
-        CH_CHECK_EQ(COEXEC_FJ_SYNC(run_in_task), fib_serial(n + 1));
+        CH_CHECK_EQ(COEXEC_FJ_SYNC(run_in_task), ch_fib(n + 1));
     /* and in the region function itself */
     nested_t x = {coexec_fj_, 12, ch_self_rank(), -1};
     CH_CHECK_RC(coexec_fj_run(nested_fn, &x), COEXEC_OK);
-    CH_CHECK_EQ(x.r, fib_serial(13));
+    CH_CHECK_EQ(x.r, ch_fib(13));
 }
 
-static void t_run_in_task(void)
-{
-    ch_init(NSTREAMS);
-    long rounds = ch_iters(200, 2);
-    for (long r = 0; r < rounds; r++)
-        CH_ASSERT_OK(coexec_fj_run(run_in_task_region, NULL));
-    CH_ASSERT_EQ(ch_remote_failures(), 0);
-    ch_finalize();
-}
+static void t_run_in_task(void) { nested_rounds(run_in_task_region); }
 
 const ch_test_t fj_nested_tests[] = {
     {"parallel_for_in_task", t_pfor_in_task},
@@ -709,7 +699,7 @@ static void conc_work(conc_t *c)
         int n = 12 + (int)((c->id + r) % 8);
         long f = -1;
         CH_CHECK_RC(COEXEC_FJ_RUN(fib, &f, n), COEXEC_OK);
-        CH_CHECK_EQ(f, fib_serial(n));
+        CH_CHECK_EQ(f, ch_fib(n));
         int64_t hi = 1000 + 37 * c->id + r;
         CH_CHECK_EQ(sum_reduce(-hi, hi, r % 3 ? 0 : 5), sum_serial(-hi, hi));
     }
@@ -784,7 +774,7 @@ static void ctx_regions(void *arg)
     CH_CHECK(coexec_self_caller() == x->caller);
     long f = -1;
     CH_CHECK_RC(COEXEC_FJ_RUN(fib, &f, x->fib_n), COEXEC_OK);
-    CH_CHECK_EQ(f, fib_serial(x->fib_n));
+    CH_CHECK_EQ(f, ch_fib(x->fib_n));
     atomic_uchar *hits = calloc((size_t)x->n, 1);
     CH_CHECK(hits != NULL);
     if (hits) {
@@ -811,30 +801,29 @@ static void t_main_ult(void)
     ch_finalize();
 }
 
+/* ctx_regions in a unit that run() makes on streams 1 to 3 in turn. */
+static void ctx_rounds(ctx_t x, int (*run)(coexec_pool_t, void (*)(void *),
+                                          void *))
+{
+    ch_init(NSTREAMS);
+    long rounds = ch_iters(200, 2);
+    for (long r = 0; r < rounds; r++)
+        CH_ASSERT_OK(run(ch_main_pool(1 + r % 3), ctx_regions, &x));
+    CH_ASSERT_EQ(ch_remote_failures(), 0);
+    ch_finalize();
+}
+
 /* The default stack (16 KiB unless COEXEC_STACK_SIZE says otherwise):
  * tasks run on it, as do the thieves' tasks its syncs leapfrog to, so the
  * recursion stays modest. */
 static void t_small_stack_ult(void)
 {
-    ch_init(NSTREAMS);
-    ctx_t x = {12, 2000, COEXEC_CALLER_ULT};
-    long rounds = ch_iters(200, 2);
-    for (long r = 0; r < rounds; r++)
-        CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(1 + r % 3), ctx_regions, &x));
-    CH_ASSERT_EQ(ch_remote_failures(), 0);
-    ch_finalize();
+    ctx_rounds((ctx_t){12, 2000, COEXEC_CALLER_ULT}, ch_run_ult_in);
 }
 
 static void t_tasklet(void)
 {
-    ch_init(NSTREAMS);
-    ctx_t x = {18, 5000, COEXEC_CALLER_TASKLET};
-    long rounds = ch_iters(200, 2);
-    for (long r = 0; r < rounds; r++)
-        CH_ASSERT_OK(
-            ch_run_tasklet_in(ch_main_pool(1 + r % 3), ctx_regions, &x));
-    CH_ASSERT_EQ(ch_remote_failures(), 0);
-    ch_finalize();
+    ctx_rounds((ctx_t){18, 5000, COEXEC_CALLER_TASKLET}, ch_run_tasklet_in);
 }
 
 const ch_test_t fj_contexts_tests[] = {
@@ -922,7 +911,7 @@ static int fk_child(void)
         return 5;
     if (f.inside != COEXEC_CALLER_SCHED)
         return 6; /* the region did not open: the parent's was inherited */
-    if (f.fib != fib_serial(15))
+    if (f.fib != (long)ch_fib(15))
         return 7;
     return coexec_finalize() ? 8 : 0;
 }

@@ -281,7 +281,7 @@ static void spill_rounds(int nstreams, bool wait_steal)
             CH_ASSERT_EQ(atomic_load(&s.stolen), 1);
         long f = -1;
         CH_ASSERT_OK(COEXEC_FJ_RUN(fib, &f, 20));
-        CH_ASSERT_EQ(f, fib_serial(20));
+        CH_ASSERT_EQ(f, ch_fib(20));
     }
     CH_ASSERT_EQ(ch_remote_failures(), 0);
     ch_finalize();
@@ -325,7 +325,7 @@ static void deep_rounds(int nstreams)
         CH_ASSERT_EQ(v, (long)d * (d + 1) / 2);
         /* and a wide tree under the deep one */
         CH_ASSERT_OK(COEXEC_FJ_RUN(fib, &v, 22));
-        CH_ASSERT_EQ(v, fib_serial(22));
+        CH_ASSERT_EQ(v, ch_fib(22));
     }
     ch_finalize();
 }

@@ -140,9 +140,7 @@ static void t_blocking_refused(void)
     CH_ASSERT_OK_FATAL(
         coexec_tasklet_create_on(ch_xstream(2), poll_gate, &b, &b.pending));
     CH_WAIT(ch_thread_state(b.held) == COEXEC_UNIT_BLOCKED);
-    long rounds = ch_iters(500, 2);
-    for (long r = 0; r < rounds; r++)
-        CH_ASSERT_OK(coexec_fj_run(refuse_region, &b));
+    long rounds = fj_run_rounds(500, refuse_region, &b);
     CH_ASSERT_OK(ch_run_ult_in(ch_main_pool(3), refuse_from_unit, &b));
     CH_ASSERT_OK(ch_run_tasklet_in(ch_main_pool(3), refuse_from_unit, &b));
     CH_ASSERT_EQ(atomic_load(&b.refused), (rounds + 2) * (REFUSERS + 1));
@@ -166,7 +164,7 @@ static void t_blocking_refused(void)
     CH_ASSERT_OK(coexec_tasklet_free(&b.pending));
     long f = -1;
     CH_ASSERT_OK(COEXEC_FJ_RUN(fib, &f, 20));
-    CH_ASSERT_EQ(f, fib_serial(20));
+    CH_ASSERT_EQ(f, ch_fib(20));
     CH_ASSERT_OK(coexec_key_delete(b.key));
     CH_ASSERT_OK(coexec_channel_destroy(&b.ch));
     CH_ASSERT_OK(coexec_rwlock_destroy(&b.l));
