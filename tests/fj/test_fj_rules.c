@@ -456,7 +456,8 @@ static void t_user_sched(void)
     coexec_xstream_attr_t a;
     CH_ASSERT_OK_FATAL(
         coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pool));
-    CH_ASSERT_OK_FATAL(coexec_sched_create_user(&ops, &pool, 1, NULL, &u, &sched));
+    CH_ASSERT_OK_FATAL(
+        coexec_sched_create_user(&ops, &pool, 1, NULL, &u, &sched));
     CH_ASSERT_OK_FATAL(coexec_xstream_attr_init(&a));
     a.sched = sched;
     CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
