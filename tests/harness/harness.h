@@ -53,6 +53,18 @@ static inline uint64_t ch_mix64(uint64_t x)
     return x;
 }
 
+/* fib(n), computed serially: what the fib tests' units must add up to. */
+static inline uint64_t ch_fib(int n)
+{
+    uint64_t a = 0, b = 1;
+    for (int i = 0; i < n; i++) {
+        uint64_t c = a + b;
+        a = b;
+        b = c;
+    }
+    return a;
+}
+
 /* ---- scale ------------------------------------------------------------- */
 
 /* COEXEC_TEST_SCALE (float, default 1.0, clamped to [0.001, 1000]). */

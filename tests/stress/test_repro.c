@@ -1,10 +1,10 @@
 /*
  * tests/stress/test_repro.c: reduced reproducers of faults the torture
- * test found. A suite whose fault is not fixed yet passes without running
- * unless COEXEC_TEST_REPRO=1; a fixed one always runs, as a regression
- * test. Either fails while its fault is there (a hang is caught by a 10 s
- * guard that only ends a wait which can no longer succeed, never by a
- * verdict on speed).
+ * test or another suite found. A suite whose fault is not fixed yet
+ * passes without running unless COEXEC_TEST_REPRO=1; a fixed one always
+ * runs, as a regression test. Either fails while its fault is there (a
+ * hang is caught by a 10 s guard that only ends a wait which can no
+ * longer succeed, never by a verdict on speed).
  *
  *   channel_room   a channel whose waiting senders include polling
  *                  tasklets loses the room a receive makes: the tasklet
@@ -13,6 +13,15 @@
  *                  released, and the receiver waits forever with the ring
  *                  empty. Fixed (put_locked passes the room on); runs
  *                  always.
+ *   fj_wake        a stream about to park misses the kick of a fork-join
+ *                  region that opens meanwhile: it read
+ *                  coexec__sched_fj.open as 0 (sched/loop.c), the region
+ *                  found no parked thief to kick (fj.c, coexec_fj_run),
+ *                  then the stream parked without looking at `open` again
+ *                  (sched/idle.c, coexec__sched_park_stream) and sleeps
+ *                  through the whole region: nothing is ever stolen from
+ *                  it. Found by tests/fj (steal suite). Not fixed: runs
+ *                  with COEXEC_TEST_REPRO=1.
  *
  * When a fault is fixed, its suite moves to the area that owns the code,
  * as a regression test that always runs.
@@ -124,8 +133,7 @@ static void room_setup(void *arg)
 
 static void t_channel_room(void)
 {
-    if (skip())
-        return;
+    /* fixed: runs always */
     ch_init(1);
     ch_stream_t st;
     CH_ASSERT_EQ_FATAL(ch_stream_create(&st, COEXEC_SCHED_BASIC_WAIT), 0);
@@ -157,12 +165,79 @@ static void t_channel_room(void)
 static const ch_test_t channel_room_tests[] = {
     {"tasklet_senders", t_channel_room}, {NULL, NULL}};
 
+/* ======================================================================= */
+/* fj_wake                                                                  */
+/* ======================================================================= */
+
+/*
+ * Two streams; the second parks as soon as it is idle (idle_spin_us 0).
+ * Round after round the main ULT opens a region the moment the last one
+ * closed, while the second stream is on its way to park: the region
+ * spawns task A and keeps spawning trivial tasks (each spawn honours a
+ * thief's split request) until A has started, which only a thief can
+ * make happen. A region whose kick was lost waits for a thief that
+ * sleeps on: the 10 s guard ends it, and A runs at its sync.
+ */
+static atomic_int g_a_started;
+
+COEXEC_FJ_TASK_0(int, wake_a)
+{
+    atomic_store(&g_a_started, 1);
+    return 1;
+}
+
+COEXEC_FJ_TASK_1(long, wake_bump, long, x)
+{
+    return x + 1;
+}
+
+static void wake_region(coexec_fj_t *coexec_fj_, void *arg)
+{
+    bool *stolen = arg;
+    COEXEC_FJ_SPAWN(wake_a);
+    double t0 = ch_now();
+    for (long i = 0; !atomic_load(&g_a_started); i++) {
+        COEXEC_FJ_SPAWN(wake_bump, i);
+        CH_CHECK_EQ(COEXEC_FJ_SYNC(wake_bump), i + 1);
+        if (i % 256 == 255 && ch_now() - t0 > 10.0)
+            break;
+    }
+    *stolen = atomic_load(&g_a_started);
+    CH_CHECK_EQ(COEXEC_FJ_SYNC(wake_a), 1);
+}
+
+static void t_fj_wake(void)
+{
+    if (skip())
+        return;
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
+    cfg.num_xstreams = 2;
+    cfg.idle_spin_us = 0;
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    long rounds = ch_iters(2000, 200), r;
+    bool stolen = true;
+    for (r = 0; r < rounds && stolen; r++) {
+        atomic_store(&g_a_started, 0);
+        CH_ASSERT_OK(coexec_fj_run(wake_region, &stolen));
+    }
+    if (!stolen)
+        printf("\n    round %ld of %ld: no thief in 10 s, the second stream "
+               "parked through the region\n", r, rounds);
+    CU_ASSERT(stolen);
+    ch_finalize();
+}
+
+static const ch_test_t fj_wake_tests[] = {
+    {"region_opens_while_stream_parks", t_fj_wake}, {NULL, NULL}};
+
 static const ch_suite_t suites[] = {{"channel_room", channel_room_tests},
+                                    {"fj_wake", fj_wake_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv)
 {
-    /* channel_room is fixed: it always runs. */
-    g_enabled = 1;
+    const char *e = getenv("COEXEC_TEST_REPRO");
+    g_enabled = e && strcmp(e, "0") != 0;
     return ch_main(argc, argv, suites);
 }

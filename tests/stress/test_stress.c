@@ -186,17 +186,6 @@ static void fib_ult(void *arg)
     f->r = a.r + b.r;
 }
 
-static uint64_t fib_iter(int n)
-{
-    uint64_t a = 0, b = 1;
-    for (int i = 0; i < n; i++) {
-        uint64_t c = a + b;
-        a = b;
-        b = c;
-    }
-    return a;
-}
-
 static void t_fib(void)
 {
     /* fib(28) at scale 1 (about 1M ULTs); fewer levels when scaled down */
@@ -215,9 +204,9 @@ static void t_fib(void)
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(0, &x0));
         CH_ASSERT_OK_FATAL(coexec_thread_create_on(x0, fib_ult, &f, NULL, &t));
         CH_ASSERT_OK(coexec_thread_free(&t));
-        CH_ASSERT_EQ(f.r, fib_iter(n));
+        CH_ASSERT_EQ(f.r, ch_fib(n));
         /* 2*fib(n+1)-1 calls */
-        CH_ASSERT_EQ(atomic_load(&g_fib_ults), 2 * (long)fib_iter(n + 1) - 1);
+        CH_ASSERT_EQ(atomic_load(&g_fib_ults), 2 * (long)ch_fib(n + 1) - 1);
         printf("[fib(%d)=%llu, %ld ULTs, %.2f s] ", n, (unsigned long long)f.r,
                atomic_load(&g_fib_ults), ch_now() - t0);
         ch_finalize();
