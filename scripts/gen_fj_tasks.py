@@ -81,6 +81,8 @@ def task_macro(n, void):
     lines.append("{")
     lines.append("    NAME##_fj_root_ *d_ = (NAME##_fj_root_ *)p_;")
     if void:
+        if n == 0:
+            lines.append("    (void)d_;")
         lines.append("    %s;" % call_body)
     else:
         lines.append("    d_->r = %s;" % call_body)

@@ -91,6 +91,7 @@ static COEXEC_FJ_UNUSED_ inline void NAME##_fj_sync_(coexec_fj_t *fj_)          
 static COEXEC_FJ_UNUSED_ void NAME##_fj_root_fn_(coexec_fj_t *fj_, void *p_)         \
 {                                                                                    \
     NAME##_fj_root_ *d_ = (NAME##_fj_root_ *)p_;                                     \
+    (void)d_;                                                                        \
     NAME##_fj_body_(fj_);                                                            \
 }                                                                                    \
 static COEXEC_FJ_UNUSED_ inline int NAME##_fj_open_(void)                            \

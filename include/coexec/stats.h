@@ -34,7 +34,8 @@ typedef struct coexec_xstream_stats {
     uint64_t yields;       /* coexec_yield and coexec_yield_to calls */
     uint64_t parks;        /* units that blocked here (parked until woken) */
     uint64_t wakes_local;  /* wakes made here that queued the unit here or
-                              in a shared pool */
+                              in a shared pool, or found it still running
+                              (its park then returns at once) */
     uint64_t wakes_remote; /* wakes made here of units whose home is
                               private to another stream (through that
                               stream's mailbox) */

@@ -54,25 +54,21 @@ static void print_pool(FILE *f, struct coexec_pool_rec *p, int i)
 
 static void print_stream(FILE *f, struct coexec_xstream_rec *xs)
 {
+    /* What the stream runs now is its own thread's to know (its record's
+     * current unit is not read across threads): the units section shows
+     * the running ones. Its counters say how busy it has been. */
     unsigned st = atom_load_acq_u32(&xs->state);
-    struct coexec_unit_rec *cur = LD(xs->cur);
-    fprintf(f, "stream %d: %s, cpu %d%s, ", xs->rank, NAME(xs_states, st),
-            LD(xs->cpu), xs->is_primary ? ", primary" : "");
-    if (st != COEXEC_XSTREAM_RUNNING)
-        fprintf(f, "not running\n");
-    else if (cur)
-        fprintf(f, "running unit %llu (%s)\n", (unsigned long long)LD(cur->id),
-                LD(cur->kind) == UNIT_TASKLET ? "tasklet" : "ULT");
-    else
-        fprintf(f, "in its scheduler\n");
+    fprintf(f, "stream %d: %s, cpu %d%s, %llu unit run(s) since init\n",
+            xs->rank, NAME(xs_states, st), xs->cpu,
+            xs->is_primary ? ", primary" : "",
+            (unsigned long long)(atom_load_rlx_u64(&xs->count[XC_ULT_RUNS]) +
+                                 atom_load_rlx_u64(&xs->count[XC_TASKLETS_RUN])));
     struct coexec_sched_rec *s = atom_load_acq_ptr(&xs->sched);
-    struct coexec_sched_rec *cs = LD(xs->cur_sched);
     if (!s || st != COEXEC_XSTREAM_RUNNING)
         return;
-    fprintf(f, "  main scheduler: %s%s%s, %d pool(s)%s\n",
+    fprintf(f, "  main scheduler: %s%s%s, %d pool(s)\n",
             s->has_ops ? "user" : s->name, s->steals ? ", steals" : "",
-            s->parks ? ", parks when idle" : "", s->npools,
-            cs && cs != s ? "; a stacked scheduler runs now" : "");
+            s->parks ? ", parks when idle" : "", s->npools);
     for (int i = 0; i < s->npools; i++)
         print_pool(f, s->pools[i], i);
 }

@@ -184,17 +184,43 @@ static coexec_fj_task_t *steal_from(struct coexec_xstream_rec *xs,
     }
 }
 
-/* Runs task t, stolen from another worker, on w. */
-static void run_stolen(struct fj_worker *w, coexec_fj_task_t *t)
+/* Enters (leaves) work of a region on stream xs's worker w: a region's
+ * function or a stolen task, nested or not. While inside, the stream is
+ * marked so that a scheduler's own steps refuse (sched/loop.c). */
+static void region_enter(struct coexec_xstream_rec *xs, struct fj_worker *w)
+{
+    if (w->depth++ == 0) {
+        atom_store_rlx_u32(&w->busy, 1);
+        xs->in_fj = 1;
+    }
+}
+
+static void region_leave(struct coexec_xstream_rec *xs, struct fj_worker *w)
+{
+    if (--w->depth == 0) {
+        atom_store_rlx_u32(&w->busy, 0);
+        xs->in_fj = 0;
+    }
+}
+
+/* Runs task t, stolen from another worker, on w (stream xs). A spill
+ * lost while it ran is the error of its owner's region: the record says
+ * so (FJ_DONE_ERR) and the owner's sync takes it over. */
+static void run_stolen(struct coexec_xstream_rec *xs, struct fj_worker *w,
+                       coexec_fj_task_t *t)
 {
     __atomic_store_n(&t->thief_, (uintptr_t)w, __ATOMIC_RELAXED);
-    if (w->depth++ == 0)
-        atom_store_rlx_u32(&w->busy, 1);
+    int err = w->err;
+    w->err = COEXEC_OK;
+    region_enter(xs, w);
     t->run_(&w->pub, t);
-    if (--w->depth == 0)
-        atom_store_rlx_u32(&w->busy, 0);
+    region_leave(xs, w);
+    uintptr_t done = w->err ? FJ_DONE_ERR : FJ_DONE;
+    w->err = err;
+    if (!w->depth)
+        w->spill_failed = false;
     /* Release: the result, to the owner's acquire. */
-    __atomic_store_n(&t->thief_, FJ_DONE, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->thief_, done, __ATOMIC_RELEASE);
 }
 
 /* Waiting without work: spin a little, then let others have the CPU
@@ -230,7 +256,7 @@ static bool idle_steal(struct coexec_xstream_rec *xs)
         coexec_fj_task_t *t = steal_from(xs, v);
         if (t) {
             coexec__thief_kick_one();
-            run_stolen(w, t);
+            run_stolen(xs, w, t);
             return true;
         }
     }
@@ -267,10 +293,14 @@ static void leapfrog(struct fj_worker *w, coexec_fj_task_t *t)
         uintptr_t th = __atomic_load_n(&t->thief_, __ATOMIC_ACQUIRE);
         if (th == FJ_DONE)
             return;
+        if (th == FJ_DONE_ERR) {
+            w->err = COEXEC_ENOMEM;
+            return;
+        }
         if (th) {
             coexec_fj_task_t *s = steal_from(xs, (struct fj_worker *)th);
             if (s) {
-                run_stolen(w, s);
+                run_stolen(xs, w, s);
                 spins = 0;
                 continue;
             }
@@ -338,14 +368,14 @@ COEXEC_API int coexec_fj_run(void (*fn)(coexec_fj_t *coexec_fj_, void *arg),
     /* No unit runs here until the region closes: calls that would wait
      * or switch see a scheduler's context and refuse (COEXEC_ECONTEXT). */
     xs->cur = NULL;
-    w->depth = 1;
-    atom_store_rlx_u32(&w->busy, 1);
-    atom_fadd_rlx_u32(&coexec__sched_fj.open, 1);
+    region_enter(xs, w);
+    /* seq_cst: a stream parking now either sees it (sched/idle.c) or is
+     * in the thieves' set for the kick. */
+    atom_fadd_sc_u32(&coexec__sched_fj.open, 1);
     coexec__thief_kick_one(); /* the first thief; each wakes the next */
     fn(&w->pub, arg);
     atom_fsub_rlx_u32(&coexec__sched_fj.open, 1);
-    atom_store_rlx_u32(&w->busy, 0);
-    w->depth = 0;
+    region_leave(xs, w);
     xs->cur = u;
     rc = w->err;
     w->err = COEXEC_OK;
@@ -379,7 +409,12 @@ void coexec__fj_teardown(void)
     atom_store_rlx_u32(&coexec__sched_fj.open, 0);
 }
 
+/* The parent's workers may be in the middle of regions: the child starts
+ * without them (their memory is left, as the parent's other records). */
 void coexec__fj_atfork_child(void)
 {
+    for (int i = 0; i < MAX_XSTREAMS; i++)
+        atom_store_rlx_ptr(&reg.w[i], NULL);
+    atom_store_rlx_u32(&reg.hi, 0);
     atom_store_rlx_u32(&coexec__sched_fj.open, 0);
 }

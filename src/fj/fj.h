@@ -30,8 +30,11 @@
 #include "coexec.h"
 #include "coexec/fj.h"
 
-/* The value of a task record's thief_ once its thief finished it. */
+/* The value of a task record's thief_ once its thief finished it; _ERR:
+ * and a spill was lost while it ran (the region's result is not to be
+ * used). Thieves' worker addresses are 64-byte aligned, never these. */
 #define FJ_DONE ((uintptr_t)1)
+#define FJ_DONE_ERR ((uintptr_t)2)
 
 /* Spill records per chunk, and chunks at most. */
 #define FJ_SPILL_CHUNK 256u

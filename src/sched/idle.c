@@ -115,8 +115,11 @@ void coexec__sched_park_stream(struct coexec_xstream_rec *xs, struct coexec_sche
     parker_reset(&xs->mb.park);
     coexec__sched_sleep_register(xs, NULL, s, &r);
     uint64_t next = xs_next_timer(xs);
+    /* A region opened after the loop looked kicks a parked thief: we are
+     * one now (registered above, under the set's lock), or we see it. */
     if (!r.abort && !xs_events_pending(xs) && !atom_load_sc_u32(&xs->stop) &&
         !atom_load_sc_ptr(&xs->sched_req) &&
+        !atom_load_sc_u32(&coexec__sched_fj.open) &&
         (next == UINT64_MAX || next > now_ns() + PARK_EARLY_NS)) {
         /* Idle: keep the timers of busy streams too (keeper.c). */
         bool held;

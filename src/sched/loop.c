@@ -289,7 +289,7 @@ static struct coexec_xstream_rec *loop_of(coexec_sched_t sched, int *rc)
     if ((*rc = CHECK_HANDLE(sched)) != 0)
         return NULL;
     struct coexec_xstream_rec *xs = coexec__xs_self();
-    if (!xs || xs->cur || xs->cur_sched != sched.p) {
+    if (!xs || xs->cur || xs->in_fj || xs->cur_sched != sched.p) {
         *rc = COEXEC_ECONTEXT;
         return NULL;
     }

@@ -232,6 +232,10 @@ bool coexec__wake_tagged(struct coexec_unit_rec *u, uint32_t tag)
                 return true;
             }
         } else if (atom_cas_ar_u32(&u->wake, &w, tag | WAKE_NOTIFIED)) {
+            /* Recorded for a unit still running (or about to park). */
+            struct coexec_xstream_rec *self = coexec__xs_self();
+            if (self)
+                stat_add(&self->count[XC_WAKES_LOCAL], 1);
             return true;
         }
     }

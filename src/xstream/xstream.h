@@ -54,6 +54,9 @@ struct coexec_xstream_rec {
     struct coexec_pool_rec *post_pool;
     struct coexec_unit_rec *run_next; /* run before popping */
     unsigned direct_yields;
+    /* 1 while a fork-join region or a stolen task runs here (src/fj):
+     * the scheduler's own steps refuse then. */
+    uint8_t in_fj;
     /* The main scheduler (struct coexec_sched_rec *): written by the
      * stream's own thread (release) when replaced, read by others with
      * acquire. */

@@ -105,39 +105,33 @@ static void t_versioned(void)
     ch_finalize();
 }
 
-struct wake_pair {
-    coexec_eventual_t ev;
-};
-
-static void waiter(void *arg)
+static void suspender(void *arg)
 {
-    struct wake_pair *w = arg;
-    CH_ASSERT_OK(coexec_eventual_wait(&w->ev, NULL));
+    (void)arg;
+    CH_ASSERT_OK(coexec_self_suspend());
 }
 
-/* Parks and wakes: a ULT on stream 1 parks on an eventual the main ULT
- * sets; stealing between the default pools balances counts. */
+/* Parks and wakes: a ULT on stream 1 suspends and the main ULT resumes
+ * it; stealing between the default pools balances counts. */
 static void t_parks_wakes(void)
 {
     ch_init(2);
     CH_ASSERT_OK(coexec_stats_reset());
-    struct wake_pair w;
-    CH_ASSERT_OK(coexec_eventual_init(&w.ev, 0));
     coexec_thread_t t;
-    ch_spawn_on(1, waiter, &w, &t);
-    /* Wait until it parked somewhere, without deciding on timing. */
+    ch_spawn_on(1, suspender, NULL, &t);
+    /* Wait until it is suspended, without deciding on timing. */
     double t0 = ch_now();
     while (ch_thread_state(t) != COEXEC_UNIT_BLOCKED &&
            ch_now() - t0 < CH_WAIT_LIMIT_S)
         ch_relax();
     CH_ASSERT_EQ_FATAL(ch_thread_state(t), COEXEC_UNIT_BLOCKED);
-    CH_ASSERT_OK(coexec_eventual_set(&w.ev, NULL, 0));
+    CH_ASSERT_OK(coexec_thread_resume(t));
     ch_free_threads(&t, 1);
     coexec_xstream_stats_t s0 = stats_of(0), s1 = stats_of(1);
     CU_ASSERT(s0.parks + s1.parks >= 1);
+    /* The resume was a wake made on stream 0, however it went. */
     CU_ASSERT(s0.wakes_local + s0.wakes_remote >= 1);
     CH_ASSERT_EQ(s0.steals + s1.steals, s0.stolen + s1.stolen);
-    CH_ASSERT_OK(coexec_eventual_destroy(&w.ev));
     ch_finalize();
 }
 

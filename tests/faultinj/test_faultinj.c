@@ -17,9 +17,8 @@
  * units (descriptor slabs while creating ULTs and tasklets), stacks (stack
  * slabs and mapped stacks when ULTs first run, also under a join that runs
  * the ULT in place), objects (pool_create, sched_create, xstream_create),
- * fj (a fork-join deque and its spill stack, on the owner and on a thief;
- * the thief's case is a fault not fixed yet, run with
- * COEXEC_TEST_REPRO=1).
+ * fj (a fork-join deque and its spill stack, on the owner and on a
+ * thief).
  *
  * Every sweep runs an operation with n = 1, 2, 3, ... until it completes
  * without the countdown firing, so each allocation the operation makes fails
@@ -1580,12 +1579,11 @@ static void t_fj_owner(void)
  * that owns A must return COEXEC_ENOMEM or give the right sum; a region
  * opened later by a ULT pinned to the thief's stream starts afresh.
  *
- * Not fixed: the failure is recorded in the thief's worker only
- * (src/fj/fj.c, coexec_fj_push_slow_ sets w->err of the thief;
- * run_stolen never hands it on), so the owner's region returns COEXEC_OK
- * with the spilled leaves lost (their results read as 0), and the next
- * region the thief's stream opens itself returns COEXEC_ENOMEM. Runs with
- * COEXEC_TEST_REPRO=1 (as tests/stress/test_repro.c).
+ * Fixed: the failure was recorded in the thief's worker only, so the
+ * owner's region returned COEXEC_OK with the spilled leaves lost, and the
+ * next region of the thief's stream returned COEXEC_ENOMEM. A stolen task
+ * that lost a spill now ends with FJ_DONE_ERR, which the owner's sync
+ * takes over (src/fj/fj.c, run_stolen). Runs always.
  */
 typedef struct {
     atomic_int started, rank;
@@ -1635,11 +1633,6 @@ static void fj_pinned_region(void *arg)
 
 static void t_fj_thief(void)
 {
-    const char *e = getenv("COEXEC_TEST_REPRO");
-    if (!e || strcmp(e, "0") == 0) {
-        printf("(skipped: set COEXEC_TEST_REPRO=1) ");
-        return;
-    }
     fi_begin();
     coexec_config_t cfg = fi_cfg(4);
     cfg.fj_slots = 64;

@@ -20,8 +20,9 @@
  *                  then the stream parked without looking at `open` again
  *                  (sched/idle.c, coexec__sched_park_stream) and sleeps
  *                  through the whole region: nothing is ever stolen from
- *                  it. Found by tests/fj (steal suite). Not fixed: runs
- *                  with COEXEC_TEST_REPRO=1.
+ *                  it. Found by tests/fj (steal suite). Fixed (a parking
+ *                  stream does not sleep while a region is open; opening
+ *                  one is seq_cst before the kick); runs always.
  *
  * When a fault is fixed, its suite moves to the area that owns the code,
  * as a regression test that always runs.
@@ -44,6 +45,7 @@ static int g_enabled;
         (cond);                                                                \
     })
 
+__attribute__((unused)) /* for the suites of faults not fixed yet */
 static int skip(void)
 {
     if (!g_enabled)
@@ -208,8 +210,6 @@ static void wake_region(coexec_fj_t *coexec_fj_, void *arg)
 
 static void t_fj_wake(void)
 {
-    if (skip())
-        return;
     coexec_config_t cfg;
     CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
     cfg.num_xstreams = 2;
