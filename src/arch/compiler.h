@@ -10,6 +10,10 @@
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define COLD __attribute__((cold))
 #define NOINLINE __attribute__((noinline))
+/* Reads of records other threads write without a handshake with the
+ * reader, on purpose (a diagnostic dump that validates what it reads):
+ * not instrumented by ThreadSanitizer. */
+#define NO_TSAN __attribute__((no_sanitize("thread")))
 #define NORETURN __attribute__((noreturn))
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define HIDDEN __attribute__((visibility("hidden")))

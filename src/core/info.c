@@ -3,9 +3,12 @@
  * thread that prints it on a signal (COEXEC_DUMP_SIGNAL) or when no
  * stream makes progress (COEXEC_HANG_DUMP).
  *
- * A dump reads records other threads are changing: every field it reads
- * is read with a relaxed atomic load, and a unit's wait note is trusted
- * only while the unit is blocked and its id is the note's.
+ * A dump reads records other threads are changing, with no handshake:
+ * every field with a relaxed load (so no value is torn), the functions
+ * that do so left out of ThreadSanitizer (NO_TSAN), and a unit's wait
+ * note trusted only while the unit is blocked and its id is the note's.
+ * A free descriptor is recognised by its home pool (NULL) before its id,
+ * which the descriptor cache reuses for its own counts, is looked at.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -44,7 +47,7 @@ static const char *name_of(const char *const *names, size_t n, unsigned i)
 
 /* ---- streams --------------------------------------------------------------- */
 
-static void print_pool(FILE *f, struct coexec_pool_rec *p, int i)
+NO_TSAN static void print_pool(FILE *f, struct coexec_pool_rec *p, int i)
 {
     fprintf(f, "    pool %d: %s %s, %llu queued%s\n", i, NAME(pool_kinds, LD(p->kind)),
             NAME(accesses, LD(p->access)),
@@ -52,7 +55,7 @@ static void print_pool(FILE *f, struct coexec_pool_rec *p, int i)
             LD(p->stealable) ? ", others steal from it" : "");
 }
 
-static void print_stream(FILE *f, struct coexec_xstream_rec *xs)
+NO_TSAN static void print_stream(FILE *f, struct coexec_xstream_rec *xs)
 {
     /* What the stream runs now is its own thread's to know (its record's
      * current unit is not read across threads): the units section shows
@@ -94,7 +97,7 @@ static void print_pc(FILE *f, uintptr_t pc)
 
 /* A parked ULT's call stack, from the frame its context switch saved and
  * then the frame pointer chain, as long as it stays inside the stack. */
-static void print_backtrace(FILE *f, struct coexec_unit_rec *u)
+NO_TSAN static void print_backtrace(FILE *f, struct coexec_unit_rec *u)
 {
     uintptr_t sp = (uintptr_t)LD(u->sp);
     uintptr_t lo = (uintptr_t)LD(u->stack);
@@ -129,7 +132,7 @@ struct unit_walk {
     unsigned shown, blocked;
 };
 
-static void print_wait(FILE *f, struct coexec_unit_rec *u, uint64_t id,
+NO_TSAN static void print_wait(FILE *f, struct coexec_unit_rec *u, uint64_t id,
                        uint64_t now)
 {
     if (LD(u->kind) == UNIT_TASKLET) {
@@ -158,13 +161,15 @@ static void print_wait(FILE *f, struct coexec_unit_rec *u, uint64_t id,
                 arg > now ? (double)(arg - now) / 1e6 : 0.0);
 }
 
-static void unit_one(struct coexec_unit_rec *u, void *arg)
+NO_TSAN static void unit_one(struct coexec_unit_rec *u, void *arg)
 {
     struct unit_walk *w = arg;
     uint64_t gen = atom_load_acq_u64(&u->gen);
-    uint64_t id = LD(u->id);
     /* A free descriptor names no home pool; a never-used one is zeros. */
-    if (!id || !atom_load_acq_ptr(&u->pool))
+    if (!atom_load_acq_ptr(&u->pool))
+        return;
+    uint64_t id = LD(u->id);
+    if (!id)
         return;
     unsigned st = atom_load_acq_u32(&u->state);
     bool blocked = st == COEXEC_UNIT_BLOCKED;
