@@ -16,7 +16,8 @@
  * wait while every service thread has been inside one call for over a
  * millisecond, the service stream starts another thread (up to
  * service_max_threads); threads beyond service_threads exit after 50 ms
- * idle.
+ * idle. The service threads (and the ring thread below) start on the
+ * first offloaded call: a program that never offloads has none.
  *
  * File I/O has a second path. Where the kernel allows io_uring (and the
  * library was built with liburing), the file calls of the wrappers below
@@ -83,7 +84,8 @@ COEXEC_BEGIN_DECLS
  * -errno); COEXEC_EINVAL (fn NULL); COEXEC_ECONTEXT (a tasklet: use
  * coexec_request_submit and coexec_request_poll; or a scheduler loop);
  * COEXEC_ECANCELED (finalize began while it was queued); COEXEC_ECLOSED
- * (finalize had begun); COEXEC_ENOTINIT.
+ * (finalize had begun); COEXEC_ENOMEM or COEXEC_EAGAIN (the service
+ * threads start on the first call, and one could not); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_offload(coexec_offload_fn_t fn,
                                                void *arg, intptr_t *ret);
@@ -97,7 +99,7 @@ COEXEC_API COEXEC_NODISCARD int coexec_offload(coexec_offload_fn_t fn,
  * Context: any thread, tasklets included. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (req or fn NULL); COEXEC_EBUSY (req
  * is queued, running, or just completing); COEXEC_ECLOSED;
- * COEXEC_ENOTINIT.
+ * COEXEC_ENOMEM or COEXEC_EAGAIN (as coexec_offload); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_request_submit(coexec_request_t *req, coexec_offload_fn_t fn, void *arg);
@@ -161,7 +163,8 @@ typedef struct coexec_service_info {
 
 /*
  * Fills *info (set info->size first). threads counts the service threads
- * that run calls, not the ring thread.
+ * that run calls, not the ring thread. The service threads and the ring
+ * start on the first offloaded call, or on this call if none came yet.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_ENOTINIT.
  */

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "fj/fj.h"
 #include "sched/sched.h"
+#include "service/service.h"
 #include "xstream/xstream.h"
 
 /* The figures of one stream: its counters, then two gathered from
@@ -177,7 +178,9 @@ int coexec__stats_print(FILE *f)
     pthread_mutex_unlock(&coexec__g.lock);
     row(f, "all", tot);
     coexec_service_info_t si = {.size = sizeof si};
-    if (coexec_service_get_info(&si) == COEXEC_OK)
+    if (!coexec__service_live())
+        fprintf(f, "service: not started (no call was offloaded)\n");
+    else if (coexec_service_get_info(&si) == COEXEC_OK)
         fprintf(f, "service: %d thread(s) (%d idle) on cpu %d, %llu call(s) "
                    "completed, file I/O through %s\n",
                 si.threads, si.idle, si.cpu, (unsigned long long)si.completed,

@@ -62,7 +62,10 @@ static void rq_push(struct request *r)
 
 static int submit(struct request *r, coexec_offload_fn_t fn, void *arg)
 {
-    int rc = rq_init(r, fn, arg);
+    int rc = svc_live();
+    if (rc)
+        return rc;
+    rc = rq_init(r, fn, arg);
     if (rc)
         return rc;
     rq_push(r);
@@ -181,7 +184,7 @@ COEXEC_API int coexec_offload(coexec_offload_fn_t fn, void *arg, intptr_t *ret)
 
 int coexec__service_fop(int kind, const intptr_t *a, intptr_t *ret)
 {
-    if (!(svc.ring_kinds & 1u << kind))
+    if (svc_live() != COEXEC_OK || !(svc.ring_kinds & 1u << kind))
         return COEXEC_ENOSYS;
     struct caller c;
     int rc = wait_caller(&c);
@@ -317,6 +320,9 @@ COEXEC_API int coexec_service_get_info(coexec_service_info_t *info)
     if (!info || info->size < sizeof *info)
         return COEXEC_EINVAL;
     RT_CHECK();
+    /* What it would report before the first offload is not what it will
+     * be: start now (a failure shows as no thread). */
+    IGNORE_RESULT(svc_live());
     pthread_mutex_lock(&svc.qlock);
     info->threads = svc.nthreads;
     pthread_mutex_unlock(&svc.qlock);
@@ -326,6 +332,11 @@ COEXEC_API int coexec_service_get_info(coexec_service_info_t *info)
     info->completed = atom_load_acq_u64(&svc.completed);
     info->io_path = svc.ring_kinds ? "io_uring" : "threads";
     return COEXEC_OK;
+}
+
+bool coexec__service_live(void)
+{
+    return atom_load_acq_u32(&svc.live) == 1;
 }
 
 /* fork, in the child: no watchdog timer is armed any more. */

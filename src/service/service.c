@@ -69,7 +69,8 @@
 
 
 
-struct service_state coexec__svc = {.qlock = PTHREAD_MUTEX_INITIALIZER};
+struct service_state coexec__svc = {.qlock = PTHREAD_MUTEX_INITIALIZER,
+                                    .live_lock = PTHREAD_MUTEX_INITIALIZER};
 #define svc coexec__svc
 
 /* Finalize's wait for the running calls: completions after close bump
@@ -378,9 +379,12 @@ int coexec__service_start(void)
                 svc.shares_cpu = 1;
         }
         pthread_mutex_unlock(&coexec__g.lock);
-        if (svc.shares_cpu)
+        /* The default (the binding's last CPU) shares it whenever the
+         * streams fill the binding, as documented: only CPUs the user
+         * chose deserve a word. */
+        if (svc.shares_cpu && c->service_cpus[0])
             coexec__warn("the service stream shares cpu %d with a compute "
-                         "stream", svc.cpus[0]);
+                         "stream (COEXEC_SERVICE_CPUS)", svc.cpus[0]);
     }
     atom_store_rlx_ptr(&svc.inbox, NULL);
     atom_store_rlx_u32(&svc.closed, 0);
@@ -396,20 +400,32 @@ int coexec__service_start(void)
     svc.base = c->service_threads;
     svc.max = c->service_max_threads;
     svc.spin_ns = (uint64_t)c->service_spin_us * 1000;
-    pthread_mutex_lock(&svc.qlock);
-    int rc = COEXEC_OK;
     coexec__timers_set_helper(&timer_helper); /* before a worker parks */
-    for (int i = 0; i < svc.base && rc == COEXEC_OK; i++)
-        rc = worker_spawn_locked(0);
-    pthread_mutex_unlock(&svc.qlock);
-    svc.started = 1;
     svc.ring_kinds = 0;
-    if (rc == COEXEC_OK)
-        ring_start(c->service_io);
-    if (rc) {
-        coexec__service_close();
-        coexec__service_stop();
+    svc.io_mode = c->service_io;
+    atom_store_rlx_u32(&svc.live, 0);
+    svc.started = 1;
+    /* The threads and the ring start on first use (coexec__svc_live_slow):
+     * a program that never offloads has no thread of the service. */
+    return COEXEC_OK;
+}
+
+int coexec__svc_live_slow(void)
+{
+    int rc = COEXEC_OK;
+    pthread_mutex_lock(&svc.live_lock);
+    if (atom_load_rlx_u32(&svc.live) == 0 && !atom_load_acq_u32(&svc.closed)) {
+        pthread_mutex_lock(&svc.qlock);
+        while (svc.nthreads < svc.base && rc == COEXEC_OK)
+            rc = worker_spawn_locked(0);
+        pthread_mutex_unlock(&svc.qlock);
+        if (rc == COEXEC_OK) {
+            ring_start(svc.io_mode);
+            /* Release: ring_kinds, to every reader that acquires it. */
+            atom_store_rel_u32(&svc.live, 1);
+        }
     }
+    pthread_mutex_unlock(&svc.live_lock);
     return rc;
 }
 
@@ -552,6 +568,10 @@ void coexec__service_stop(void)
 {
     if (!svc.started)
         return;
+    /* No thread starts from now on (a late first use finds it stopped). */
+    pthread_mutex_lock(&svc.live_lock);
+    atom_store_rel_u32(&svc.live, 2);
+    pthread_mutex_unlock(&svc.live_lock);
     coexec__ring_stop();
     svc.ring_kinds = 0;
     atom_store_sc_u32(&svc.stop, 1);
@@ -599,6 +619,8 @@ void coexec__service_atfork_child(void)
 {
     coexec__ring_atfork_child();
     pthread_mutex_init(&svc.qlock, NULL);
+    pthread_mutex_init(&svc.live_lock, NULL);
+    atom_store_rlx_u32(&svc.live, 0);
     atom_store_rlx_ptr(&svc.inbox, NULL);
     atom_store_rlx_u32(&svc.queued, 0);
     svc.qhead = svc.qtail = NULL;

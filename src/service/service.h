@@ -22,6 +22,8 @@ void coexec__service_stop(void);
 /* True when the caller is a ULT on a compute stream and the service
  * stream takes requests: the wrappers offload then, else run directly. */
 bool coexec__service_offloads(void);
+/* Whether the service threads have started (they start on first use). */
+bool coexec__service_live(void);
 
 /* The file calls the ring can carry; FOP_* is a bit index. */
 enum fop_kind {

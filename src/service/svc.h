@@ -59,7 +59,13 @@ struct service_state {
     int spawned;                   /* under qlock: names the next worker */
     atom_u32_t queued;             /* requests on the FIFO */
     atom_u64_t completed;
+    /* Set before `live` is released: read after its acquire. */
     unsigned ring_kinds; /* file calls the ring carries (1u << FOP_*) */
+    /* The threads and the ring start on first use: 0 not yet, 1 running,
+     * 2 stopped (finalize); changed under live_lock. */
+    atom_u32_t live;
+    pthread_mutex_t live_lock;
+    coexec_service_io_t io_mode;
     /* The service threads' CPUs: cfg.service_cpus, ranges expanded. */
     int cpus[MAX_SVC_CPUS];
 };
@@ -72,6 +78,15 @@ void coexec__svc_fifo_unlink_locked(struct request *r);
 void coexec__svc_kick_one(void);
 /* Starts another worker if every one is blocked and requests wait. */
 void coexec__svc_grow(void);
+/* Starts the service threads and the ring if they have not started:
+ * COEXEC_OK (also once finalize began: the caller's request is refused
+ * as closed), or the error of a thread that could not start. */
+int coexec__svc_live_slow(void);
+static inline int svc_live(void)
+{
+    return atom_load_acq_u32(&coexec__svc.live) ? COEXEC_OK
+                                                : coexec__svc_live_slow();
+}
 /* fork, in the child (request.c). */
 void coexec__svc_request_atfork_child(void);
 

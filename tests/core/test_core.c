@@ -1449,9 +1449,9 @@ static void t_env_print_and_quiet(void)
     CH_ASSERT_OK_FATAL(rc);
     CH_ASSERT_EQ(ch_count_lines(buf, ""), 0);
     ch_finalize();
-    /* more streams than cores: placement wraps, and the service stream
-     * shares its cpu with a compute stream: two warnings, none with
-     * COEXEC_QUIET */
+    /* more streams than cores: placement wraps (one warning; the service
+     * stream sharing the last cpu is the documented default, said only
+     * when COEXEC_SERVICE_CPUS chose it), none with COEXEC_QUIET */
     char n[16];
     snprintf(n, sizeof n, "%d", online_cpus() + 2);
     setenv("COEXEC_NUM_XSTREAMS", n, 1);
@@ -1461,9 +1461,19 @@ static void t_env_print_and_quiet(void)
         rc = coexec_init(NULL);
         ch_stderr_end(buf, sizeof buf);
         CH_ASSERT_OK_FATAL(rc);
-        CH_ASSERT_EQ(ch_count_lines(buf, ""), quiet ? 0 : 2);
+        CH_ASSERT_EQ(ch_count_lines(buf, ""), quiet ? 0 : 1);
         ch_finalize();
     }
+    /* a service cpu chosen to overlap a compute stream: said */
+    setenv("COEXEC_SERVICE_CPUS", "0", 1);
+    setenv("COEXEC_QUIET", "no", 1);
+    ch_stderr_begin();
+    rc = coexec_init(NULL);
+    ch_stderr_end(buf, sizeof buf);
+    unsetenv("COEXEC_SERVICE_CPUS");
+    CH_ASSERT_OK_FATAL(rc);
+    CH_ASSERT_EQ(ch_count_lines(buf, "COEXEC_SERVICE_CPUS"), 1);
+    ch_finalize();
     unsetenv("COEXEC_QUIET");
     unsetenv("COEXEC_NUM_XSTREAMS");
     /* a malformed variable: the message is printed on stderr too */

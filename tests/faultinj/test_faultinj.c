@@ -414,6 +414,12 @@ static coexec_poll_status_t fi_tasklet_nop(coexec_poll_t *cx, void *arg)
 
 /* A clean cycle: init with 3 streams, one ULT and one tasklet on each,
  * finalize without leak warning. Proves that (re-)init works. */
+static intptr_t fi_offload_one(void *arg)
+{
+    (void)arg;
+    return 1;
+}
+
 static void fi_clean_cycle(const char *what, long n)
 {
     coexec_config_t cfg = fi_cfg(3);
@@ -437,6 +443,10 @@ static void fi_clean_cycle(const char *what, long n)
         CH_CHECK_RC(coexec_tasklet_free(&k), COEXEC_OK);
     }
     CH_CHECK_EQ(atomic_load(&ran), 6);
+    /* The service's threads start on the first offload. */
+    intptr_t ret = 0;
+    CH_CHECK_RC(coexec_offload(fi_offload_one, NULL, &ret), COEXEC_OK);
+    CH_CHECK_EQ(ret, 1);
     fi_finalize_checked(what, n);
 }
 
@@ -653,9 +663,9 @@ static void t_wrap_reaches_library(void)
                fi_kind_name[k], d[k]);
     }
     /* Pool and stream records, descriptor slabs, the primary's scheduler
-     * stack and stack slabs, two secondary threads and the service
-     * thread (and the service's io_uring thread where it runs), the cpu
-     * list. */
+     * stack and stack slabs, two secondary threads and, on the offload,
+     * the service thread (and the service's io_uring thread where it
+     * runs), the cpu list. */
     CU_ASSERT(d[FI_ALIGNED] >= 3);
     CU_ASSERT(d[FI_CALLOC] >= 1);
     CU_ASSERT(d[FI_MALLOC] >= 1);
