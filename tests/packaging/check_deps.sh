@@ -58,15 +58,27 @@ fedora_names=(cmake ninja-build pkgconf-pkg-config gcc glibc-devel hwloc-devel h
               groff-base man-db valgrind valgrind-devel doxygen)
 cross_names=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
-for os in debian ubuntu; do
-  f=${!os}
-  run "$f" --dry-run
+# The default groups on a system of one family: exit 0, the family's
+# command, all its names, none of the other family's, no cross toolchain.
+check_default() { # os, command, its line (regex), names (array name), names it must not have...
+  local os=$1 command=$2 pattern=$3
+  local -n names=$4
+  run "${!os}" --dry-run
   line=$(install_line)
   [[ $rc -eq 0 ]] && pass "$os: --dry-run exits 0" || fail "$os: --dry-run exits $rc: $out"
-  grep -q '^+ .*apt-get .* update$' <<<"$out" && pass "$os: apt-get update first" || fail "$os: no apt-get update: $out"
-  has_all "$os: the default groups (build test docs) install the Debian names" "$line" "${debian_names[@]}"
-  has_none "$os: no Fedora name, no cross toolchain by default" "$line" CUnit-devel hwloc-devel "${cross_names[@]}"
+  grep -q -- "$pattern" <<<"$out" && pass "$os: runs $command" || fail "$os: no $command: $out"
+  has_all "$os: the default groups (build test docs) install its names" "$line" "${names[@]}"
+  has_none "$os: no name of the other family, no cross toolchain" "$line" "${@:5}" "${cross_names[@]}"
   grep -q 'dry run: nothing installed' <<<"$out" && pass "$os: says nothing was installed" || fail "$os: no dry-run notice"
+}
+for os in debian ubuntu; do
+  check_default "$os" "apt-get update" '^+ .*apt-get .* update$' debian_names CUnit-devel hwloc-devel dnf
+done
+for os in fedora rocky; do
+  check_default "$os" "dnf install" '^+ dnf install -y' fedora_names libhwloc-dev libcunit1-dev pkg-config hwloc-nox apt-get
+  run "${!os}" --dry-run cross
+  [[ $rc -ne 0 ]] && grep -q 'Debian and Ubuntu only' <<<"$out" && pass "$os: cross refused (Debian only)" \
+    || fail "$os: cross not refused ($rc): $out"
 done
 
 run "$debian" --dry-run cross
@@ -79,19 +91,6 @@ first=$(grep -n '^+ ' <<<"$out" | head -n1 | cut -d: -f1)
 run "$debian" --dry-run build
 has_none "debian: build alone installs no valgrind, doxygen or cross toolchain" "$(install_line)" \
   valgrind doxygen "${cross_names[@]}"
-
-for os in fedora rocky; do
-  f=${!os}
-  run "$f" --dry-run
-  line=$(install_line)
-  [[ $rc -eq 0 ]] && pass "$os: --dry-run exits 0" || fail "$os: --dry-run exits $rc: $out"
-  grep -q '^+ dnf install -y' <<<"$line" && pass "$os: dnf install" || fail "$os: no dnf install line: $out"
-  has_all "$os: the default groups install the Fedora names" "$line" "${fedora_names[@]}"
-  has_none "$os: no Debian name" "$line" libhwloc-dev libcunit1-dev pkg-config hwloc-nox apt-get
-  run "$f" --dry-run cross
-  [[ $rc -ne 0 ]] && grep -q 'Debian and Ubuntu only' <<<"$out" && pass "$os: cross refused (Debian only)" \
-    || fail "$os: cross not refused ($rc): $out"
-done
 
 run "$arch" --dry-run
 [[ $rc -ne 0 ]] && grep -q 'neither Debian-like nor Fedora-like' <<<"$out" && grep -qw libhwloc-dev <<<"$out" \
