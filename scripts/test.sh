@@ -77,6 +77,9 @@ run_stage() {
     deps) exec "$root/scripts/deps.sh" ${COEXEC_DEPS_GROUPS:-build} ;;
     default|asan|tsan|ucontext|ao) ctest_stage "$1" ;;
     docs)
+      if ! command -v doxygen >/dev/null 2>&1 && [[ -z "${COEXEC_TEST_NO_DEPS:-}" ]]; then
+        "$root/scripts/deps.sh" docs || exit 1
+      fi
       if ! command -v doxygen >/dev/null 2>&1; then
         echo "error: doxygen is not installed (scripts/deps.sh docs installs it)"
         exit 1
@@ -114,7 +117,7 @@ stages=()
 for a in "$@"; do
   case "$a" in
     --keep) export COEXEC_KEEP=1 ;;
-    --no-deps) deps=0 ;;
+    --no-deps) deps=0; export COEXEC_TEST_NO_DEPS=1 ;;
     -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
     default|docs|asan|tsan|valgrind|ucontext|ao|cross|install) stages+=("$a") ;;
     *) echo "test.sh: unknown argument '$a'" >&2; exit 2 ;;
