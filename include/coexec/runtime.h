@@ -27,6 +27,10 @@
  *                               or "0-3,8"
  *   COEXEC_SERVICE_IO           how the POSIX wrappers' file calls run:
  *                               auto | uring | threads (see service_io)
+ *   COEXEC_STATS          1 = print every stream's counters on stderr at
+ *                         finalize (coexec/stats.h), and measure idle time
+ *   COEXEC_FJ_SLOTS       task records of each stream's fork-join deque
+ *                         (64..16,777,216; see fj_slots)
  *
  * A malformed value makes coexec_init() fail with COEXEC_EENV; the message
  * naming the variable is printed on stderr and returned by
