@@ -370,7 +370,5 @@ def paragraphs(text):
                 and not re.match(r"^\s*- ", lines[i]):
             para.append(lines[i].strip())
             i += 1
-        # A paragraph that ends with ':' followed by an indented block reads
-        # as one unit; keep it a paragraph all the same.
         blocks.append(("para", " ".join(para)))
     return blocks
