@@ -3,8 +3,10 @@
 #
 # usage: scripts/test.sh [--keep] [--no-deps] [STAGE...]
 #
-# Stages (all by default, in this order):
+# Stages (all but cross by default, in this order):
 #   default   Debug build (COEXEC_CHECKS on), ctest
+#   docs      the manual pages and the HTML reference (Doxygen, warnings
+#             as errors), and their ctest entries (label docs)
 #   asan      ASan + UBSan build, ctest
 #   tsan      TSan build, ctest
 #   valgrind  Debug build; the tests labelled memcheck (the unit suites
@@ -13,15 +15,20 @@
 #   ucontext  Debug build with the ucontext context switch, ctest
 #   ao        Debug build with the libatomic_ops atomics and without
 #             liburing (the service stream's thread-only file I/O), ctest
-#   cross     AArch64 context switch under qemu (tests/arch/cross-aarch64.sh)
+#   cross     AArch64 context switch under qemu (tests/arch/cross-aarch64.sh);
+#             only when named, or with COEXEC_CROSS=1 (it installs the
+#             AArch64 cross toolchain and qemu-user: several hundred MB)
 #   install   Release build, install into a temporary prefix, build and run
-#             a consumer four ways (tests/install/check.sh)
-# Before them, scripts/deps.sh installs missing Debian packages (--no-deps
-# skips it). Each build directory is build/<preset>, removed first unless
-# --keep is given. Logs go to build/test-logs/<stage>.log.
+#             a consumer four ways, find the manual pages with man
+#             (tests/install/check.sh)
+# Before them, scripts/deps.sh installs the missing packages of the groups
+# the chosen stages need (--no-deps skips it). Each build directory is
+# build/<preset>, removed first unless --keep is given. Logs go to
+# build/test-logs/<stage>.log.
 #
 # Environment:
 #   COEXEC_JOBS         parallel compile jobs (default: number of CPUs)
+#   COEXEC_CROSS=1      add the cross stage to the default list (CI does)
 #   COEXEC_CTEST_JOBS   parallel tests for every stage (default: per stage)
 #   COEXEC_TEST_BUDGET  seconds for the whole run (default 5100); a stage
 #                       gets at most what is left, minus a reserve for the
@@ -39,15 +46,21 @@ jobs=${COEXEC_JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Tests that oversubscribe the cores are slowed down badly under the
 # sanitizers, so those stages run one test at a time.
 # Valgrind runs one thread of a process at a time: two at once use both cores.
-declare -A ctest_jobs=([default]=2 [asan]=1 [tsan]=1 [valgrind]=2 [ucontext]=2 [ao]=2)
+declare -A ctest_jobs=([default]=2 [docs]=2 [asan]=1 [tsan]=1 [valgrind]=2 [ucontext]=2 [ao]=2)
 # Longest a stage may take, seconds, and what is kept back for each later stage.
-declare -A cap=([deps]=900 [default]=1200 [asan]=1500 [tsan]=1800 [valgrind]=1500
-                [ucontext]=1200 [ao]=1200 [cross]=600 [install]=900)
+declare -A cap=([deps]=900 [default]=1200 [docs]=600 [asan]=1500 [tsan]=1800
+                [valgrind]=1500 [ucontext]=1200 [ao]=1200 [cross]=600 [install]=900)
 reserve=180
 # Extra configure arguments per stage: the ao stage also builds without
 # liburing, so the build that lacks it is tested too.
 declare -A cfg_args=([ao]="-DCOEXEC_WITH_LIBURING=OFF")
-all_stages=(default asan tsan valgrind ucontext ao cross install)
+all_stages=(default docs asan tsan valgrind ucontext ao install)
+if [[ "${COEXEC_CROSS:-0}" == 1 ]]; then
+  all_stages=(default docs asan tsan valgrind ucontext ao cross install)
+fi
+# The scripts/deps.sh group each stage needs.
+declare -A deps_group=([default]=build [docs]=docs [asan]=build [tsan]=build [valgrind]=test
+                       [ucontext]=build [ao]=build [cross]=cross [install]=build)
 
 # ---- one stage, run in a child process (so that it can be timed out) -------
 ctest_stage() {
@@ -61,8 +74,17 @@ ctest_stage() {
 
 run_stage() {
   case "$1" in
-    deps) exec "$root/scripts/deps.sh" all ;;
+    deps) exec "$root/scripts/deps.sh" ${COEXEC_DEPS_GROUPS:-build} ;;
     default|asan|tsan|ucontext|ao) ctest_stage "$1" ;;
+    docs)
+      if ! command -v doxygen >/dev/null 2>&1 && [[ -z "${COEXEC_TEST_NO_DEPS:-}" ]]; then
+        "$root/scripts/deps.sh" docs || exit 1
+      fi
+      if ! command -v doxygen >/dev/null 2>&1; then
+        echo "error: doxygen is not installed (scripts/deps.sh docs installs it)"
+        exit 1
+      fi
+      ctest_stage docs ;;
     valgrind)
       if ! command -v valgrind >/dev/null 2>&1; then
         echo "error: valgrind is not installed (scripts/deps.sh test installs it)"
@@ -95,13 +117,22 @@ stages=()
 for a in "$@"; do
   case "$a" in
     --keep) export COEXEC_KEEP=1 ;;
-    --no-deps) deps=0 ;;
-    -h|--help) sed -n '2,31p' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    default|asan|tsan|valgrind|ucontext|ao|cross|install) stages+=("$a") ;;
+    --no-deps) deps=0; export COEXEC_TEST_NO_DEPS=1 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$self" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    default|docs|asan|tsan|valgrind|ucontext|ao|cross|install) stages+=("$a") ;;
     *) echo "test.sh: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done
-[[ ${#stages[@]} -gt 0 ]] || stages=("${all_stages[@]}")
+if [[ ${#stages[@]} -eq 0 ]]; then
+  stages=("${all_stages[@]}")
+  [[ " ${stages[*]} " == *" cross "* ]] ||
+    echo "test.sh: the cross stage is left out (it installs a cross toolchain): COEXEC_CROSS=1 or 'scripts/test.sh cross' runs it"
+fi
+groups=()
+for s in "${stages[@]}"; do
+  [[ " ${groups[*]} " == *" ${deps_group[$s]} "* ]] || groups+=("${deps_group[$s]}")
+done
+export COEXEC_DEPS_GROUPS="${groups[*]}"
 [[ $deps -eq 1 ]] && stages=(deps "${stages[@]}")
 
 budget=${COEXEC_TEST_BUDGET:-5100}

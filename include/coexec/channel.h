@@ -88,9 +88,12 @@ COEXEC_API COEXEC_NODISCARD int coexec_channel_send(coexec_channel_t *ch,
 COEXEC_API COEXEC_NODISCARD int coexec_channel_recv(coexec_channel_t *ch,
                                                     void *msg);
 
-/* send and recv with a timeout; they also return COEXEC_ETIMEDOUT, and
- * COEXEC_ENOMEM (a ULT whose stream's timer heap could not grow; see
- * coexec/time.h). */
+/*
+ * send and recv waiting at most timeout_ns.
+ * Context and Switches: as coexec_channel_send and coexec_channel_recv.
+ * Returns: as they do, plus COEXEC_ETIMEDOUT, and COEXEC_ENOMEM (a ULT
+ * whose stream's timer heap could not grow; see coexec/time.h).
+ */
 COEXEC_API COEXEC_NODISCARD int
 coexec_channel_send_timed(coexec_channel_t *ch, const void *msg,
                           uint64_t timeout_ns);

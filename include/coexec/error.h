@@ -41,6 +41,7 @@
     X(ECLOSED, -4007, "object closed")                                         \
     X(EINIT, -4008, "runtime already initialized")
 
+/* The codes: COEXEC_<name> = value for each row of COEXEC_ERROR_TABLE. */
 enum coexec_error {
 #define COEXEC_ERROR_ENUM_(name, value, text) COEXEC_##name = (value),
     COEXEC_ERROR_TABLE(COEXEC_ERROR_ENUM_)

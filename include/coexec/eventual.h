@@ -99,6 +99,7 @@ COEXEC_API COEXEC_NODISCARD int coexec_eventual_wait(coexec_eventual_t *ev,
 
 /*
  * coexec_eventual_wait with a timeout of timeout_ns nanoseconds.
+ * Context and Switches: as coexec_eventual_wait.
  * Returns: as coexec_eventual_wait, and COEXEC_ETIMEDOUT; COEXEC_ENOMEM (a
  * ULT whose stream's timer heap could not grow; see coexec/time.h).
  */
@@ -174,8 +175,12 @@ COEXEC_API COEXEC_NODISCARD int coexec_future_set(coexec_future_t *f,
  */
 COEXEC_API COEXEC_NODISCARD int coexec_future_wait(coexec_future_t *f);
 
-/* coexec_future_wait with a timeout; also returns COEXEC_ETIMEDOUT, and
- * COEXEC_ENOMEM as coexec_eventual_wait_timed. */
+/*
+ * coexec_future_wait, waiting at most timeout_ns.
+ * Context and Switches: as coexec_future_wait.
+ * Returns: as coexec_future_wait, plus COEXEC_ETIMEDOUT, and COEXEC_ENOMEM
+ * as coexec_eventual_wait_timed.
+ */
 COEXEC_API COEXEC_NODISCARD int coexec_future_wait_timed(coexec_future_t *f,
                                                          uint64_t timeout_ns);
 

@@ -107,8 +107,8 @@ struct coexec_fj {
  * Called from a task, it runs fn within the open region.
  *
  * Context: a ULT or a tasklet running on a stream, or a fork-join task.
- * Does not switch; while it runs, the stream runs nothing else.
- * Returns COEXEC_OK; COEXEC_EINVAL (fn NULL); COEXEC_ENOTINIT;
+ * Switches: never; while it runs, the stream runs nothing else.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL); COEXEC_ENOTINIT;
  * COEXEC_ECONTEXT (an external thread, or a scheduler's own code);
  * COEXEC_ENOMEM (the stream's deque could not be mapped; or a spawn found
  * the deque full and its overflow could not be allocated: then the
@@ -128,7 +128,8 @@ typedef void (*coexec_range_fn)(int64_t begin, int64_t end, void *arg);
  * concurrently. body follows the rules of a task (it may not block).
  *
  * Context: as coexec_fj_run (a ULT, a tasklet, or a task: then nested).
- * Does not switch. Returns COEXEC_OK (also for an empty range);
+ * Switches: never.
+ * Returns: COEXEC_OK (also for an empty range);
  * COEXEC_EINVAL (body NULL, end < begin, grain < 0); COEXEC_ERANGE (end -
  * begin overflows int64_t); COEXEC_ENOTINIT; COEXEC_ECONTEXT;
  * COEXEC_ENOMEM.
@@ -154,7 +155,8 @@ typedef void (*coexec_combine_fn)(void *acc, const void *other, void *arg);
  * result (a commutative one is not needed). The result is written to
  * *result (which may be identity itself). An empty range gives identity.
  *
- * Context: as coexec_parallel_for. Does not switch. Returns COEXEC_OK;
+ * Context: as coexec_parallel_for. Switches: never.
+ * Returns: COEXEC_OK;
  * COEXEC_EINVAL (a NULL pointer or function, end < begin, grain < 0, size
  * 0 or over COEXEC_REDUCE_MAX); COEXEC_ERANGE; COEXEC_ENOTINIT;
  * COEXEC_ECONTEXT; COEXEC_ENOMEM.
@@ -167,6 +169,21 @@ COEXEC_API int coexec_parallel_reduce(int64_t begin, int64_t end,
 
 /* ---- what the macros expand to; not for direct use ------------------------ */
 
+/*
+ * The out-of-line halves of the inline spawn and sync that the task macros
+ * expand to: push_slow_ takes a record when the running stream's deque is
+ * full (the overflow goes to the heap); grow_ shares the older half of the
+ * deque's private tasks with thieves once one asked for work; sync_slow_
+ * syncs task t when it may have been stolen or sits in the overflow, and
+ * runs the thief's tasks until a stolen t is done. Exported for the macros
+ * only: use the macros, never these.
+ * Context: a fork-join task or region function, with the running stream's
+ * worker fj. Switches: never.
+ * Returns: push_slow_ the record to write (never NULL: when the overflow
+ * cannot be allocated it is a record whose task is dropped, and the
+ * region returns COEXEC_ENOMEM); sync_slow_ the record that holds t's
+ * result.
+ */
 COEXEC_API coexec_fj_task_t *coexec_fj_push_slow_(coexec_fj_t *fj);
 COEXEC_API void coexec_fj_grow_(coexec_fj_t *fj);
 COEXEC_API coexec_fj_task_t *coexec_fj_sync_slow_(coexec_fj_t *fj,

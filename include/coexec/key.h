@@ -15,8 +15,8 @@
 
 /* A key. A zeroed key ({0}) is invalid. */
 typedef struct coexec_key {
-    uint32_t index;
-    uint32_t gen;
+    uint32_t index; /* the key's slot (private) */
+    uint32_t gen;   /* the slot's generation (private) */
 } coexec_key_t;
 
 /* The most keys that may exist at once. */

@@ -40,12 +40,13 @@
 #include "defs.h"
 #include "types.h"
 
+/* The kinds of pool (see the top of this file). */
 typedef enum coexec_pool_kind {
-    COEXEC_POOL_FIFO = 0,
-    COEXEC_POOL_LIFO = 1,
-    COEXEC_POOL_PRIO = 2,
-    COEXEC_POOL_DEQUE = 3,
-    COEXEC_POOL_USER = 4 /* reported by get_info; made by _create_user */
+    COEXEC_POOL_FIFO = 0,  /* oldest unit first */
+    COEXEC_POOL_LIFO = 1,  /* newest unit first */
+    COEXEC_POOL_PRIO = 2,  /* priority levels with aging */
+    COEXEC_POOL_DEQUE = 3, /* a work-stealing deque */
+    COEXEC_POOL_USER = 4   /* reported by get_info; made by _create_user */
 } coexec_pool_kind_t;
 
 /*
@@ -58,11 +59,11 @@ typedef enum coexec_pool_kind {
  * COEXEC_EACCESS. Without checks the modes are not enforced.
  */
 typedef enum coexec_pool_access {
-    COEXEC_ACCESS_PRIV = 0,
-    COEXEC_ACCESS_SPSC = 1,
-    COEXEC_ACCESS_MPSC = 2,
-    COEXEC_ACCESS_SPMC = 3,
-    COEXEC_ACCESS_MPMC = 4
+    COEXEC_ACCESS_PRIV = 0, /* one thread pushes and pops */
+    COEXEC_ACCESS_SPSC = 1, /* one producer, one consumer */
+    COEXEC_ACCESS_MPSC = 2, /* any producers, one consumer */
+    COEXEC_ACCESS_SPMC = 3, /* one producer, any consumers */
+    COEXEC_ACCESS_MPMC = 4  /* any producers, any consumers */
 } coexec_pool_access_t;
 
 /* Tuning of coexec_pool_create_ex. */

@@ -27,6 +27,10 @@
  *                               or "0-3,8"
  *   COEXEC_SERVICE_IO           how the POSIX wrappers' file calls run:
  *                               auto | uring | threads (see service_io)
+ *   COEXEC_STATS          1 = print every stream's counters on stderr at
+ *                         finalize (coexec/stats.h), and measure idle time
+ *   COEXEC_FJ_SLOTS       task records of each stream's fork-join deque
+ *                         (64..16,777,216; see fj_slots)
  *
  * A malformed value makes coexec_init() fail with COEXEC_EENV; the message
  * naming the variable is printed on stderr and returned by
@@ -71,6 +75,7 @@
 #include "defs.h"
 #include "types.h"
 
+/* The built-in kinds of scheduler (coexec/sched.h says how each works). */
 typedef enum coexec_sched_kind {
     COEXEC_SCHED_BASIC = 0,      /* takes from its pools in order; spins */
     COEXEC_SCHED_BASIC_WAIT = 1, /* the same; parks when every pool is empty */
@@ -92,6 +97,11 @@ typedef enum coexec_service_io {
     COEXEC_SERVICE_IO_THREADS = 2
 } coexec_service_io_t;
 
+/*
+ * The runtime's configuration: coexec_config_init fills the defaults, the
+ * caller changes fields, coexec_init applies the COEXEC_* environment
+ * variables on top (see above). Each field gives its default and bounds.
+ */
 typedef struct coexec_config {
     size_t size;                    /* sizeof(coexec_config_t); set by _init */
     int num_xstreams;               /* default 1; 1..1024 */

@@ -42,6 +42,8 @@
 #include "runtime.h"
 #include "types.h"
 
+/* Tuning of coexec_sched_create and coexec_sched_create_user;
+ * coexec_sched_config_init fills the defaults. */
 typedef struct coexec_sched_config {
     size_t size;           /* sizeof(coexec_sched_config_t); set by _init */
     unsigned event_freq;   /* 0 = the runtime's configuration */

@@ -75,6 +75,8 @@ typedef struct coexec_request {
 
 COEXEC_BEGIN_DECLS
 
+/* ---- offloaded calls and requests ---------------------------------------- */
+
 /*
  * Runs fn(arg) on a service thread (never through io_uring) and waits for
  * it; *ret (may be NULL) receives its result.
@@ -170,6 +172,8 @@ typedef struct coexec_service_info {
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_service_get_info(coexec_service_info_t *info);
+
+/* ---- POSIX calls --------------------------------------------------------- */
 
 /*
  * POSIX calls with the libc arguments, returning the libc result or

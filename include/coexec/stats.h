@@ -22,7 +22,8 @@
  * Versioned: the caller sets `size` to sizeof(coexec_xstream_stats_t);
  * fields past an older caller's size are not written. */
 typedef struct coexec_xstream_stats {
-    size_t size;
+    size_t size;           /* sizeof(coexec_xstream_stats_t), set by the
+                              caller */
     int rank;              /* the stream's rank */
     uint64_t units_run;    /* every start or resume of a unit on this
                               stream: a ULT switched to (by its

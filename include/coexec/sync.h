@@ -72,6 +72,7 @@ typedef struct coexec_xstream_barrier {
     uint64_t opaque_[4];
 } coexec_xstream_barrier_t;
 
+/* The kinds of mutex (coexec_mutex_init). */
 typedef enum coexec_mutex_kind {
     COEXEC_MUTEX_PLAIN = 0,    /* locking it twice from one owner deadlocks:
                                   COEXEC_EDEADLK */
@@ -79,9 +80,14 @@ typedef enum coexec_mutex_kind {
                                   after as many unlocks */
 } coexec_mutex_kind_t;
 
+/* A plain mutex, unlocked, as coexec_mutex_init(m, COEXEC_MUTEX_PLAIN)
+ * makes it: for static or automatic storage. */
 #define COEXEC_MUTEX_INITIALIZER {{COEXEC__MAGIC_MUTEX}}
+/* A recursive mutex, unlocked (COEXEC_MUTEX_RECURSIVE). */
 #define COEXEC_MUTEX_RECURSIVE_INITIALIZER {{COEXEC__MAGIC_MUTEX_REC}}
+/* A condition variable with no waiter, as coexec_cond_init makes it. */
 #define COEXEC_COND_INITIALIZER {{COEXEC__MAGIC_COND}}
+/* A reader-writer lock, unlocked, as coexec_rwlock_init makes it. */
 #define COEXEC_RWLOCK_INITIALIZER {{COEXEC__MAGIC_RWLOCK}}
 
 COEXEC_BEGIN_DECLS
@@ -112,9 +118,12 @@ COEXEC_API COEXEC_NODISCARD int coexec_mutex_destroy(coexec_mutex_t *m);
  */
 COEXEC_API COEXEC_NODISCARD int coexec_mutex_lock(coexec_mutex_t *m);
 
-/* coexec_mutex_lock with a timeout; also returns COEXEC_ETIMEDOUT, and
- * COEXEC_ENOMEM (a ULT whose stream's timer heap could not grow; see
- * coexec/time.h). */
+/*
+ * coexec_mutex_lock, waiting at most timeout_ns.
+ * Context and Switches: as coexec_mutex_lock.
+ * Returns: as coexec_mutex_lock, plus COEXEC_ETIMEDOUT, and COEXEC_ENOMEM
+ * (a ULT whose stream's timer heap could not grow; see coexec/time.h).
+ */
 COEXEC_API COEXEC_NODISCARD int coexec_mutex_lock_timed(coexec_mutex_t *m,
                                                         uint64_t timeout_ns);
 
@@ -165,9 +174,13 @@ COEXEC_API COEXEC_NODISCARD int coexec_cond_destroy(coexec_cond_t *c);
 COEXEC_API COEXEC_NODISCARD int coexec_cond_wait(coexec_cond_t *c,
                                                  coexec_mutex_t *m);
 
-/* coexec_cond_wait with a timeout; also returns COEXEC_ETIMEDOUT (with m
- * locked again), and COEXEC_ENOMEM as coexec_mutex_lock_timed. Both
- * return COEXEC_ECANCELED at finalize, m locked again too. */
+/*
+ * coexec_cond_wait, waiting at most timeout_ns.
+ * Context and Switches: as coexec_cond_wait.
+ * Returns: as coexec_cond_wait, plus COEXEC_ETIMEDOUT (with m locked
+ * again), and COEXEC_ENOMEM as coexec_mutex_lock_timed. Both return
+ * COEXEC_ECANCELED at finalize, m locked again too.
+ */
 COEXEC_API COEXEC_NODISCARD int coexec_cond_wait_timed(coexec_cond_t *c,
                                                        coexec_mutex_t *m,
                                                        uint64_t timeout_ns);
@@ -208,8 +221,12 @@ COEXEC_API COEXEC_NODISCARD int coexec_rwlock_destroy(coexec_rwlock_t *l);
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_rdlock(coexec_rwlock_t *l);
 COEXEC_API COEXEC_NODISCARD int coexec_rwlock_wrlock(coexec_rwlock_t *l);
 
-/* With a timeout; they also return COEXEC_ETIMEDOUT, and COEXEC_ENOMEM as
- * coexec_mutex_lock_timed. */
+/*
+ * rdlock and wrlock, waiting at most timeout_ns.
+ * Context and Switches: as coexec_rwlock_rdlock and coexec_rwlock_wrlock.
+ * Returns: as they do, plus COEXEC_ETIMEDOUT, and COEXEC_ENOMEM as
+ * coexec_mutex_lock_timed.
+ */
 COEXEC_API COEXEC_NODISCARD int
 coexec_rwlock_rdlock_timed(coexec_rwlock_t *l, uint64_t timeout_ns);
 COEXEC_API COEXEC_NODISCARD int

@@ -25,6 +25,8 @@
 #include "defs.h"
 #include "types.h"
 
+/* The life of a unit, as coexec_thread_get_state and
+ * coexec_tasklet_get_state report it. */
 typedef enum coexec_unit_state {
     COEXEC_UNIT_READY = 0,     /* created or queued, waiting to run */
     COEXEC_UNIT_RUNNING = 1,   /* running on some xstream */
@@ -32,6 +34,8 @@ typedef enum coexec_unit_state {
     COEXEC_UNIT_TERMINATED = 3 /* its function has returned */
 } coexec_unit_state_t;
 
+/* Attributes of a new ULT (coexec_thread_create and the other creators);
+ * coexec_thread_attr_init fills the defaults. */
 typedef struct coexec_thread_attr {
     size_t size;       /* sizeof(coexec_thread_attr_t); set by _init */
     size_t stack_size; /* 0 = the runtime's stack size */
@@ -50,6 +54,8 @@ typedef struct coexec_thread_attr {
 } coexec_thread_attr_t;
 
 COEXEC_BEGIN_DECLS
+
+/* ---- ULTs ---------------------------------------------------------------- */
 
 /*
  * Fills attr with the defaults (runtime stack size, runtime-owned stack).
@@ -88,7 +94,8 @@ coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
 
 /*
  * Waits until t has finished. If t has not started it runs now, in place.
- * Context: a ULT (may switch), or an external thread (sleeps on a futex).
+ * Context: a ULT, or an external thread. Switches: yes (a ULT); an
+ * external thread sleeps on a futex.
  * Returns: COEXEC_OK; COEXEC_ENOMEM (t ended without running: no stack
  * could be mapped for it); COEXEC_EHANDLE (freed or foreign t);
  * COEXEC_EDEADLK (t is the caller); COEXEC_EINVAL (t is detached);
@@ -244,6 +251,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_migrate_to(coexec_thread_t t,
 COEXEC_API COEXEC_NODISCARD int
 coexec_thread_migrate_to_xstream(coexec_thread_t t, coexec_xstream_t xs);
 
+/* ---- either kind of unit ------------------------------------------------- */
+
 /*
  * Sets or clears t's pinned flag: a pinned unit is never stolen and
  * refuses migration (it still runs on whatever stream pops its pool).
@@ -290,6 +299,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_is_thread(coexec_unit_t unit,
 COEXEC_API coexec_unit_t coexec_thread_unit(coexec_thread_t t);
 COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k);
 
+/* ---- tasklets ------------------------------------------------------------ */
+
 /*
  * Creates a tasklet running fn(cx, arg) and queues it into pool. out NULL
  * makes it detached.
@@ -315,7 +326,8 @@ coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
 /*
  * Waits until k has returned COEXEC_READY. If k has not started it runs now,
  * in place.
- * Context: a ULT (may switch) or an external thread (sleeps).
+ * Context: a ULT or an external thread. Switches: yes (a ULT); an
+ * external thread sleeps.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (k is the caller);
  * COEXEC_EINVAL (detached); COEXEC_EBUSY (another caller is joining k);
  * COEXEC_ECONTEXT (from a tasklet or scheduler); COEXEC_ENOTINIT.

@@ -22,38 +22,38 @@ struct coexec_unit_rec;
 
 /* An execution stream: one OS thread running a scheduler. */
 typedef struct coexec_xstream {
-    struct coexec_xstream_rec *p;
-    uint64_t gen;
+    struct coexec_xstream_rec *p; /* the runtime's record (private) */
+    uint64_t gen;                 /* the record's generation (private) */
 } coexec_xstream_t;
 
 /* A pool of ready units. */
 typedef struct coexec_pool {
-    struct coexec_pool_rec *p;
-    uint64_t gen;
+    struct coexec_pool_rec *p; /* the runtime's record (private) */
+    uint64_t gen;              /* the record's generation (private) */
 } coexec_pool_t;
 
 /* A scheduler: the loop that takes units from pools and runs them. */
 typedef struct coexec_sched {
-    struct coexec_sched_rec *p;
-    uint64_t gen;
+    struct coexec_sched_rec *p; /* the runtime's record (private) */
+    uint64_t gen;               /* the record's generation (private) */
 } coexec_sched_t;
 
 /* A user-level thread (ULT): a unit with its own stack. */
 typedef struct coexec_thread {
-    struct coexec_unit_rec *p;
-    uint64_t gen;
+    struct coexec_unit_rec *p; /* the runtime's record (private) */
+    uint64_t gen;              /* the record's generation (private) */
 } coexec_thread_t;
 
 /* A tasklet: a stackless unit run on the scheduler's stack. */
 typedef struct coexec_tasklet {
-    struct coexec_unit_rec *p;
-    uint64_t gen;
+    struct coexec_unit_rec *p; /* the runtime's record (private) */
+    uint64_t gen;              /* the record's generation (private) */
 } coexec_tasklet_t;
 
 /* Either kind of unit, as pools hold them. */
 typedef struct coexec_unit {
-    struct coexec_unit_rec *p;
-    uint64_t gen;
+    struct coexec_unit_rec *p; /* the runtime's record (private) */
+    uint64_t gen;              /* the record's generation (private) */
 } coexec_unit_t;
 
 /*
@@ -61,8 +61,8 @@ typedef struct coexec_unit {
  * itself or by a tasklet from its poll context; see coexec/waker.h.
  */
 typedef struct coexec_waker {
-    struct coexec_unit_rec *p;
-    uint64_t gen;
+    struct coexec_unit_rec *p; /* the runtime's record (private) */
+    uint64_t gen;              /* the record's generation (private) */
 } coexec_waker_t;
 
 /* The poll context a tasklet's function receives. */

@@ -8,8 +8,13 @@
 
 #include "defs.h"
 
+/* Major version: changes when the API breaks (from 1.0 on; see
+ * docs/VERSIONING.md). */
 #define COEXEC_VERSION_MAJOR 0
+/* Minor version: changes when calls are added (and, before 1.0, when the
+ * API breaks). */
 #define COEXEC_VERSION_MINOR 1
+/* Patch version: changes for fixes that leave every interface as it was. */
 #define COEXEC_VERSION_PATCH 0
 
 /* 0xMMmmpp: compare with COEXEC_VERSION_AT_LEAST rather than by hand. */

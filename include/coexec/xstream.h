@@ -28,13 +28,17 @@
 #include "defs.h"
 #include "types.h"
 
+/* The life of a stream, as coexec_xstream_get_state reports it. */
 typedef enum coexec_xstream_state {
-    COEXEC_XSTREAM_CREATED = 0,
-    COEXEC_XSTREAM_READY = 1,
-    COEXEC_XSTREAM_RUNNING = 2,
-    COEXEC_XSTREAM_TERMINATED = 3
+    COEXEC_XSTREAM_CREATED = 0,   /* set up, its OS thread not started */
+    COEXEC_XSTREAM_READY = 1,     /* its OS thread starting, its scheduler
+                                     not running yet */
+    COEXEC_XSTREAM_RUNNING = 2,   /* running its main scheduler */
+    COEXEC_XSTREAM_TERMINATED = 3 /* stopped: its scheduler has returned */
 } coexec_xstream_state_t;
 
+/* Attributes of a new stream (coexec_xstream_create);
+ * coexec_xstream_attr_init fills the defaults. */
 typedef struct coexec_xstream_attr {
     size_t size;          /* sizeof(coexec_xstream_attr_t); set by _init */
     int cpu;              /* logical CPU index to pin to; -1 = automatic */
@@ -100,7 +104,7 @@ COEXEC_API COEXEC_NODISCARD int coexec_xstream_self(coexec_xstream_t *out);
 /*
  * The rank of the xstream running the caller (the primary is 0; ranks are
  * given in creation order and reused after a free).
- * Context and Returns: as coexec_xstream_self.
+ * Context, Switches and Returns: as coexec_xstream_self.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_xstream_self_rank(int *rank);
 

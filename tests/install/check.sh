@@ -10,7 +10,11 @@
 # Also checks that libcoexec.so has SONAME libcoexec.so.0, that every global
 # symbol of libcoexec.so and of libcoexec.a starts with coexec_
 # (symbols.sh), and that a program defining names the archive once
-# exported without the prefix (clash.c) links against libcoexec.a.
+# exported without the prefix (clash.c) links against libcoexec.a, and
+# that the manual pages are installed: `man -M <prefix>/share/man
+# coexec_thread_create` finds and shows coexec_thread(3), and groff renders
+# the overview coexec(3) without a warning (each where man or groff is
+# installed; scripts/deps.sh build installs both).
 #
 # usage: tests/install/check.sh [BUILD_DIR]     (default: build/release, built)
 set -euo pipefail
@@ -55,6 +59,36 @@ if [[ -e "$build/bench/coexec-bench" ]]; then
   else fail "bench/coexec-bench was built but not installed"; fi
 fi
 [[ -n "$so" && -n "$ar" && -n "$pcfile" ]] || { echo "install incomplete"; exit 1; }
+
+step "manual pages"
+mandir=$P/share/man
+if [[ "$(sed -n 's/^COEXEC_MAN:BOOL=//p' "$build/CMakeCache.txt" 2>/dev/null)" == OFF ]]; then
+  echo "  skip  built with COEXEC_MAN=OFF"
+else
+  for f in coexec.3 coexec_thread.3 coexec_thread_create.3 coexec_mutex_unlock.3; do
+    [[ -s "$mandir/man3/$f" ]] && pass "installed share/man/man3/$f" || fail "missing share/man/man3/$f"
+  done
+  echo "  info  $(ls "$mandir/man3" 2>/dev/null | wc -l) pages in share/man/man3"
+  if command -v man >/dev/null 2>&1; then
+    where=$(man -M "$mandir" -w coexec_thread_create 2>&1)
+    text=$(MANPAGER=cat MANWIDTH=80 man -M "$mandir" coexec_thread_create 2>&1)
+    if [[ "$where" == "$mandir/man3/coexec_thread"* ]] &&
+       grep -q '^COEXEC_THREAD(3)' <<<"$text" && grep -q 'coexec_thread_create(' <<<"$text"; then
+      pass "man -M <prefix>/share/man coexec_thread_create shows coexec_thread(3)"
+    else
+      fail "man -M <prefix>/share/man coexec_thread_create: $where"
+      printf '%s\n' "$text" | head -n 12 | sed 's/^/        /'
+    fi
+  else
+    echo "  skip  man is not installed (scripts/deps.sh build)"
+  fi
+  if command -v groff >/dev/null 2>&1; then
+    warn=$(groff -man -Tutf8 -ww -z "$mandir/man3/coexec.3" 2>&1)
+    [[ -z "$warn" ]] && pass "groff renders coexec(3) with no warning" || fail "groff on coexec(3): $warn"
+  else
+    echo "  skip  groff is not installed (scripts/deps.sh build)"
+  fi
+fi
 
 step "ABI of libcoexec.so"
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
