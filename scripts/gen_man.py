@@ -69,6 +69,8 @@ FAMILIES = {
     ("coexec/fj.h", "what the macros expand to; not for direct use"):
         ("coexec_fj_internal", "what the fork-join macros expand to; not for direct use"),
     ("coexec/stats.h", None): ("coexec_stats", "per-stream counters"),
+    ("coexec/info.h", None): ("coexec_info", "dump the streams and the blocked units"),
+    ("coexec/tool.h", None): ("coexec_tool", "events for tools, and the Chrome trace"),
 }
 
 # Types of coexec/types.h defined as structs are the handles coexec(3)

@@ -1,15 +1,15 @@
 /*
  * coexec/info.h: what the runtime is doing now, printed for a person: every
- * stream (state, CPU, what it runs, its scheduler and pools), and every
+ * stream (state, CPU, units run, its scheduler and pools), and every
  * unit that is blocked, with what it waits on and, on request, where.
  *
  * Besides calling coexec_info_print, a process can have it printed on
  * stderr without code changes:
  *  - COEXEC_DUMP_SIGNAL=SIGUSR2 (or SIGUSR1, SIGQUIT): when the process
- *    gets that signal (kill -USR2 <pid>);
- *  - COEXEC_HANG_DUMP=<seconds>: when no stream has started or resumed a
- *    unit (nor stolen a fork-join task) for that long while units are
- *    alive, once per stall. A unit that computes for longer without
+ *    gets that signal (kill -USR2 followed by its pid);
+ *  - COEXEC_HANG_DUMP=30 (any number of seconds): when no stream has
+ *    started or resumed a unit (nor stolen a fork-join task) for that
+ *    long, once per stall. A unit that computes for longer without
  *    switching looks like a stall too.
  * Both are served by one monitor thread (named coexec-mon), started only
  * when one of them is set; the signal handler only writes to a pipe.
@@ -19,16 +19,18 @@
 
 #include "defs.h"
 
-/* coexec_info_print's flags. */
-#define COEXEC_INFO_STREAMS 0x1u   /* the streams, schedulers and pools */
-#define COEXEC_INFO_BLOCKED 0x2u   /* units blocked, and on what */
-#define COEXEC_INFO_UNITS 0x4u     /* every live unit, not only blocked */
-#define COEXEC_INFO_BACKTRACE 0x8u /* a blocked ULT's call stack: a walk of
-                                      its frame pointers, complete only
-                                      for code built with
-                                      -fno-omit-frame-pointer; addresses as
-                                      module+offset (for addr2line), with
-                                      symbol names where dladdr finds them */
+/* coexec_info_print's flag: the streams, schedulers and pools. */
+#define COEXEC_INFO_STREAMS 0x1u
+/* coexec_info_print's flag: the units blocked, and on what. */
+#define COEXEC_INFO_BLOCKED 0x2u
+/* coexec_info_print's flag: every live unit, not only the blocked ones. */
+#define COEXEC_INFO_UNITS 0x4u
+/* coexec_info_print's flag: a blocked ULT's call stack, a walk of its
+ * frame pointers (complete only for code built with
+ * -fno-omit-frame-pointer); addresses as module plus offset, for
+ * addr2line, with symbol names where dladdr finds them. */
+#define COEXEC_INFO_BACKTRACE 0x8u
+/* What flags 0 means. */
 #define COEXEC_INFO_DEFAULT (COEXEC_INFO_STREAMS | COEXEC_INFO_BLOCKED)
 
 COEXEC_BEGIN_DECLS

@@ -25,6 +25,7 @@
 
 #include "defs.h"
 
+/* The events a tool may ask for. */
 typedef enum coexec_tool_event {
     COEXEC_TOOL_UNIT_CREATE = 0, /* made and queued (any thread) */
     COEXEC_TOOL_UNIT_RUN = 1,    /* starts or resumes on a stream */
@@ -47,12 +48,12 @@ typedef enum coexec_tool_event {
 
 /* One event. */
 typedef struct coexec_tool_info {
-    coexec_tool_event_t event;
+    coexec_tool_event_t event; /* what happened */
     int rank;          /* the stream it happens on; -1: another thread
                           (a service thread, an external thread) */
     uint64_t unit_id;  /* the unit's id (coexec_thread_get_id); 0 for
                           stream and offload events */
-    int unit_is_tasklet;
+    int unit_is_tasklet; /* 1: the unit is a tasklet; 0: a ULT */
     void *unit_fn;     /* the unit's function, or an offloaded call's */
     const char *unit_name; /* its name attribute, or NULL */
 } coexec_tool_info_t;
@@ -63,8 +64,9 @@ typedef struct coexec_tool_info {
  * of its own is what it is for). */
 typedef void (*coexec_tool_fn_t)(const coexec_tool_info_t *info, void *arg);
 
-/* The mask bit of an event, and every event. */
+/* The mask bit of an event. */
 #define COEXEC_TOOL_BIT(ev) (1u << (ev))
+/* The mask of every event. */
 #define COEXEC_TOOL_ALL ((1u << COEXEC_TOOL_NUM_EVENTS) - 1)
 
 COEXEC_BEGIN_DECLS
