@@ -102,9 +102,15 @@ typedef enum coexec_service_io {
  * caller changes fields, coexec_init applies the COEXEC_* environment
  * variables on top (see above). Each field gives its default and bounds.
  */
+/* coexec_config_t.num_xstreams (COEXEC_NUM_XSTREAMS=all): one stream per
+ * CPU the process may run on. */
+#define COEXEC_NUM_XSTREAMS_ALL (-1)
+
 typedef struct coexec_config {
     size_t size;                    /* sizeof(coexec_config_t); set by _init */
-    int num_xstreams;               /* default 1; 1..1024 */
+    int num_xstreams;               /* default 1; 1..1024, or
+                                       COEXEC_NUM_XSTREAMS_ALL: one per
+                                       CPU of the process's binding */
     size_t stack_size;              /* default 16 KiB; 16 KiB..1 GiB */
     coexec_sched_kind_t sched_kind; /* default COEXEC_SCHED_BASIC_WAIT;
                                        not COEXEC_SCHED_USER */

@@ -155,6 +155,9 @@ static const struct name_val sched_names[] = {
     {"randws", COEXEC_SCHED_RANDWS},
     {NULL, 0}};
 
+static const struct name_val xstreams_names[] = {
+    {"all", COEXEC_NUM_XSTREAMS_ALL}, {NULL, 0}};
+
 static const struct name_val io_names[] = {
     {"auto", COEXEC_SERVICE_IO_AUTO},
     {"uring", COEXEC_SERVICE_IO_URING},
@@ -178,6 +181,10 @@ _Static_assert(sizeof(coexec_sched_kind_t) == sizeof(int) &&
 #define ROW(i, var, f, kind, min, max, unit)                                \
     [i] = {var, #f, offsetof(coexec_config_t, f), kind, min, max, unit,        \
            NULL, NULL, NULL}
+/* A number that also takes the names of `names` (F_INT, F_UNSIGNED). */
+#define NAMED_ROW(i, var, f, kind, min, max, unit, names, ewant, cwant)       \
+    [i] = {var, #f, offsetof(coexec_config_t, f), kind, min, max, unit,        \
+           names, ewant, cwant}
 #define ENUM_ROW(i, var, f, names, ewant, cwant)                               \
     [i] = {var, #f, offsetof(coexec_config_t, f), F_ENUM, 0, 0, NULL,          \
            names, ewant, cwant}
@@ -192,8 +199,9 @@ enum field_index {
 _Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
 
 static const struct field fields[NFIELDS] = {
-    ROW(I_NUM_XSTREAMS, "COEXEC_NUM_XSTREAMS", num_xstreams, F_INT, 1,
-        MAX_XSTREAMS, NULL),
+    NAMED_ROW(I_NUM_XSTREAMS, "COEXEC_NUM_XSTREAMS", num_xstreams, F_INT, 1,
+              MAX_XSTREAMS, NULL, xstreams_names, "all",
+              "COEXEC_NUM_XSTREAMS_ALL"),
     ROW(I_STACK_SIZE, "COEXEC_STACK_SIZE", stack_size, F_SIZE,
         COEXEC_MIN_STACK, COEXEC_MAX_STACK, NULL),
     ROW(I_GUARD_SIZE, "COEXEC_GUARD_SIZE", guard_size, F_SIZE, 0,
@@ -253,9 +261,11 @@ static void want_text(const struct field *f, bool env, char *buf, size_t len)
     switch (f->kind) {
     case F_INT:
     case F_UNSIGNED:
-        snprintf(buf, len, "a whole number%s%s from %llu to %llu",
+        snprintf(buf, len, "a whole number%s%s from %llu to %llu%s%s",
                  f->unit ? " of " : "", f->unit ? f->unit : "",
-                 (unsigned long long)f->min, (unsigned long long)f->max);
+                 (unsigned long long)f->min, (unsigned long long)f->max,
+                 f->names ? ", or " : "",
+                 !f->names ? "" : env ? f->ewant : f->cwant);
         break;
     case F_SIZE:
         size_text(lo, sizeof lo, f->min);
@@ -340,6 +350,14 @@ static int apply_one(const struct field *f, const char *v, coexec_config_t *cfg)
     case F_INT:
     case F_UNSIGNED:
     case F_SIZE:
+        for (const struct name_val *nv = f->names; nv && nv->name; nv++)
+            if (!strcasecmp(v, nv->name)) {
+                if (f->kind == F_INT)
+                    *(int *)p = nv->val;
+                else
+                    *(unsigned *)p = (unsigned)nv->val;
+                return COEXEC_OK;
+            }
         if (!parse_u64(v, f->kind == F_SIZE, &x) || x < f->min || x > f->max)
             return field_error(f, true, v, NULL, NULL);
         if (f->kind == F_INT)
@@ -390,6 +408,9 @@ static int check_one(const struct field *f, const coexec_config_t *cfg)
     switch (f->kind) {
     case F_INT: {
         int v = *(const int *)p;
+        for (const struct name_val *nv = f->names; nv && nv->name; nv++)
+            if (v == nv->val)
+                return COEXEC_OK; /* a named value (COEXEC_NUM_XSTREAMS_ALL) */
         snprintf(val, sizeof val, "%d", v);
         if (v < 0 || (uint64_t)v < f->min || (uint64_t)v > f->max)
             return field_error(f, false, val, NULL, NULL);

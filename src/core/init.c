@@ -27,6 +27,7 @@
 #include "base/global.h"
 #include "core/config.h"
 #include "core/process.h"
+#include "base/topology.h"
 #include "fj/fj.h"
 #include "pool/pool.h"
 #include "sched/sched.h"
@@ -174,6 +175,11 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
         (coexec__g.guard_size &&
          (rc = coexec__fault_handler_install()) != COEXEC_OK))
         goto fail;
+    if (cfg.num_xstreams == COEXEC_NUM_XSTREAMS_ALL) {
+        int n = coexec__affinity_ncpus();
+        cfg.num_xstreams = n < 1 ? 1 : n > MAX_XSTREAMS ? MAX_XSTREAMS : n;
+        coexec__g.cfg.num_xstreams = cfg.num_xstreams;
+    }
     /* Records of this epoch may now be made: mark the runtime as starting so
      * internal calls work, but public calls from other threads still see
      * RT_OFF until the release store below. */

@@ -274,7 +274,7 @@ static void t_config_bounds(void)
         if (b->min > 0)
             bad[nbad++] = (long long)b->min - 1;
         if (b->kind == B_INT)
-            bad[nbad++] = -1;
+            bad[nbad++] = -2; /* -1 is COEXEC_NUM_XSTREAMS_ALL there */
         bad[nbad++] = (long long)b->max + 1;
         for (int k = 0; k < nbad; k++) {
             CH_ASSERT_OK(coexec_config_init(&cfg));
@@ -1054,6 +1054,8 @@ static int env_init_get(const char *var, const char *val,
         }                                                                      \
     } while (0)
 
+static int online_cpus(void);
+
 static void t_env_num_xstreams(void)
 {
     ENV_EXPECT("COEXEC_NUM_XSTREAMS", "3", num_xstreams, 3);
@@ -1065,6 +1067,23 @@ static void t_env_num_xstreams(void)
     int n = 0;
     CH_ASSERT_OK(coexec_xstream_get_num(&n));
     CH_ASSERT_EQ(n, 4);
+    ch_finalize();
+    /* "all": one per CPU of the binding, whatever the case (counted
+     * before init pins this thread). */
+    int cpus = online_cpus();
+    setenv("COEXEC_NUM_XSTREAMS", "All", 1);
+    CH_ASSERT_OK_FATAL(coexec_init(NULL));
+    unsetenv("COEXEC_NUM_XSTREAMS");
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, cpus);
+    ch_finalize();
+    /* ... and COEXEC_NUM_XSTREAMS_ALL in the struct. */
+    coexec_config_t cfg;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    cfg.num_xstreams = COEXEC_NUM_XSTREAMS_ALL;
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    CH_ASSERT_OK(coexec_xstream_get_num(&n));
+    CH_ASSERT_EQ(n, cpus);
     ch_finalize();
 }
 
