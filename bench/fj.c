@@ -27,6 +27,39 @@
 
 #include "bench.h"
 
+/* ---- one region per rep, its result checked ---------------------------------- */
+
+/* Opens one region (the timed work of a rep) and stores its result. */
+typedef int (*fj_region_fn)(long *out);
+
+/* Runs `region` once per rep on nxs streams from the main ULT; every
+ * result must be `expect` (`what` names it in the failure). */
+static int fj_region_bench(bench_run_t *r, int nxs, fj_region_fn region,
+                           long expect, const char *what, const char *setup)
+{
+    coexec_pool_t pool;
+    if (bench_rt_start(r, nxs, &pool) != 0)
+        return -1;
+    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
+        long v = -1;
+        uint64_t t0 = bench_now_ns();
+        int rc = region(&v);
+        uint64_t t1 = bench_now_ns();
+        CK(rc);
+        if (v != expect) {
+            bench_fail(r, "%s = %ld, expected %ld", what, v, expect);
+            goto out;
+        }
+        if (rep >= r->warmups)
+            bench_sample(r, (double)(t1 - t0) / 1e6);
+    }
+    bench_append_setup(r, setup);
+out:
+    if (bench_rt_stop(r) != 0)
+        r->nsamples = 0;
+    return r->error[0] ? -1 : 0;
+}
+
 /* ---- fj_fib_1es / _2es ------------------------------------------------------ */
 
 #define FJ_FIB_N 30
@@ -43,38 +76,23 @@ COEXEC_FJ_TASK_1(long, fj_fib, int, n)
     return a + b;
 }
 
+static int fj_fib_region(long *out)
+{
+    return COEXEC_FJ_RUN(fj_fib, out, FJ_FIB_N);
+}
+
 static int fj_fib_bench(bench_run_t *r, int nxs)
 {
-    coexec_pool_t pool;
-    if (bench_rt_start(r, nxs, &pool) != 0)
+    if (fj_region_bench(r, nxs, fj_fib_region, FJ_FIB_RESULT, "fib(30)",
+                        "main ULT on xs0: COEXEC_FJ_RUN(fib, 30) per rep; "
+                        "each call with n >= 2 spawns fib(n-1), calls "
+                        "fib(n-2), syncs (1,346,268 tasks)") != 0)
         return -1;
-    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
-        long v = -1;
-        uint64_t t0 = bench_now_ns();
-        int rc = COEXEC_FJ_RUN(fj_fib, &v, FJ_FIB_N);
-        uint64_t t1 = bench_now_ns();
-        CK(rc);
-        if (v != FJ_FIB_RESULT) {
-            bench_fail(r, "fib(%d) = %ld, expected %d", FJ_FIB_N, v,
-                       FJ_FIB_RESULT);
-            goto out;
-        }
-        if (rep >= r->warmups)
-            bench_sample(r, (double)(t1 - t0) / 1e6);
-    }
-    bench_append_setup(r, "main ULT on xs0: COEXEC_FJ_RUN(fib, 30) per rep; "
-                          "each call with n >= 2 spawns fib(n-1), calls "
-                          "fib(n-2), syncs (1,346,268 tasks)");
-    {
-        double ms = bench_median(r->samples, r->nsamples);
-        snprintf(r->reference, sizeof r->reference,
-                 "%.2f ns per task (omp_fib_*es report theirs)",
-                 ms * 1e6 / FJ_FIB_TASKS);
-    }
-out:
-    if (bench_rt_stop(r) != 0)
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    double ms = bench_median(r->samples, r->nsamples);
+    snprintf(r->reference, sizeof r->reference,
+             "%.2f ns per task (omp_fib_*es report theirs)",
+             ms * 1e6 / FJ_FIB_TASKS);
+    return 0;
 }
 
 static int bench_fj_fib_1es(bench_run_t *r) { return fj_fib_bench(r, 1); }
@@ -122,35 +140,21 @@ COEXEC_FJ_TASK_2(long, fj_nqueens, nq_board_t, b, int, row)
     return sum;
 }
 
+static int fj_nqueens_region(long *out)
+{
+    nq_board_t empty;
+    memset(&empty, 0, sizeof empty);
+    return COEXEC_FJ_RUN(fj_nqueens, out, empty, 0);
+}
+
 static int bench_fj_nqueens_2es(bench_run_t *r)
 {
-    coexec_pool_t pool;
-    if (bench_rt_start(r, 2, &pool) != 0)
-        return -1;
-    for (int rep = 0; rep < r->warmups + r->reps; rep++) {
-        long v = -1;
-        nq_board_t empty;
-        memset(&empty, 0, sizeof empty);
-        uint64_t t0 = bench_now_ns();
-        int rc = COEXEC_FJ_RUN(fj_nqueens, &v, empty, 0);
-        uint64_t t1 = bench_now_ns();
-        CK(rc);
-        if (v != NQ_RESULT) {
-            bench_fail(r, "%d-queens: %ld solutions, expected %d", NQ_N, v,
-                       NQ_RESULT);
-            goto out;
-        }
-        if (rep >= r->warmups)
-            bench_sample(r, (double)(t1 - t0) / 1e6);
-    }
-    bench_append_setup(r, "main ULT on xs0: COEXEC_FJ_RUN per rep of a task "
-                          "counting the 12-queens solutions, spawning one "
-                          "task per valid placement at each level (board of "
-                          "12 bytes by value), syncing them all");
-out:
-    if (bench_rt_stop(r) != 0)
-        r->nsamples = 0;
-    return r->error[0] ? -1 : 0;
+    return fj_region_bench(r, 2, fj_nqueens_region, NQ_RESULT,
+                           "12-queens solutions",
+                           "main ULT on xs0: COEXEC_FJ_RUN per rep of a task "
+                           "counting the 12-queens solutions, spawning one "
+                           "task per valid placement at each level (board "
+                           "of 12 bytes by value), syncing them all");
 }
 
 /* ---- parallel_for_2es / omp_parallel_for_2es ------------------------------------ */
