@@ -7,7 +7,7 @@
  * wrong (the driver then prints `name NA n/a`).
  *
  * Who calls whom, one way only: main.c (the driver) calls the benchmark
- * tables of raw.c, ult.c, wait.c, service.c and peers.c; they call
+ * tables of raw.c, ult.c, fj.c, wait.c, service.c and peers.c; they call
  * runtime.c (bench_rt_*) and harness.c (samples, CPUs, medians); runtime.c
  * calls harness.c. The benchmarks include only the public headers
  * (coexec.h, coexec/...); raw.c also times src/arch/context.h.
@@ -103,6 +103,7 @@ static inline void bench_cpu_relax(void)
 /* The benchmark tables of each source file, ended by a {NULL} entry. */
 extern const bench_def_t bench_raw_defs[];
 extern const bench_def_t bench_ult_defs[];
+extern const bench_def_t bench_fj_defs[];
 extern const bench_def_t bench_wait_defs[];
 extern const bench_def_t bench_peer_defs[];
 extern const bench_def_t bench_service_defs[];

@@ -52,9 +52,9 @@ typedef struct result {
 
 /* ---- the suite ------------------------------------------------------------ */
 
-static const bench_def_t *const tables[] = {bench_raw_defs, bench_ult_defs,
-                                            bench_wait_defs, bench_service_defs,
-                                            bench_peer_defs};
+static const bench_def_t *const tables[] = {
+    bench_raw_defs,     bench_ult_defs,  bench_fj_defs, bench_wait_defs,
+    bench_service_defs, bench_peer_defs};
 #define NTABLES (sizeof tables / sizeof tables[0])
 
 static const bench_def_t *find_def(const char *name)

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,7 +410,11 @@ static int bench_pthread_channel_pingpong_2t(bench_run_t *r)
 
 #define OMP_TASKS 10000
 #define FIB_N 24
-#define FIB_RESULT 46368
+/* omp_fib_1es / _2es, the peers of fj_fib_1es / _2es: fib(30) where a run
+ * takes well under a second; on 2 threads libgomp takes over 1 s a run for
+ * fib(30) on the project's VM, so that one is capped at fib(25). */
+#define FJ_FIB_N 30
+#define FJ_FIB_N_2T 25
 
 #ifdef COEXEC_BENCH_HAVE_OPENMP
 
@@ -478,12 +483,25 @@ static long omp_fib(int n)
     return x + y;
 }
 
-static int omp_fib_bench(bench_run_t *r, int nt)
+/* fib(n) and the number of calls with n >= 2 (tasks), by iteration. */
+static long fib_iter(int n, long *tasks)
+{
+    long a = 0, b = 1; /* fib(i), fib(i + 1) */
+    for (int i = 0; i < n + 1; i++) {
+        long c = a + b;
+        a = b;
+        b = c;
+    }
+    *tasks = a - 1; /* fib(n + 1) - 1 */
+    return b - a;   /* fib(n) */
+}
+
+static int omp_fib_bench(bench_run_t *r, int nt, int n)
 {
     if (bench_need_cpus(r, nt) != 0)
         return -1;
     int pin_err = 0, nthreads = 0;
-    long wrong = 0;
+    long tasks, expect = fib_iter(n, &tasks), wrong = 0;
 #pragma omp parallel num_threads(nt)
     {
         int e = omp_pin();
@@ -495,9 +513,9 @@ static int omp_fib_bench(bench_run_t *r, int nt)
             nthreads = omp_get_num_threads();
             for (int rep = 0; rep < r->warmups + r->reps; rep++) {
                 uint64_t t0 = bench_now_ns();
-                long v = omp_fib(FIB_N);
+                long v = omp_fib(n);
                 uint64_t t1 = bench_now_ns();
-                if (v != FIB_RESULT)
+                if (v != expect)
                     wrong = v;
                 if (rep >= r->warmups)
                     bench_sample(r, (double)(t1 - t0) / 1e6);
@@ -505,20 +523,39 @@ static int omp_fib_bench(bench_run_t *r, int nt)
         }
     }
     bench_setup(r, "libgomp, parallel num_threads(%d) pinned from CPU %d, "
-                   "fib(24) in a single construct",
-                nt, bench_cpus[0]);
+                   "fib(%d) in a single construct (%ld tasks)",
+                nt, bench_cpus[0], n, tasks);
     if (nthreads != nt)
         return bench_fail(r, "the team has %d threads, not %d", nthreads, nt);
     if (pin_err)
         return bench_fail(r, "cannot pin the team's threads");
     if (wrong)
-        return bench_fail(r, "fib(%d) = %ld, expected %d", FIB_N, wrong,
-                          FIB_RESULT);
+        return bench_fail(r, "fib(%d) = %ld, expected %ld", n, wrong, expect);
+    if (r->nsamples > 0) {
+        double ms = bench_median(r->samples, r->nsamples);
+        snprintf(r->reference, sizeof r->reference, "%.1f ns per task",
+                 ms * 1e6 / (double)tasks);
+    }
     return 0;
 }
 
-static int bench_omp_fib_1t(bench_run_t *r) { return omp_fib_bench(r, 1); }
-static int bench_omp_fib_2t(bench_run_t *r) { return omp_fib_bench(r, 2); }
+static int bench_omp_fib_1t(bench_run_t *r)
+{
+    return omp_fib_bench(r, 1, FIB_N);
+}
+static int bench_omp_fib_2t(bench_run_t *r)
+{
+    return omp_fib_bench(r, 2, FIB_N);
+}
+/* The peers of fj_fib_1es / _2es (bench/fj.c). */
+static int bench_omp_fib_1es(bench_run_t *r)
+{
+    return omp_fib_bench(r, 1, FJ_FIB_N);
+}
+static int bench_omp_fib_2es(bench_run_t *r)
+{
+    return omp_fib_bench(r, 2, FJ_FIB_N_2T);
+}
 
 #else /* no OpenMP */
 
@@ -529,6 +566,8 @@ static int no_openmp(bench_run_t *r)
 #define bench_omp_task_create_join no_openmp
 #define bench_omp_fib_1t no_openmp
 #define bench_omp_fib_2t no_openmp
+#define bench_omp_fib_1es no_openmp
+#define bench_omp_fib_2es no_openmp
 
 #endif
 
@@ -557,5 +596,14 @@ const bench_def_t bench_peer_defs[] = {
      bench_omp_fib_1t, 3, 0, NULL},
     {"omp_fib_2t", "ms", "libgomp, 2 threads: the same",
      bench_omp_fib_2t, 3, 0, NULL},
+    {"omp_fib_1es", "ms",
+     "libgomp, 1 thread: fib(30) with omp task + taskwait (peer of fj_fib_1es)",
+     bench_omp_fib_1es, 3, 0, NULL},
+    {"omp_fib_2es", "ms",
+     "libgomp, 2 threads: fib(25), capped (fib(30) takes over 1 s a run); "
+     "the peer of fj_fib_2es: compare per task",
+     bench_omp_fib_2es, 3, 0,
+     "CAPPED at fib(25), 121,392 tasks: not a fib(30) figure; fj_fib_2es "
+     "runs 1,346,268"},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };
