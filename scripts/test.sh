@@ -13,8 +13,9 @@
 #             but tests/arch/'s, and the examples) under valgrind's
 #             memcheck (scripts/valgrind.sh): any error fails the stage
 #   ucontext  Debug build with the ucontext context switch, ctest
-#   ao        Debug build with the libatomic_ops atomics and without
-#             liburing (the service stream's thread-only file I/O), ctest
+#   ao        Debug build with the libatomic_ops atomics, without liburing
+#             (the service stream's thread-only file I/O) and without the
+#             tool events (-DCOEXEC_TOOLS=OFF), ctest
 #   cross     AArch64 context switch under qemu (tests/arch/cross-aarch64.sh);
 #             only when named, or with COEXEC_CROSS=1 (it installs the
 #             AArch64 cross toolchain and qemu-user: several hundred MB)
@@ -52,8 +53,9 @@ declare -A cap=([deps]=900 [default]=1200 [docs]=600 [asan]=1500 [tsan]=1800
                 [valgrind]=1500 [ucontext]=1200 [ao]=1200 [cross]=600 [install]=900)
 reserve=180
 # Extra configure arguments per stage: the ao stage also builds without
-# liburing, so the build that lacks it is tested too.
-declare -A cfg_args=([ao]="-DCOEXEC_WITH_LIBURING=OFF")
+# liburing and without the tool events, so the builds that lack them are
+# tested too.
+declare -A cfg_args=([ao]="-DCOEXEC_WITH_LIBURING=OFF -DCOEXEC_TOOLS=OFF")
 all_stages=(default docs asan tsan valgrind ucontext ao install)
 if [[ "${COEXEC_CROSS:-0}" == 1 ]]; then
   all_stages=(default docs asan tsan valgrind ucontext ao cross install)

@@ -79,7 +79,8 @@ COEXEC_BEGIN_DECLS
  * Works before coexec_init too, and stays set across finalize.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (a bit past COEXEC_TOOL_ALL);
- * COEXEC_ENOMEM.
+ * COEXEC_ENOMEM; COEXEC_ENOSYS (the library was built with
+ * -DCOEXEC_TOOLS=OFF).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_tool_set_callback(coexec_tool_fn_t fn,
                                                          unsigned mask,
@@ -90,7 +91,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_tool_set_callback(coexec_tool_fn_t fn,
  * at init); the file is written by coexec_trace_flush and at finalize.
  * Context: any thread while the runtime runs. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (path NULL or empty); COEXEC_EBUSY (a
- * trace is already recording); COEXEC_ENOTINIT; COEXEC_ENOMEM.
+ * trace is already recording); COEXEC_ENOTINIT; COEXEC_ENOMEM;
+ * COEXEC_ENOSYS (built with -DCOEXEC_TOOLS=OFF).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_trace_start(const char *path);
 

@@ -313,6 +313,8 @@ static int write_file(void)
 
 static int trace_begin(const char *path)
 {
+    if (!TOOL_ON())
+        return COEXEC_ENOSYS;
     pthread_mutex_lock(&tr.lock);
     if (atom_load_rlx_u32(&tr.on)) {
         pthread_mutex_unlock(&tr.lock);

@@ -80,6 +80,14 @@ static ALWAYS_INLINE int join_leave(struct coexec_unit_rec *u, uintptr_t j,
  * watched: nothing will finish it within a spin. */
 #define JOIN_SPIN 128
 
+/* Parks joiner self until u finishes, saying so for coexec_info_print. */
+static NOINLINE void park_joining(struct coexec_unit_rec *self,
+                                  struct coexec_unit_rec *u)
+{
+    unit_note_wait(self, "join", NULL, u->id);
+    coexec__park_self(coexec__xs_self(), self);
+}
+
 /* A timed joiner's timer: at the deadline it takes the registration back
  * (only while the join word still names the waiter: a finisher that got
  * there first completes the join) and wakes the joiner. */
@@ -135,8 +143,7 @@ static NOINLINE int join_wait_ult_timed(struct coexec_unit_rec *u,
         if (j == JOIN_WAKING) {
             cpu_relax();
         } else {
-            unit_note_wait(self, "join", NULL, u->id);
-            coexec__park_self(coexec__xs_self(), self);
+            park_joining(self, u);
         }
     }
     /* Once cancel returns the timer is done with us (it fires under the
@@ -167,8 +174,7 @@ static int join_wait_ult(struct coexec_unit_rec *u, struct coexec_unit_rec *self
         if (j == JOIN_WAKING) {
             cpu_relax(); /* its wake reached us; the finish is imminent */
         } else {
-            unit_note_wait(self, "join", NULL, u->id);
-            coexec__park_self(coexec__xs_self(), self);
+            park_joining(self, u);
         }
     }
     coexec__wake_clear(self);

@@ -397,12 +397,13 @@ void coexec__run_tasklet(struct coexec_xstream_rec *xs,
 {
     struct coexec_poll cx = {u};
     stat_add(&xs->count[XC_TASKLETS_RUN], 1);
-    TOOL_EVENT(COEXEC_TOOL_UNIT_RUN, xs, u, NULL);
+    TOOL_SWITCH(xs, NULL, -1, u);
     u->rflags |= RF_STARTED;
     coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
-    TOOL_EVENT(r == COEXEC_READY ? COEXEC_TOOL_UNIT_FINISH
-                                 : COEXEC_TOOL_UNIT_BLOCK,
-               xs, u, NULL);
+    TOOL_SWITCH(xs, u,
+                r == COEXEC_READY ? COEXEC_TOOL_UNIT_FINISH
+                                  : COEXEC_TOOL_UNIT_BLOCK,
+                NULL);
     if (r == COEXEC_READY) {
         wait_tasklet_leave(u);
         unit_finish(xs, u);

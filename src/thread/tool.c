@@ -59,6 +59,8 @@ COEXEC_API int coexec_tool_set_callback(coexec_tool_fn_t fn, unsigned mask,
 {
     if (mask & ~(unsigned)COEXEC_TOOL_ALL)
         return COEXEC_EINVAL;
+    if (!TOOL_ON())
+        return fn && mask ? COEXEC_ENOSYS : COEXEC_OK;
     struct tool_reg *r = NULL;
     if (fn && mask) {
         /* Never freed: a call of the previous one may still be running. */

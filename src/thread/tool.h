@@ -36,10 +36,17 @@ extern struct coexec__tool coexec__tool;
 void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
                        struct coexec_unit_rec *u, void *fn);
 
+#ifdef COEXEC_NO_TOOLS
+/* Built without tool events (-DCOEXEC_TOOLS=OFF): the sites vanish. */
+#define TOOL_ON() 0
+#else
+#define TOOL_ON() 1
+#endif
+
 #define TOOL_EVENT(ev, xs, u, fn)                                              \
     do {                                                                       \
-        if (UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) &                   \
-                     COEXEC_TOOL_BIT(ev)))                                     \
+        if (TOOL_ON() && UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) &      \
+                                  COEXEC_TOOL_BIT(ev)))                        \
             coexec__tool_emit((ev), (xs), (u), (fn));                          \
     } while (0)
 
@@ -50,7 +57,7 @@ void coexec__tool_switch(struct coexec_xstream_rec *xs,
                          struct coexec_unit_rec *to);
 #define TOOL_SWITCH(xs, self, stop, to)                                        \
     do {                                                                       \
-        if (UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) != 0))             \
+        if (TOOL_ON() && UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) != 0)) \
             coexec__tool_switch((xs), (self), (stop), (to));                   \
     } while (0)
 

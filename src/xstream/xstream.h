@@ -63,8 +63,6 @@ struct coexec_xstream_rec {
     atom_ptr_t sched;
     struct coexec_sched_rec *cur_sched; /* the innermost level running */
     uint32_t rng;                       /* victim choice (xorshift) */
-    /* Counters (base/stats.h): added to by this thread only. */
-    atom_u64_t count[XC_N];
     struct unit_cache ucache;
     struct stack_cache scache;
     void *sched_stack_lo; /* the scheduler context's stack, for sanitizers */
@@ -81,6 +79,11 @@ struct coexec_xstream_rec {
     uint64_t id_next, id_end; /* a block of unit ids taken from the global */
     pthread_t thread;
     uint8_t dist[XS_DIST_CACHE]; /* distance to CPU i; 0xff: not known yet */
+
+    /* Counters (base/stats.h): added to by this thread only, read by
+     * anyone; lines of their own, so the owner's other fields keep their
+     * places. */
+    atom_u64_t count[XC_N] CACHE_ALIGNED;
 
     /* Written by other threads. */
     struct mailbox mb CACHE_ALIGNED; /* remote wakes, the park word */
