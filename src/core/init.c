@@ -114,6 +114,7 @@ static void teardown(void)
     coexec__monitor_stop();
     coexec__trace_end();
     coexec__unit_names_clear();
+    coexec__tool_reap();
     coexec__primary_teardown();
     coexec__fj_teardown();
     coexec__fault_handler_remove();

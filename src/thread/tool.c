@@ -13,6 +13,12 @@
 
 struct coexec__tool coexec__tool;
 
+/* Replaced callbacks, freed at finalize. */
+static struct {
+    atom_u32_t lock;
+    struct tool_reg *head;
+} retired;
+
 void coexec__tool_remask(void)
 {
     struct tool_reg *r = atom_load_acq_ptr(&coexec__tool.user);
@@ -71,9 +77,28 @@ COEXEC_API int coexec_tool_set_callback(coexec_tool_fn_t fn, unsigned mask,
         r->mask = mask;
     }
     /* Release: an emitter that loads r (acquire) sees it filled. */
-    atom_store_rel_ptr(&coexec__tool.user, r);
+    struct tool_reg *old = atom_xchg_ar_ptr(&coexec__tool.user, r);
     coexec__tool_remask();
+    if (old) {
+        spin_lock(&retired.lock);
+        old->retired_next = retired.head;
+        retired.head = old;
+        spin_unlock(&retired.lock);
+    }
     return COEXEC_OK;
+}
+
+void coexec__tool_reap(void)
+{
+    spin_lock(&retired.lock);
+    struct tool_reg *r = retired.head;
+    retired.head = NULL;
+    spin_unlock(&retired.lock);
+    while (r) {
+        struct tool_reg *n = r->retired_next;
+        free(r);
+        r = n;
+    }
 }
 
 /* ---- names ----------------------------------------------------------------- */

@@ -14,12 +14,13 @@
 struct coexec_unit_rec;
 struct coexec_xstream_rec;
 
-/* A registered callback (never freed before exit: a late caller may
- * still hold it). */
+/* A registered callback. A replaced one is kept on a list until
+ * finalize (coexec__tool_reap), as an event in flight may still hold it. */
 struct tool_reg {
     coexec_tool_fn_t fn;
     void *arg;
     unsigned mask;
+    struct tool_reg *retired_next;
 };
 
 struct coexec__tool {
@@ -60,6 +61,9 @@ void coexec__tool_switch(struct coexec_xstream_rec *xs,
         if (TOOL_ON() && UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) != 0)) \
             coexec__tool_switch((xs), (self), (stop), (to));                   \
     } while (0)
+
+/* Frees the replaced callbacks: finalize, once no stream runs. */
+void coexec__tool_reap(void);
 
 /* Recomputes coexec__tool.mask from the user's and the trace's. */
 void coexec__tool_remask(void);
