@@ -248,8 +248,8 @@ int main(void)
            "  %s\n",
            N_SHOWN, buf.ops, 'A' + N_PRODUCERS - 1, 'x' + N_CONSUMERS - 1,
            buf.shown);
-    printf("producers waited %d times for a free slot, consumers %d times "
-           "for an item\n",
+    printf("waits: %d by producers for a free slot, %d by consumers for an "
+           "item\n",
            buf.waits_full, buf.waits_empty);
     printf("the lock was held by another unit at %d of %d lockings\n",
            buf.busy, buf.locks);
