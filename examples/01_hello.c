@@ -68,8 +68,10 @@ int main(void)
         ok &= rank[r] == r;
     }
     CHECK(coexec_finalize());
-    if (!ok)
+    if (!ok) {
+        printf("hello: FAILED, a ULT ran on another xstream\n");
         return EXIT_FAILURE;
+    }
     printf("hello: %d ULTs ran, each on its own xstream\n", n);
     return EXIT_SUCCESS;
 }
