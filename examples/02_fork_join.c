@@ -23,8 +23,14 @@
  *     depth-first order is not disturbed.
  *   - A ULT takes its stack only when it first runs, so the children still
  *     waiting in a pool cost a small descriptor each, not a stack.
+ *
+ * The program counts on which stream each ULT started (and how many ended
+ * on another one: a join that waits parks the ULT, and a parked ULT may
+ * resume on any stream that takes it), and prints the streams' own
+ * counters (coexec/stats.h): what they ran, stole, and had stolen.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -46,13 +52,24 @@ struct fib_arg {
     unsigned long long result;
 };
 
+/* ULTs that started on each stream (indexed by rank), and ULTs that
+ * finished on another stream than the one they started on. */
+static atomic_ulong *started_on;
+static atomic_ulong moved;
+
 static unsigned long long fib(int n);
 
 /* The body of a forked ULT: compute fib(a->n) and leave it in a->result. */
 static void fib_ult(void *arg)
 {
     struct fib_arg *a = arg;
+    int first, last;
+    CHECK(coexec_xstream_self_rank(&first));
+    atomic_fetch_add_explicit(&started_on[first], 1, memory_order_relaxed);
     a->result = fib(a->n);
+    CHECK(coexec_xstream_self_rank(&last));
+    if (last != first)
+        atomic_fetch_add_explicit(&moved, 1, memory_order_relaxed);
 }
 
 static unsigned long long fib(int n)
@@ -120,15 +137,47 @@ int main(int argc, char **argv)
     CHECK(coexec_config_init(&cfg));
     cfg.num_xstreams = 2;
     CHECK(coexec_init(&cfg));
+    int nxs;
+    CHECK(coexec_xstream_get_num(&nxs));
+    started_on = calloc((size_t)nxs, sizeof *started_on);
+    if (!started_on) {
+        fprintf(stderr, "out of memory\n");
+        return EXIT_FAILURE;
+    }
 
-    /* main is itself a ULT (the primary's main ULT), so it may fork and join. */
+    /* main is itself a ULT (the primary's main ULT), so it may fork and join.
+     * The counters start from zero here, so they count the fib only. */
+    CHECK(coexec_stats_reset());
     unsigned long long got = fib(n);
     unsigned long long want = fib_loop(n);
 
+    /* Every call with n >= 2 forks one ULT: fib(n + 1) - 1 of them. A unit
+     * run is a start or a resume: a join that runs its child in place
+     * counts two, the child's start and the parent's resume. */
+    unsigned long long ults = fib_loop(n + 1) - 1, counted = 0;
+    printf("fib(%d) forked %llu ULTs on %d xstreams:\n", n, ults, nxs);
+    for (int r = 0; r < nxs; r++) {
+        coexec_xstream_t xs;
+        coexec_xstream_stats_t st = {.size = sizeof st};
+        CHECK(coexec_xstream_by_rank(r, &xs));
+        CHECK(coexec_xstream_get_stats(xs, &st));
+        unsigned long here = atomic_load(&started_on[r]);
+        printf("  xstream %d: %lu ULTs started here, %llu unit runs, "
+               "%llu steals, %llu stolen\n",
+               r, here, (unsigned long long)st.units_run,
+               (unsigned long long)st.steals, (unsigned long long)st.stolen);
+        counted += here;
+    }
+    printf("  %lu ULTs finished on another xstream than they started on\n",
+           atomic_load(&moved));
+    free(started_on);
+
     CHECK(coexec_finalize());
 
-    if (got != want) {
-        printf("fib(%d) = %llu: FAILED, expected %llu\n", n, got, want);
+    if (got != want || counted != ults) {
+        printf("fib(%d) = %llu: FAILED, expected %llu (%llu of %llu ULTs "
+               "counted)\n",
+               n, got, want, counted, ults);
         return EXIT_FAILURE;
     }
     printf("fib(%d) = %llu (ok)\n", n, got);

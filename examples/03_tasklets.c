@@ -17,9 +17,10 @@
  * wait, the tasklet keeps its progress in its argument: a small state
  * machine.
  *
- * Part 1 sums an array with a batch of joinable tasklets, then shows
- * detached tasklets. Part 2 runs one state-machine tasklet that is woken by
- * a ULT on another stream.
+ * Part 1 sums an array with a batch of joinable tasklets and prints the
+ * order they ran in and where, then shows detached tasklets. Part 2 runs
+ * one state-machine tasklet that is woken by a ULT on another stream, and
+ * prints the steps of the two sides in the order they happened.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,13 +51,20 @@ static unsigned data[N_ELEMS];
 struct slice {
     size_t begin, end;
     unsigned long long sum;
+    int queued_on; /* the stream it was created on */
+    int ran_on;    /* the stream that ran it */
+    int turn;      /* 0 for the first slice to run, 1 for the next, ... */
 };
+
+static atomic_int turns; /* slices that have started */
 
 /* Sums one slice and is done: it returns COEXEC_READY on its first poll. */
 static coexec_poll_status_t sum_slice(coexec_poll_t *cx, void *arg)
 {
     (void)cx;
     struct slice *s = arg;
+    s->turn = atomic_fetch_add(&turns, 1);
+    CHECK(coexec_xstream_self_rank(&s->ran_on));
     unsigned long long sum = 0;
     for (size_t i = s->begin; i < s->end; i++)
         sum += data[i];
@@ -66,10 +74,14 @@ static coexec_poll_status_t sum_slice(coexec_poll_t *cx, void *arg)
 
 static atomic_int detached_done;
 
+/* A detached tasklet: counts itself in its stream's slot of arg. */
 static coexec_poll_status_t count_one(coexec_poll_t *cx, void *arg)
 {
     (void)cx;
-    (void)arg;
+    atomic_int *ran_on = arg;
+    int rank;
+    CHECK(coexec_xstream_self_rank(&rank));
+    atomic_fetch_add(&ran_on[rank], 1);
     atomic_fetch_add_explicit(&detached_done, 1, memory_order_release);
     return COEXEC_READY;
 }
@@ -89,6 +101,8 @@ static int part1(const coexec_xstream_t *xs, int nxs)
         sl[i].begin = (size_t)i * N_ELEMS / N_SLICES;
         sl[i].end = (size_t)(i + 1) * N_ELEMS / N_SLICES;
         sl[i].sum = 0;
+        sl[i].queued_on = i % nxs;
+        sl[i].ran_on = sl[i].turn = -1;
         CHECK(coexec_tasklet_create_on(xs[i % nxs], sum_slice, &sl[i], &k[i]));
     }
 
@@ -116,18 +130,50 @@ static int part1(const coexec_xstream_t *xs, int nxs)
            N_SLICES, total);
 
     /*
+     * The order they ran in. A slice queued on another stream than the one
+     * that ran it was taken by a join (which runs a queued tasklet in
+     * place) or by a stealing scheduler. Each one ran exactly once.
+     */
+    int by_turn[N_SLICES];
+    for (int i = 0; i < N_SLICES; i++)
+        by_turn[i] = -1;
+    for (int i = 0; i < N_SLICES; i++) {
+        if (sl[i].turn < 0 || sl[i].turn >= N_SLICES ||
+            by_turn[sl[i].turn] != -1) {
+            printf("order: FAILED, slice %d ran on turn %d\n", i, sl[i].turn);
+            return 0;
+        }
+        by_turn[sl[i].turn] = i;
+    }
+    printf("the slices in the order they started:\n");
+    for (int t = 0; t < N_SLICES; t++) {
+        const struct slice *s = &sl[by_turn[t]];
+        printf("  %d. slice %d, queued on xstream %d, ran on xstream %d\n",
+               t + 1, by_turn[t], s->queued_on, s->ran_on);
+    }
+
+    /*
      * Detached tasklets: passing NULL instead of a handle pointer means
      * "fire and forget". There is nothing to join or free; the runtime frees
      * each one when it finishes. The program learns that they are done
      * through its own data, here a counter. coexec_yield lets this stream's
      * scheduler run the queued ones meanwhile.
      */
+    atomic_int *ran_on = calloc((size_t)nxs, sizeof *ran_on);
+    if (!ran_on) {
+        fprintf(stderr, "out of memory\n");
+        return 0;
+    }
     for (int i = 0; i < N_DETACHED; i++)
-        CHECK(coexec_tasklet_create_on(xs[i % nxs], count_one, NULL, NULL));
+        CHECK(coexec_tasklet_create_on(xs[i % nxs], count_one, ran_on, NULL));
     while (atomic_load_explicit(&detached_done, memory_order_acquire) <
            N_DETACHED)
         CHECK(coexec_yield());
-    printf("%d detached tasklets ran\n", N_DETACHED);
+    printf("%d detached tasklets ran:", N_DETACHED);
+    for (int r = 0; r < nxs; r++)
+        printf(" %d on xstream %d%s", atomic_load(&ran_on[r]), r,
+               r + 1 < nxs ? "," : "\n");
+    free(ran_on);
     return 1;
 }
 
@@ -140,6 +186,32 @@ enum machine_state {
     WAITING,    /* the waker is handed out; wait for the value */
     DONE
 };
+
+/*
+ * The steps of both sides, in the order they happened: each side appends
+ * one as it goes (the atomic counter gives each its place), and main
+ * prints them after the join.
+ */
+enum step { POLL_PENDING, PRODUCE, POLL_READY, N_STEPS };
+static const char *const step_text[N_STEPS] = {
+    [POLL_PENDING] = "tasklet: no value yet; stores its waker, PENDING",
+    [PRODUCE] = "producer: publishes the value, wakes the tasklet",
+    [POLL_READY] = "tasklet: polled again; reads the value, READY",
+};
+static struct {
+    atomic_int n;
+    enum step step[N_STEPS];
+    int rank[N_STEPS];
+} steps;
+
+static void step(enum step what)
+{
+    int i = atomic_fetch_add(&steps.n, 1);
+    if (i < N_STEPS) {
+        steps.step[i] = what;
+        CHECK(coexec_xstream_self_rank(&steps.rank[i]));
+    }
+}
 
 struct machine {
     /* Touched only by the tasklet's function (main reads them after join). */
@@ -173,6 +245,7 @@ static coexec_poll_status_t machine_poll(coexec_poll_t *cx, void *arg)
          */
         CHECK(coexec_poll_waker(cx, &m->waker));
         m->state = WAITING;
+        step(POLL_PENDING);
         atomic_store_explicit(&m->waker_ready, 1, memory_order_release);
         return COEXEC_PENDING;
     case WAITING:
@@ -183,6 +256,7 @@ static coexec_poll_status_t machine_poll(coexec_poll_t *cx, void *arg)
          */
         if (!atomic_load_explicit(&m->value_ready, memory_order_acquire))
             return COEXEC_PENDING;
+        step(POLL_READY);
         m->result = m->value * 2;
         m->state = DONE;
         return COEXEC_READY;
@@ -202,6 +276,7 @@ static void producer(void *arg)
     struct machine *m = arg;
     while (!atomic_load_explicit(&m->waker_ready, memory_order_acquire))
         CHECK(coexec_yield());
+    step(PRODUCE);
     m->value = 21;
     atomic_store_explicit(&m->value_ready, 1, memory_order_release);
     CHECK(coexec_waker_wake(m->waker));
@@ -235,11 +310,20 @@ static int part2(const coexec_xstream_t *xs, int nxs)
     /*
      * Exactly two polls: the first stored the waker, and a tasklet is polled
      * again only after a wake, which the producer sends once, after the
-     * value was published.
+     * value was published. So the steps can only come in one order.
      */
-    if (m.state != DONE || m.result != 42 || m.polls != 2) {
-        printf("state machine: FAILED (state %d, result %d, %d polls)\n",
-               (int)m.state, m.result, m.polls);
+    int n = atomic_load(&steps.n), in_order = n == N_STEPS;
+    printf("the steps of the tasklet and the producer, in order:\n");
+    for (int i = 0; i < n && i < N_STEPS; i++) {
+        printf("  %d. on xstream %d, %s\n", i + 1, steps.rank[i],
+               step_text[steps.step[i]]);
+        in_order &= steps.step[i] == (enum step)i;
+    }
+    if (m.state != DONE || m.result != 42 || m.polls != 2 || !in_order) {
+        printf("state machine: FAILED (state %d, result %d, %d polls, %d "
+               "steps%s)\n",
+               (int)m.state, m.result, m.polls, n,
+               in_order ? "" : " out of order");
         return 0;
     }
     printf("state machine: result %d, finished on poll %d (ok)\n", m.result,

@@ -13,10 +13,13 @@
  * The program is the classic bounded buffer: producers put numbered items
  * into a ring of a few slots, consumers take them out, a mutex guards the
  * ring and two condition variables say "not full" and "not empty". The
- * producers sleep a little between items to stand for real work. ULTs are
- * spread over several xstreams, so the lock really is contended between OS
- * threads. At the end main checks that every item was consumed exactly
- * once.
+ * producers and the consumers sleep a little for each item to stand for
+ * real work. ULTs are spread over several xstreams, so the lock really is
+ * contended between OS threads. At the end main checks that every item was
+ * consumed exactly once, and prints what it counted on the way: the first
+ * operations on the ring in the order they happened, how often each side
+ * had to wait, how often the lock was busy, and how many items crossed from
+ * one xstream to another.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -42,16 +45,31 @@
 #define N_ITEMS (N_PRODUCERS * ITEMS_PER_PRODUCER)
 #define RING_SLOTS 4
 #define WORK_NS 50000 /* a producer "works" 50 us per item */
+#define USE_NS 100000 /* a consumer 100 us */
+#define N_SHOWN 64    /* ring operations shown in order */
+
+struct slot {
+    int item;
+    int rank; /* the xstream its producer put it in on */
+};
 
 /* The shared state. Everything below `lock` is guarded by it. */
 static struct {
     coexec_mutex_t lock;
     coexec_cond_t not_full;  /* signalled when a slot frees up */
     coexec_cond_t not_empty; /* signalled when an item arrives */
-    int ring[RING_SLOTS];
+    struct slot ring[RING_SLOTS];
     int head, count;
     int producers_left;            /* consumers stop at 0 with the ring empty */
     unsigned char seen[N_ITEMS];   /* how often each item was consumed */
+    /* What main prints at the end. */
+    int ops;                 /* puts and takes so far */
+    char shown[N_SHOWN + 1]; /* the first ones: 'A'+i producer i put,
+                                'x'+i consumer i took */
+    int locks, busy;         /* lockings, and how many found it held */
+    int waits_full;          /* producer waits for a free slot */
+    int waits_empty;         /* consumer waits for an item */
+    int crossed;             /* items taken on another xstream than put */
 } buf = {
     /* Static initialisers, like PTHREAD_MUTEX_INITIALIZER. */
     .lock = COEXEC_MUTEX_INITIALIZER,
@@ -61,6 +79,25 @@ static struct {
 };
 
 static atomic_int started; /* workers that have recorded first_rank */
+
+/* Locks the ring, counting the times another unit held it. */
+static void lock_ring(void)
+{
+    int rc = coexec_mutex_trylock(&buf.lock), busy = rc == COEXEC_EBUSY;
+    if (busy)
+        rc = coexec_mutex_lock(&buf.lock);
+    CHECK(rc);
+    buf.locks++;
+    buf.busy += busy;
+}
+
+/* Notes one ring operation; called with the lock held. */
+static void note(char op)
+{
+    if (buf.ops < N_SHOWN)
+        buf.shown[buf.ops] = op;
+    buf.ops++;
+}
 
 struct worker {
     int index;
@@ -80,13 +117,20 @@ static void producer(void *arg)
         CHECK(coexec_sleep_ns(WORK_NS));
         int item = w->index * ITEMS_PER_PRODUCER + i;
 
-        CHECK(coexec_mutex_lock(&buf.lock));
+        lock_ring();
         /* Always wait in a loop: wake-ups can be spurious, and another
          * producer may have taken the free slot first. */
-        while (buf.count == RING_SLOTS)
+        while (buf.count == RING_SLOTS) {
+            buf.waits_full++;
             CHECK(coexec_cond_wait(&buf.not_full, &buf.lock));
-        buf.ring[(buf.head + buf.count) % RING_SLOTS] = item;
+        }
+        /* The stream is read after the waits: each of them may have moved
+         * this ULT to another one. */
+        struct slot *sl = &buf.ring[(buf.head + buf.count) % RING_SLOTS];
+        sl->item = item;
+        CHECK(coexec_xstream_self_rank(&sl->rank));
         buf.count++;
+        note((char)('A' + w->index));
         CHECK(coexec_cond_signal(&buf.not_empty));
         CHECK(coexec_mutex_unlock(&buf.lock));
         w->made++;
@@ -94,7 +138,7 @@ static void producer(void *arg)
 
     /* The last producer to finish wakes every consumer, so that those
      * waiting on an empty ring see that nothing more will come. */
-    CHECK(coexec_mutex_lock(&buf.lock));
+    lock_ring();
     if (--buf.producers_left == 0)
         CHECK(coexec_cond_broadcast(&buf.not_empty));
     CHECK(coexec_mutex_unlock(&buf.lock));
@@ -106,20 +150,31 @@ static void consumer(void *arg)
     struct worker *w = arg;
     CHECK(coexec_xstream_self_rank(&w->first_rank));
     atomic_fetch_add(&started, 1);
-    CHECK(coexec_mutex_lock(&buf.lock));
     for (;;) {
-        while (buf.count == 0 && buf.producers_left > 0)
+        lock_ring();
+        while (buf.count == 0 && buf.producers_left > 0) {
+            buf.waits_empty++;
             CHECK(coexec_cond_wait(&buf.not_empty, &buf.lock));
-        if (buf.count == 0)
-            break; /* empty, and every producer has finished */
-        int item = buf.ring[buf.head];
+        }
+        if (buf.count == 0) { /* empty, and every producer has finished */
+            CHECK(coexec_mutex_unlock(&buf.lock));
+            break;
+        }
+        struct slot sl = buf.ring[buf.head];
         buf.head = (buf.head + 1) % RING_SLOTS;
         buf.count--;
-        buf.seen[item]++;
+        buf.seen[sl.item]++;
+        int rank;
+        CHECK(coexec_xstream_self_rank(&rank));
+        buf.crossed += rank != sl.rank;
+        note((char)('x' + w->index));
         w->made++;
         CHECK(coexec_cond_signal(&buf.not_full));
+        CHECK(coexec_mutex_unlock(&buf.lock));
+        /* Using an item takes longer than making one, so the ring fills
+         * up and the producers wait for free slots. */
+        CHECK(coexec_sleep_ns(USE_NS));
     }
-    CHECK(coexec_mutex_unlock(&buf.lock));
     CHECK(coexec_xstream_self_rank(&w->rank));
 }
 
@@ -187,7 +242,20 @@ int main(void)
     }
     for (int i = 0; i < N_ITEMS; i++)
         ok &= buf.seen[i] == 1;
-    ok &= consumed == N_ITEMS && buf.count == 0;
+    ok &= consumed == N_ITEMS && buf.count == 0 && buf.ops == 2 * N_ITEMS;
+
+    printf("the first %d of %d ring operations (A-%c put, x-%c take):\n"
+           "  %s\n",
+           N_SHOWN, buf.ops, 'A' + N_PRODUCERS - 1, 'x' + N_CONSUMERS - 1,
+           buf.shown);
+    printf("waits: %d by producers for a free slot, %d by consumers for an "
+           "item\n",
+           buf.waits_full, buf.waits_empty);
+    printf("the lock was held by another unit at %d of %d lockings\n",
+           buf.busy, buf.locks);
+    printf("%d of %d items were taken on another xstream than they were "
+           "put on\n",
+           buf.crossed, N_ITEMS);
 
     /* Objects made with a static initialiser are destroyed like the others. */
     CHECK(coexec_cond_destroy(&buf.not_empty));

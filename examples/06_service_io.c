@@ -23,11 +23,21 @@
  * wrappers only. Main checks every checksum against the one computed while
  * writing, counts the directory's entries through coexec_offload, removes
  * the files with coexec_unlink, and finally the directory.
+ *
+ * It also shows which thread did the I/O. Each stream counts the calls
+ * its units submitted (coexec/stats.h); a tool callback (coexec/tool.h)
+ * sees every call a service thread starts, on that thread, and notes the
+ * thread's name; file calls the wrappers send through io_uring are made
+ * by the service stream's ring thread instead. Each ULT notes the stream
+ * it started and finished on: every call parks it, and it may resume on
+ * another stream.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +70,49 @@ struct file {
     /* Filled by the file's ULT. */
     uint64_t sum;
     long bytes_read;
-    int error; /* 0, or the errno of the call that failed */
-    int rank;  /* the xstream the ULT ran on */
+    int error;      /* 0, or the errno of the call that failed */
+    int calls;      /* service calls made */
+    int first_rank; /* the xstream the ULT started on */
+    int rank;       /* the xstream it finished on */
 };
 
 static struct file files[N_FILES];
+
+/*
+ * The service threads that ran calls, and how many each ran. The tool
+ * callback runs on the service thread itself, a plain OS thread on which
+ * nothing switches, so a thread-local variable is that thread's own.
+ */
+#define MAX_SVC 16
+static struct {
+    atomic_int threads; /* slots taken */
+    char name[MAX_SVC][16];
+    atomic_int calls[MAX_SVC];
+} svc;
+static _Thread_local int svc_slot = -1;
+
+static void on_offload(const coexec_tool_info_t *info, void *arg)
+{
+    (void)info;
+    (void)arg;
+    if (svc_slot < 0) {
+        svc_slot = atomic_fetch_add(&svc.threads, 1);
+        if (svc_slot < MAX_SVC &&
+            pthread_getname_np(pthread_self(), svc.name[svc_slot],
+                               sizeof svc.name[svc_slot]) != 0)
+            strcpy(svc.name[svc_slot], "?");
+    }
+    if (svc_slot < MAX_SVC)
+        atomic_fetch_add(&svc.calls[svc_slot], 1);
+}
+
+static int svc_calls(void)
+{
+    int n = 0, threads = atomic_load(&svc.threads);
+    for (int i = 0; i < threads && i < MAX_SVC; i++)
+        n += atomic_load(&svc.calls[i]);
+    return n;
+}
 
 /* FNV-1a, 64 bits: a checksum that can be fed piece by piece. */
 static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n)
@@ -104,21 +152,25 @@ static void write_file(int i)
 static void checksum_file(void *arg)
 {
     struct file *f = arg;
-    CHECK(coexec_xstream_self_rank(&f->rank));
+    CHECK(coexec_xstream_self_rank(&f->first_rank));
 
     int fd = coexec_open(f->path, O_RDONLY, 0);
+    f->calls++;
     if (fd < 0) {
         f->error = -fd; /* the wrappers return -errno */
+        CHECK(coexec_xstream_self_rank(&f->rank));
         return;
     }
     struct stat st;
     int rc = coexec_fstat(fd, &st);
+    f->calls++;
     /* ULT stacks are small (16 KiB by default): the buffer goes on the
      * heap, not on the stack. */
     unsigned char *buf = malloc(CHUNK);
     uint64_t h = FNV_START;
     for (off_t off = 0; rc == 0 && buf && off < st.st_size;) {
         ssize_t n = coexec_pread(fd, buf, CHUNK, off);
+        f->calls++;
         if (n <= 0) { /* an error, or the file shrank */
             rc = n < 0 ? (int)n : -EIO;
             break;
@@ -131,14 +183,21 @@ static void checksum_file(void *arg)
         rc = -ENOMEM;
     free(buf);
     int crc = coexec_close(fd);
+    f->calls++;
     f->error = rc ? -rc : crc ? -crc : 0;
     f->sum = h;
+    CHECK(coexec_xstream_self_rank(&f->rank));
 }
 
 /* Blocking code of our own, run on the service stream by coexec_offload:
- * counts the regular entries of a directory. */
+ * counts the regular entries of a directory, and notes the thread it ran
+ * on. */
+static char counted_on[16];
+
 static intptr_t count_entries(void *arg)
 {
+    if (pthread_getname_np(pthread_self(), counted_on, sizeof counted_on))
+        strcpy(counted_on, "?");
     DIR *d = opendir(arg);
     if (!d)
         return -errno;
@@ -170,6 +229,15 @@ int main(void)
     CHECK(coexec_init(&cfg));
     int nxs;
     CHECK(coexec_xstream_get_num(&nxs));
+    coexec_service_info_t info = {.size = sizeof info};
+    CHECK(coexec_service_get_info(&info));
+    int uring = strcmp(info.io_path, "io_uring") == 0;
+
+    /* Count from here: the service threads' calls, and each stream's
+     * submissions. */
+    CHECK(coexec_tool_set_callback(
+        on_offload, COEXEC_TOOL_BIT(COEXEC_TOOL_OFFLOAD_BEGIN), NULL));
+    CHECK(coexec_stats_reset());
 
     /* One ULT per file, dealt round-robin over the streams. While one
      * waits for its pread, its stream runs the next ULT. */
@@ -183,26 +251,56 @@ int main(void)
     for (int i = 0; i < N_FILES; i++)
         CHECK(coexec_thread_free(&t[i]));
 
-    int ok = 1;
+    int ok = 1, calls = 0;
     for (int i = 0; i < N_FILES; i++) {
         struct file *f = &files[i];
         int good = f->error == 0 && f->sum == f->expected &&
                    f->bytes_read == (long)f->size;
-        printf("%s: %7ld bytes, checksum %016llx on xstream %d (%s)\n",
+        printf("%s: %7ld bytes, sum %016llx, %2d calls, xstream %d then %d "
+               "(%s)\n",
                strrchr(f->path, '/') + 1, f->bytes_read,
-               (unsigned long long)f->sum, f->rank,
+               (unsigned long long)f->sum, f->calls, f->first_rank, f->rank,
                good ? "ok" : f->error ? strerror(f->error) : "WRONG");
         ok &= good;
+        calls += f->calls;
     }
+
+    /*
+     * Which threads did the I/O. Every call of the ULTs was submitted by
+     * the stream running the ULT at the time; the service threads ran
+     * those the callback saw, the ring thread the rest (with the io_uring
+     * path; on the threads path the service threads ran them all).
+     */
+    unsigned long long submitted = 0;
+    printf("the ULTs made %d service calls, submitted from", calls);
+    for (int r = 0; r < nxs; r++) {
+        coexec_xstream_t xs;
+        coexec_xstream_stats_t st = {.size = sizeof st};
+        CHECK(coexec_xstream_by_rank(r, &xs));
+        CHECK(coexec_xstream_get_stats(xs, &st));
+        printf(" xstream %d: %llu%s", r, (unsigned long long)st.offloads,
+               r + 1 < nxs ? "," : "\n");
+        submitted += st.offloads;
+    }
+    int by_threads = svc_calls();
+    printf("run by service threads: %d (", by_threads);
+    for (int i = 0; i < atomic_load(&svc.threads) && i < MAX_SVC; i++)
+        printf("%s%s %d", i ? ", " : "", svc.name[i],
+               atomic_load(&svc.calls[i]));
+    printf(")\n");
+    if (uring)
+        printf("through io_uring, by the ring thread (coexec-ring): %d\n",
+               calls - by_threads);
+    ok &= submitted == (unsigned long long)calls &&
+          (uring ? by_threads <= calls : by_threads == calls);
 
     /* Any blocking function can be offloaded, not only the wrappers. */
     intptr_t entries = -1;
     CHECK(coexec_offload(count_entries, dir, &entries));
-    printf("%ld files in the directory (counted on the service stream)\n",
-           (long)entries);
-    ok &= entries == N_FILES;
+    printf("%ld files in the directory, counted on thread %s\n",
+           (long)entries, counted_on);
+    ok &= entries == N_FILES && strncmp(counted_on, "coexec-svc", 10) == 0;
 
-    coexec_service_info_t info = {.size = sizeof info};
     CHECK(coexec_service_get_info(&info));
     printf("service stream: %d thread(s), first on CPU %d%s, %llu requests "
            "completed\n",
