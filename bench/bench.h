@@ -33,6 +33,9 @@ typedef struct bench_run {
      * syscall beside the offloaded one), printed and written to the JSON
      * after the definition's fixed reference */
     char reference[256];
+    /* optional: the work units (tasks) of one sample when the figure is a
+     * total, so that the summary compares it with its peer per unit */
+    double units;
 } bench_run_t;
 
 typedef int (*bench_fn_t)(bench_run_t *r);
@@ -43,9 +46,10 @@ typedef struct bench_def {
     const char *desc;
     bench_fn_t fn;
     int decimals; /* digits printed after the point */
-    /* From BENCH.md, printed on stderr and written to the JSON beside the
-     * figure: the project's goal (an upper bound in `unit`; 0 = none) and
-     * the peers' figures or the pthread row to read it against (or NULL). */
+    /* From docs/BENCHMARKS.md, printed on stderr and written to the JSON
+     * beside the figure: the project's goal (an upper bound in `unit`; 0 =
+     * none) and what to read it against, without other libraries' figures
+     * (or NULL); main.c's summary pairs it with the peers run beside it. */
     double goal;
     const char *reference;
 } bench_def_t;

@@ -89,6 +89,7 @@ static int fj_fib_bench(bench_run_t *r, int nxs)
                         "fib(n-2), syncs (1,346,268 tasks)") != 0)
         return -1;
     double ms = bench_median(r->samples, r->nsamples);
+    r->units = FJ_FIB_TASKS;
     snprintf(r->reference, sizeof r->reference,
              "%.2f ns per task (omp_fib_*es report theirs)",
              ms * 1e6 / FJ_FIB_TASKS);
@@ -308,15 +309,15 @@ static int bench_omp_parallel_for_2es(bench_run_t *r)
 
 #endif
 
-/* Goals: BENCH.md, "Fork-join: the figures to beat". */
+/* Goals: docs/BENCHMARKS.md; main.c pairs each figure with its in-run peer. */
 const bench_def_t bench_fj_defs[] = {
     {"fj_fib_1es", "ms",
      "1 xstream: fib(30), one fork-join task per call (spawn n-1, call n-2, "
      "sync)",
      bench_fj_fib_1es, 3, 8.5,
-     "2x Lace; peers measured here: docs/BENCHMARKS.md, omp_fib_1es"},
+     "goal: 2x Lace (docs/BENCHMARKS.md); in-run peer: omp_fib_1es"},
     {"fj_fib_2es", "ms", "the same on 2 xstreams", bench_fj_fib_2es, 3, 3.5,
-     "2x Lace; peers measured here: docs/BENCHMARKS.md, omp_fib_2es"},
+     "goal: 2x Lace (docs/BENCHMARKS.md); in-run peer: omp_fib_2es, per task"},
     {"fj_nqueens_2es", "ms",
      "2 xstreams: count the 12-queens solutions, one fork-join task per "
      "valid placement",

@@ -533,6 +533,7 @@ static int omp_fib_bench(bench_run_t *r, int nt, int n)
         return bench_fail(r, "fib(%d) = %ld, expected %ld", n, wrong, expect);
     if (r->nsamples > 0) {
         double ms = bench_median(r->samples, r->nsamples);
+        r->units = (double)tasks;
         snprintf(r->reference, sizeof r->reference, "%.1f ns per task",
                  ms * 1e6 / (double)tasks);
     }
@@ -575,11 +576,11 @@ const bench_def_t bench_peer_defs[] = {
     {"pthread_create_join", "ns/op",
      "create 1,000 pthreads, then join each; per create+join pair",
      bench_pthread_create_join, 0, 0,
-     "BENCH.md reference: ~26 us on the project's machine kind"},
+     "the peer of ult_create_join_1es"},
     {"pthread_mutex_cond_pingpong_2t", "ns/roundtrip",
      "2 pinned pthreads hand a turn back and forth with mutex + condvars",
      bench_pthread_mutex_cond_pingpong_2t, 0, 0,
-     "BENCH.md: a futex sleep/wake round trip between idle vCPUs ~53 us"},
+     "a futex sleep/wake round trip: the peer of eventual_pingpong_2es"},
     {"pthread_mutex_contended_4t", "ns/pair",
      "4 pthreads on 2 CPUs lock/unlock one pthread_mutex_t (increment "
      "inside); per pair",

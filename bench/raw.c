@@ -170,14 +170,15 @@ const bench_def_t bench_raw_defs[] = {
     {"xes_spin_pingpong", "ns/roundtrip",
      "floor: 2 pthreads pinned to the first 2 CPUs bounce one cache line",
      bench_xes_spin_pingpong, 1, 0,
-     "BENCH.md: ~28, ~65-70 or ~320 ns on the VM, as the host places the "
-     "vCPUs; read every 2-xstream figure next to it"},
+     "the floor of this run's 2-xstream figures: read them next to it (it "
+     "moves as the host places the vCPUs)"},
     {"ctx_switch", "ns/switch",
      "one raw coexec__ctx_switch between two contexts (no runtime)",
      bench_ctx_switch, 2, 0,
-     "BENCH.md: one Boost.Context jump 5.8 ns; glibc swapcontext 262 ns"},
+     "compare with a Boost.Context jump or glibc swapcontext timed on the "
+     "same machine (not measured here)"},
     {"syscall_direct", "ns/call",
      "syscall(SYS_getppid) made directly: reference for offloading",
-     bench_syscall_direct, 1, 0, "BENCH.md: 172 ns"},
+     bench_syscall_direct, 1, 0, "the floor of offload_roundtrip_2es"},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };

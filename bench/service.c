@@ -5,12 +5,13 @@
  *
  * Placement: the compute streams take the process's first CPUs and the
  * service stream the next one, its own (service_cpus names it,
- * service_threads = 1), as BENCH.md puts it for offload_roundtrip_2es:
- * xstream 0 on CPU 0, the service stream on CPU 1. Every benchmark checks
- * that placement through coexec_service_get_info and that the offloaded
- * calls really ran on the service CPU. Other limits (service_max_threads,
- * service_spin_us, COEXEC_* variables) are the library's defaults; the
- * number of service threads seen at the end of the run goes to the setup.
+ * service_threads = 1), as docs/BENCHMARKS.md puts it for
+ * offload_roundtrip_2es: xstream 0 on CPU 0, the service stream on CPU 1.
+ * Every benchmark checks that placement through coexec_service_get_info
+ * and that the offloaded calls really ran on the service CPU. Other limits
+ * (service_max_threads, service_spin_us, COEXEC_* variables) are the
+ * library's defaults; the number of service threads seen at the end of the
+ * run goes to the setup.
  *
  * file_read_throughput runs the library's default file I/O path (io_uring
  * where it can be had); its _uring and _threads variants and the two
@@ -699,27 +700,27 @@ out:
     return bench_finish(r);
 }
 
-/* Goals and peers' figures: BENCH.md, "The figures to beat". */
+/* Goals: docs/BENCHMARKS.md; main.c pairs each figure with its in-run peer. */
 const bench_def_t bench_service_defs[] = {
     {"offload_roundtrip_2es", "ns/call",
      "a ULT on xstream 0 (CPU 0) offloads syscall(SYS_getppid) to the "
      "service stream on CPU 1 and waits; 100,000 calls per rep",
      bench_offload_roundtrip_2es, 1, 400,
-     "Argobots 666 ns, Qthreads 1,616 ns; floor ~310 ns (syscall_direct "
-     "172 ns + 2 x xes_spin_pingpong in the 65-70 ns tier)"},
+     "peers Argobots, Qthreads (not measured here); floor syscall_direct "
+     "+ 2 x xes_spin_pingpong"},
     {"offload_throughput_64", "ns/call",
      "64 ULTs on the compute stream(s) (1; 2 with 3+ CPUs) each make 2,000 "
      "offloaded getppid calls concurrently through one service thread on "
      "its own CPU; wall time per call, amortized",
      bench_offload_throughput_64, 1, 0,
-     "no goal in BENCH.md; read against offload_roundtrip_2es (one call in "
+     "no goal; read against offload_roundtrip_2es (one call in "
      "flight) and syscall_direct"},
     {"file_read_throughput", "MB/s",
      "64 ULTs each read one of 64 warm 1 MiB files with coexec_pread "
      "(128 KiB chunks) through the service stream on its own CPU, by the "
      "default file I/O path (io_uring where it can be had)",
      bench_file_read_throughput, 0, 0,
-     "no goal in BENCH.md; peer: pthread_file_read_throughput"},
+     "no goal; peer: pthread_file_read_throughput"},
     {"file_read_throughput_uring", "MB/s",
      "file_read_throughput with service_io = uring: the reads batched into "
      "the ring of the service stream's ring thread",
@@ -734,12 +735,12 @@ const bench_def_t bench_service_defs[] = {
      "a ULT on xstream 0 reads 4 KiB of a warm file with coexec_pread, one "
      "call at a time, through io_uring on the service CPU",
      bench_pread_roundtrip_uring, 1, 0,
-     "no goal in BENCH.md; read against pread_roundtrip_threads and "
+     "no goal; read against pread_roundtrip_threads and "
      "pread_direct"},
     {"pread_roundtrip_threads", "ns/call",
      "the same through the service thread (service_io = threads)",
      bench_pread_roundtrip_threads, 1, 0,
-     "no goal in BENCH.md; read against pread_roundtrip_uring and "
+     "no goal; read against pread_roundtrip_uring and "
      "pread_direct"},
     {"pthread_file_read_throughput", "MB/s",
      "the same files read with plain pread (128 KiB chunks) by pthreads, "

@@ -742,39 +742,41 @@ static int bench_tasklet_memory(bench_run_t *r)
     return memory_result(r, "tasklet", &mem_tasklet, 0);
 }
 
-/* Goals and peers' figures: BENCH.md, "The figures to beat". */
+/* Goals: docs/BENCHMARKS.md; main.c pairs each figure with its in-run peer. */
 const bench_def_t bench_ult_defs[] = {
     {"ult_create_join_1es", "ns/op",
      "1 xstream: create 10,000 empty ULTs, then join+free each; per ULT",
      bench_ult_create_join_1es, 1, 35,
-     "Argobots 62 ns, MassiveThreads 76 ns, Qthreads 434 ns; raw floor ~15 ns"},
+     "peers Argobots, MassiveThreads, Qthreads (not measured here); in-run "
+     "peer: pthread_create_join"},
     {"ult_create_join_2es", "ns/op",
      "the same on 2 xstreams (default setup: xstream 1 steals)",
      bench_ult_create_join_2es, 1, 110,
-     "Argobots 179-215 ns, MassiveThreads 153 ns, Qthreads 339 ns"},
+     "peers Argobots, MassiveThreads, Qthreads (not measured here)"},
     {"ult_yield_1es", "ns/yield",
      "1 xstream: 2 ULTs each yield 1,000,000 times; per yield",
      bench_ult_yield_1es, 2, 15,
-     "Argobots 25 ns, MassiveThreads 29 ns, Qthreads 71 ns; one jump 5.8 ns"},
+     "peers Argobots, MassiveThreads, Qthreads (not measured here); read "
+     "against ctx_switch"},
     {"tasklet_create_join_1es", "ns/op",
      "1 xstream: create 10,000 empty tasklets, then join+free each",
      bench_tasklet_create_join_1es, 1, 15,
-     "Argobots 27 ns, Qthreads 344 ns; raw floor ~5 ns"},
+     "peers Argobots, Qthreads (not measured here); in-run peer: "
+     "omp_task_create_join"},
     {"fib_ult_1es", "ms",
      "1 xstream: fork-join fib(24), one ULT per call with n >= 2",
      bench_fib_ult_1es, 3, 3.5,
-     "Argobots 5.3 ms (work stealing; 51 ms default FIFO), MassiveThreads "
-     "4.1 ms, Qthreads 19.8 ms"},
+     "peers Argobots, MassiveThreads, Qthreads (not measured here); in-run "
+     "peer: omp_fib_1t"},
     {"fib_ult_2es", "ms", "the same on 2 xstreams (default setup)",
      bench_fib_ult_2es, 3, 2.2,
-     "Argobots 3.2 ms (work stealing), MassiveThreads 2.5 ms, Qthreads "
-     "32.7 ms"},
+     "peers Argobots, MassiveThreads, Qthreads (not measured here); in-run "
+     "peer: omp_fib_2t"},
     {"fib_ult_2es_ws", "ms",
      "the same on 2 xstreams, work-stealing setup (COEXEC_SCHED=randws: "
      "DEQUE pools, RANDWS)",
      bench_fib_ult_2es_ws, 3, 2.2,
-     "goal as fib_ult_2es; Argobots 3.2 ms (its work-stealing pool), "
-     "MassiveThreads 2.5 ms"},
+     "goal as fib_ult_2es; in-run peer: omp_fib_2t"},
     {"steal_throughput", "ns/steal",
      "2 xstreams: xstream 0 creates 10,000 empty tasklets into its DEQUE, "
      "xstream 1 only steals and runs them; first create to last run, per "
@@ -786,7 +788,7 @@ const bench_def_t bench_ult_defs[] = {
      "resident memory per ULT blocked on one shared eventual, 100,000 of "
      "them, cold runtime",
      bench_ult_memory, 0, 4300,
-     "Argobots 4,478 B, MassiveThreads 8,192 B, Qthreads 4,588 B"},
+     "peers Argobots, MassiveThreads, Qthreads (not measured here)"},
     {"ult_memory_vsz", "B/ULT",
      "address space per blocked ULT (same run as ult_memory)",
      bench_ult_memory_vsz, 0, 0, NULL},
@@ -794,6 +796,7 @@ const bench_def_t bench_ult_defs[] = {
      "resident memory per tasklet PENDING on one shared eventual, 100,000 "
      "of them, cold runtime",
      bench_tasklet_memory, 1, 128,
-     "Tokio 192 B per pending task; floor one descriptor"},
+     "compare with a pending Tokio task (not measured here); floor one "
+     "descriptor"},
     {NULL, NULL, NULL, NULL, 0, 0, NULL},
 };

@@ -749,35 +749,34 @@ static int bench_timer_lateness_p99(bench_run_t *r)
     return timer_lateness(r, 0.99);
 }
 
-/* Goals and peers' figures: BENCH.md, "The figures to beat". */
+/* Goals: docs/BENCHMARKS.md; main.c pairs each figure with its in-run peer. */
 const bench_def_t bench_wait_defs[] = {
     {"eventual_pingpong_2es", "ns/roundtrip",
      "a ULT on each of 2 xstreams, 100,000 round trips through two "
      "eventuals (set / wait / reset)",
      bench_eventual_pingpong_2es, 1, 250,
-     "Argobots 450 ns, Qthreads 1,250 ns; floor ~135 ns (2 x "
-     "xes_spin_pingpong in the 65-70 ns tier)"},
+     "peers Argobots, Qthreads (not measured here); floor 2 x "
+     "xes_spin_pingpong"},
     {"wake_latency_2es", "ns",
      "a ULT parked on xstream 1 is woken from xstream 0 through its waker: "
      "wake to running, median of 5,000",
      bench_wake_latency_2es, 1, 0,
-     "no goal in BENCH.md; floor ~1 xes_spin_pingpong; Tokio: a wake "
-     "across two runtimes ~60 us"},
+     "no goal; floor 1 x xes_spin_pingpong"},
     {"mutex_contended", "ns/pair",
      "4 ULTs on 2 xstreams lock/unlock one coexec_mutex_t (increment "
      "inside); per pair",
      bench_mutex_contended, 1, 0,
-     "no goal in BENCH.md; peer: pthread_mutex_contended_4t"},
+     "no goal; peer: pthread_mutex_contended_4t"},
     {"channel_pingpong_2es", "ns/roundtrip",
      "a ULT on each of 2 xstreams, 100,000 round trips of a 16-byte "
      "message through two capacity-1 channels",
      bench_channel_pingpong_2es, 1, 0,
-     "no goal in BENCH.md; peer: pthread_channel_pingpong_2t"},
+     "no goal; peer: pthread_channel_pingpong_2t"},
     {"timer_lateness_busy_p50", "us",
      "1 ms sleeps of ULTs on two busy streams sharing a CPU, idle streams "
      "beside them: median lateness",
      bench_timer_lateness_p50, 1, 0,
-     "no goal in BENCH.md; a busy stream firing only its own timers: ms "
+     "no goal; a busy stream firing only its own timers: ms "
      "(its next event check, or its next time on the CPU)"},
     {"timer_lateness_busy_p99", "us",
      "the same: 99th percentile",
