@@ -97,15 +97,15 @@ typedef enum coexec_service_io {
     COEXEC_SERVICE_IO_THREADS = 2
 } coexec_service_io_t;
 
+/* coexec_config_t.num_xstreams (COEXEC_NUM_XSTREAMS=all): one stream per
+ * CPU the process may run on. */
+#define COEXEC_NUM_XSTREAMS_ALL (-1)
+
 /*
  * The runtime's configuration: coexec_config_init fills the defaults, the
  * caller changes fields, coexec_init applies the COEXEC_* environment
  * variables on top (see above). Each field gives its default and bounds.
  */
-/* coexec_config_t.num_xstreams (COEXEC_NUM_XSTREAMS=all): one stream per
- * CPU the process may run on. */
-#define COEXEC_NUM_XSTREAMS_ALL (-1)
-
 typedef struct coexec_config {
     size_t size;                    /* sizeof(coexec_config_t); set by _init */
     int num_xstreams;               /* default 1; 1..1024, or

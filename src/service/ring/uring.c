@@ -82,7 +82,7 @@ static struct {
     atom_u32_t owned;
     int efd;
     unsigned kinds;
-    int running;
+    atom_u32_t running; /* read by any thread (the busy count, tests) */
     int start_rc;
     char why[128];
     pthread_t thread;
@@ -515,7 +515,7 @@ static void efd_close(void)
 
 int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
 {
-    rg.running = 0;
+    atom_store_rel_u32(&rg.running, 0);
     rg.kinds = 0;
     rg.why[0] = '\0';
     atom_store_rlx_ptr(&rg.inbox, NULL);
@@ -573,11 +573,11 @@ int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
         *why = rg.why;
         return rg.start_rc;
     }
-    rg.running = 1;
+    atom_store_rel_u32(&rg.running, 1);
     return COEXEC_OK;
 }
 
-unsigned coexec__ring_kinds(void) { return rg.running ? rg.kinds : 0; }
+unsigned coexec__ring_kinds(void) { return atom_load_acq_u32(&rg.running) ? rg.kinds : 0; }
 
 void coexec__ring_push(struct request *r)
 {
@@ -589,7 +589,7 @@ void coexec__ring_push(struct request *r)
 
 uint32_t coexec__ring_busy(void)
 {
-    return rg.running ? atom_load_acq_u32(&rg.busy) : 0;
+    return atom_load_acq_u32(&rg.running) ? atom_load_acq_u32(&rg.busy) : 0;
 }
 
 /* Gives the ring thread a command; waits until it carried it out when
@@ -607,7 +607,7 @@ static void command(uint32_t c, bool wait)
 
 void coexec__ring_cancel_queued(void)
 {
-    if (!rg.running)
+    if (!atom_load_acq_u32(&rg.running))
         return;
     /* What is on the inbox now is cancelled here; what the thread already
      * took, and anything pushed later, by the thread. */
@@ -623,7 +623,7 @@ void coexec__ring_cancel_queued(void)
 
 int coexec__ring_cancel_all(void (*pause)(void))
 {
-    if (!rg.running || !atom_load_acq_u32(&rg.busy))
+    if (!atom_load_acq_u32(&rg.running) || !atom_load_acq_u32(&rg.busy))
         return 0;
     command(CMD_CANCEL, true);
     uint64_t until = clock_now_ns() + ABANDON_NS;
@@ -637,7 +637,7 @@ int coexec__ring_cancel_all(void (*pause)(void))
 
 void coexec__ring_stop(void)
 {
-    if (!rg.running)
+    if (!atom_load_acq_u32(&rg.running))
         return;
     command(CMD_STOP, false);
     uint32_t s;
@@ -657,7 +657,7 @@ void coexec__ring_stop(void)
         r = n;
     }
     efd_close();
-    rg.running = 0;
+    atom_store_rel_u32(&rg.running, 0);
     rg.kinds = 0;
 }
 
@@ -679,6 +679,6 @@ void coexec__ring_atfork_child(void)
     atom_store_rlx_u32(&rg.owned, 0);
     atom_store_rlx_ptr(&rg.inbox, NULL);
     rg.efd = -1;
-    rg.running = 0;
+    atom_store_rel_u32(&rg.running, 0);
     rg.kinds = 0;
 }
