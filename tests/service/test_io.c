@@ -64,9 +64,10 @@ static void t_io_info_path(void)
         capture_t cap;
         capture_begin(&cap);
         init_io(cases[i].io, 2, 0, 0);
+        /* The service (and its ring, or the warning) starts here. */
+        coexec_service_info_t info = svc_info();
         int warned = capture_end(&cap, "service_io");
         const char *want = cases[i].ring ? ring : "threads";
-        coexec_service_info_t info = svc_info();
         CU_ASSERT_PTR_NOT_NULL_FATAL(info.io_path);
         CU_ASSERT_STRING_EQUAL(info.io_path, want);
         /* only "uring" asked for and not had warns */

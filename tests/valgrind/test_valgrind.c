@@ -241,12 +241,14 @@ static const char *io_run(coexec_service_io_t io, char *warn, size_t wsize)
     cfg.service_io = io;
     ch_stderr_begin();
     int rc = coexec_init(&cfg);
-    ch_stderr_end(warn, wsize);
-    CH_ASSERT_RC_FATAL(rc, COEXEC_OK);
+    /* The service, and its ring or the warning, start on this first use. */
     coexec_service_info_t info;
     memset(&info, 0, sizeof info);
     info.size = sizeof info;
-    CH_ASSERT_OK(coexec_service_get_info(&info));
+    int irc = rc == COEXEC_OK ? coexec_service_get_info(&info) : rc;
+    ch_stderr_end(warn, wsize);
+    CH_ASSERT_RC_FATAL(rc, COEXEC_OK);
+    CH_ASSERT_OK(irc);
     const char *path = info.io_path;
     CU_ASSERT_PTR_NOT_NULL_FATAL(path);
 
