@@ -18,6 +18,7 @@
 #define COEXEC_ARCH_CONTEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef void (*coexec__ctx_entry_t)(void *arg);
 
@@ -37,6 +38,13 @@ void coexec__ctx_switch(void **from_sp, void *to_sp);
  */
 void *coexec__ctx_make(void *stack, size_t size, coexec__ctx_entry_t entry,
                        void *arg);
+
+/*
+ * For a call stack of a suspended context (coexec_info_print): the frame
+ * pointer and the return address its switch saved, from its saved stack
+ * pointer. Returns 0 where the backend cannot say (ucontext).
+ */
+int coexec__ctx_frame(const void *sp, uintptr_t *fp, uintptr_t *pc);
 
 /*
  * Saves the calling context in *from_sp, then calls entry(arg) on the fresh

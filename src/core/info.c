@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "arch/clock.h"
+#include "arch/context.h"
 #include "base/global.h"
 #include "base/osthread.h"
 #include "core/config.h"
@@ -106,14 +107,11 @@ NO_TSAN static void print_backtrace(FILE *f, struct coexec_unit_rec *u)
         fprintf(f, "      (no call stack to show)\n");
         return;
     }
-#if defined(__x86_64__)
-    uintptr_t fp = *(uintptr_t *)(sp + 48), pc = *(uintptr_t *)(sp + 56);
-#elif defined(__aarch64__)
-    uintptr_t fp = *(uintptr_t *)(sp + 80), pc = *(uintptr_t *)(sp + 88);
-#else
-    fprintf(f, "      (call stacks are not shown on this architecture)\n");
-    return;
-#endif
+    uintptr_t fp, pc;
+    if (!coexec__ctx_frame((const void *)sp, &fp, &pc)) {
+        fprintf(f, "      (call stacks are not shown with this context switch)\n");
+        return;
+    }
     for (int depth = 0; depth < 32 && pc; depth++) {
         fprintf(f, "      #%-2d ", depth);
         print_pc(f, pc);

@@ -300,7 +300,8 @@ static void t_dump_blocked(void)
 
     /* With call stacks: at least the frame the switch saved. */
     s = dump(COEXEC_INFO_BLOCKED | COEXEC_INFO_BACKTRACE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(s, "      #0 "));
+    CU_ASSERT(strstr(s, "      #0 ") ||
+              strstr(s, "not shown with this context switch"));
     CU_ASSERT_PTR_NULL(strstr(s, "stream 0:"));
     free(s);
     /* Every live unit: the main ULT runs. */

@@ -41,3 +41,13 @@ void *coexec__ctx_make(void *stack, size_t size, coexec__ctx_entry_t entry,
     sp[SLOT_FPCR] = fpcr;
     return sp;
 }
+
+/* The saved frame (context.S): the frame pointer at sp+80, the return
+ * address at sp+88. */
+int coexec__ctx_frame(const void *sp, uintptr_t *fp, uintptr_t *pc)
+{
+    const char *p = sp;
+    *fp = *(const uintptr_t *)(const void *)(p + 80);
+    *pc = *(const uintptr_t *)(const void *)(p + 88);
+    return 1;
+}

@@ -46,3 +46,13 @@ void *coexec__ctx_make(void *stack, size_t size, coexec__ctx_entry_t entry,
     sp[9] = 0;
     return sp;
 }
+
+/* The saved frame (context.S): the frame pointer at sp+48, the return
+ * address at sp+56. */
+int coexec__ctx_frame(const void *sp, uintptr_t *fp, uintptr_t *pc)
+{
+    const char *p = sp;
+    *fp = *(const uintptr_t *)(const void *)(p + 48);
+    *pc = *(const uintptr_t *)(const void *)(p + 56);
+    return 1;
+}
