@@ -192,7 +192,8 @@ static void wake_enqueue(struct coexec_unit_rec *u)
 {
     struct coexec_pool_rec *p = unit_pool(u);
     uintptr_t key = (uintptr_t)u->prev;
-    struct coexec_xstream_rec *self = coexec__xs_self();
+    /* Inline: nothing between the wake's entry and here switches. */
+    struct coexec_xstream_rec *self = xs_self_entry();
     if (!p->shared && p->owner_xs) {
         struct coexec_xstream_rec *owner = p->owner_xs;
         if (self != owner) {
@@ -233,7 +234,7 @@ bool coexec__wake_tagged(struct coexec_unit_rec *u, uint32_t tag)
             }
         } else if (atom_cas_ar_u32(&u->wake, &w, tag | WAKE_NOTIFIED)) {
             /* Recorded for a unit still running (or about to park). */
-            struct coexec_xstream_rec *self = coexec__xs_self();
+            struct coexec_xstream_rec *self = xs_self_entry();
             if (self)
                 stat_add(&self->count[XC_WAKES_LOCAL], 1);
             return true;
