@@ -314,9 +314,11 @@ const bench_def_t bench_fj_defs[] = {
      "1 xstream: fib(30), one fork-join task per call (spawn n-1, call n-2, "
      "sync)",
      bench_fj_fib_1es, 3, 8.5,
-     "2x Lace; peers measured here: docs/BENCHMARKS.md, omp_fib_1es"},
+     "goal 2x Lace (BENCH.md); Lace 1.4.2 and oneTBB 2021.8 measured on "
+     "this machine kind: docs/BENCHMARKS.md; in-run peer: omp_fib_1es"},
     {"fj_fib_2es", "ms", "the same on 2 xstreams", bench_fj_fib_2es, 3, 3.5,
-     "2x Lace; peers measured here: docs/BENCHMARKS.md, omp_fib_2es"},
+     "goal 2x Lace (BENCH.md); Lace and oneTBB: docs/BENCHMARKS.md; "
+     "in-run peer: omp_fib_2es (capped, compare per task)"},
     {"fj_nqueens_2es", "ms",
      "2 xstreams: count the 12-queens solutions, one fork-join task per "
      "valid placement",
