@@ -37,18 +37,21 @@ def task_macro(n, void):
     lines.append("               \"the arguments (or the result) of fork-join task \" #NAME")
     lines.append("               \" do not fit in a task record\");")
     lines.append("static inline %s NAME##_fj_body_(%s);" % (rt, decl))
+    # A body that takes the arguments from d_ and leaves the result there.
+    def call_into_d(decl_d):
+        lines.append("{")
+        lines.append("    " + decl_d)
+        if void:
+            if n == 0:
+                lines.append("    (void)d_;")
+            lines.append("    %s;" % call_body)
+        else:
+            lines.append("    d_->r = %s;" % call_body)
+        lines.append("}")
+
     # run: a thief's (or a reclaimed task's) way in; the result stays in t.
     lines.append("static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_)")
-    lines.append("{")
-    lines.append("    NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;")
-    if void:
-        if n == 0:
-            lines.append("    (void)d_;")
-        lines.append("    %s;" % call_body)
-    else:
-        lines.append("    RTYPE r_ = %s;" % call_body)
-        lines.append("    d_->r = r_;")
-    lines.append("}")
+    call_into_d("NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;")
     # spawn
     sdecl = ", ".join(["coexec_fj_t *fj_"] + ["T%d A%d" % (i, i) for i in range(1, n + 1)])
     lines.append("static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(%s)" % sdecl)
@@ -78,15 +81,7 @@ def task_macro(n, void):
     lines.append("}")
     # root: coexec_fj_run's function, and the typed way to open a region
     lines.append("static COEXEC_FJ_UNUSED_ void NAME##_fj_root_fn_(coexec_fj_t *fj_, void *p_)")
-    lines.append("{")
-    lines.append("    NAME##_fj_root_ *d_ = (NAME##_fj_root_ *)p_;")
-    if void:
-        if n == 0:
-            lines.append("    (void)d_;")
-        lines.append("    %s;" % call_body)
-    else:
-        lines.append("    d_->r = %s;" % call_body)
-    lines.append("}")
+    call_into_d("NAME##_fj_root_ *d_ = (NAME##_fj_root_ *)p_;")
     odecl = ", ".join((["RTYPE *out_"] if not void else []) +
                       ["T%d A%d" % (i, i) for i in range(1, n + 1)])
     if not odecl:

@@ -17,8 +17,7 @@ static inline RTYPE NAME##_fj_body_(coexec_fj_t *coexec_fj_);                   
 static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_) \
 {                                                                                    \
     NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;                      \
-    RTYPE r_ = NAME##_fj_body_(fj_);                                                 \
-    d_->r = r_;                                                                      \
+    d_->r = NAME##_fj_body_(fj_);                                                    \
 }                                                                                    \
 static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(coexec_fj_t *fj_)              \
 {                                                                                    \
@@ -114,8 +113,7 @@ static inline RTYPE NAME##_fj_body_(coexec_fj_t *coexec_fj_, T1 A1);            
 static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_) \
 {                                                                                    \
     NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;                      \
-    RTYPE r_ = NAME##_fj_body_(fj_, d_->a.A1);                                       \
-    d_->r = r_;                                                                      \
+    d_->r = NAME##_fj_body_(fj_, d_->a.A1);                                          \
 }                                                                                    \
 static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(coexec_fj_t *fj_, T1 A1)       \
 {                                                                                    \
@@ -207,8 +205,7 @@ static inline RTYPE NAME##_fj_body_(coexec_fj_t *coexec_fj_, T1 A1, T2 A2);     
 static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_)  \
 {                                                                                     \
     NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;                       \
-    RTYPE r_ = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2);                              \
-    d_->r = r_;                                                                       \
+    d_->r = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2);                                 \
 }                                                                                     \
 static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(coexec_fj_t *fj_, T1 A1, T2 A2) \
 {                                                                                     \
@@ -300,8 +297,7 @@ static inline RTYPE NAME##_fj_body_(coexec_fj_t *coexec_fj_, T1 A1, T2 A2, T3 A3
 static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_)         \
 {                                                                                            \
     NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;                              \
-    RTYPE r_ = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3);                           \
-    d_->r = r_;                                                                              \
+    d_->r = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3);                              \
 }                                                                                            \
 static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(coexec_fj_t *fj_, T1 A1, T2 A2, T3 A3) \
 {                                                                                            \
@@ -393,8 +389,7 @@ static inline RTYPE NAME##_fj_body_(coexec_fj_t *coexec_fj_, T1 A1, T2 A2, T3 A3
 static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_)                \
 {                                                                                                   \
     NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;                                     \
-    RTYPE r_ = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3, d_->a.A4);                        \
-    d_->r = r_;                                                                                     \
+    d_->r = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3, d_->a.A4);                           \
 }                                                                                                   \
 static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(coexec_fj_t *fj_, T1 A1, T2 A2, T3 A3, T4 A4) \
 {                                                                                                   \
@@ -486,8 +481,7 @@ static inline RTYPE NAME##_fj_body_(coexec_fj_t *coexec_fj_, T1 A1, T2 A2, T3 A3
 static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_)                       \
 {                                                                                                          \
     NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;                                            \
-    RTYPE r_ = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3, d_->a.A4, d_->a.A5);                     \
-    d_->r = r_;                                                                                            \
+    d_->r = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3, d_->a.A4, d_->a.A5);                        \
 }                                                                                                          \
 static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(coexec_fj_t *fj_, T1 A1, T2 A2, T3 A3, T4 A4, T5 A5) \
 {                                                                                                          \
@@ -579,8 +573,7 @@ static inline RTYPE NAME##_fj_body_(coexec_fj_t *coexec_fj_, T1 A1, T2 A2, T3 A3
 static COEXEC_FJ_UNUSED_ void NAME##_fj_run_(coexec_fj_t *fj_, coexec_fj_task_t *t_)                              \
 {                                                                                                                 \
     NAME##_fj_data_ *d_ = (NAME##_fj_data_ *)(void *)t_->data_;                                                   \
-    RTYPE r_ = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3, d_->a.A4, d_->a.A5, d_->a.A6);                  \
-    d_->r = r_;                                                                                                   \
+    d_->r = NAME##_fj_body_(fj_, d_->a.A1, d_->a.A2, d_->a.A3, d_->a.A4, d_->a.A5, d_->a.A6);                     \
 }                                                                                                                 \
 static COEXEC_FJ_UNUSED_ inline void NAME##_fj_spawn_(coexec_fj_t *fj_, T1 A1, T2 A2, T3 A3, T4 A4, T5 A5, T6 A6) \
 {                                                                                                                 \
