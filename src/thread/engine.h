@@ -195,7 +195,10 @@ static ALWAYS_INLINE void count_switch(struct coexec_xstream_rec *xs,
                                        struct coexec_unit_rec *to)
 {
     /* One add per switch: units run and switches are sums of these. */
-    stat_add(&xs->count[to ? XC_ULT_RUNS : XC_SCHED_SWITCHES], 1);
+    if (to)
+        stat_add(&xs->count[XC_ULT_RUNS], 1);
+    else
+        stat_add(&xs->count[XC_SCHED_SWITCHES], 1);
 }
 
 /* Leaves the running ULT `self` for `to` (a unit, or the scheduler when

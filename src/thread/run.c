@@ -487,12 +487,9 @@ void coexec__ult_entry(void *arg)
         xs->post_op = POST_FINISH;
         xs->post_unit = u;
         xs->cur = to;
-        if (to) {
+        if (to)
             atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
-            stat_add(&xs->count[XC_ULT_RUNS], 1);
-        } else {
-            stat_add(&xs->count[XC_SCHED_SWITCHES], 1);
-        }
+        count_switch(xs, to);
         /* Last, so that the call is a tail call off the common path. */
         TOOL_SWITCH(xs, u, COEXEC_TOOL_UNIT_FINISH, to);
         return;
