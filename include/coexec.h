@@ -18,6 +18,7 @@
 #include "coexec/xstream.h"
 #include "coexec/thread.h"
 #include "coexec/waker.h"
+#include "coexec/poller.h"
 #include "coexec/time.h"
 #include "coexec/eventual.h"
 #include "coexec/channel.h"

@@ -52,6 +52,7 @@ FAMILIES = {
         ("coexec_unit", "attributes and handles common to ULTs and tasklets"),
     ("coexec/thread.h", "tasklets"): ("coexec_tasklet", "stackless tasklets"),
     ("coexec/waker.h", None): ("coexec_waker", "park a unit, and make it runnable again"),
+    ("coexec/poller.h", None): ("coexec_poller", "progress pollers: the schedulers test outside work and wake its units"),
     ("coexec/time.h", None): ("coexec_time", "the runtime's clock, and sleeping"),
     ("coexec/eventual.h", "eventuals"): ("coexec_eventual", "single-assignment values that units wait for"),
     ("coexec/eventual.h", "futures"): ("coexec_future", "futures of N values, with a completion callback"),

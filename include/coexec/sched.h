@@ -26,7 +26,7 @@
  * scheduler is woken by a push into a victim only when the unit pushed is
  * one it may take. Every
  * event_freq iterations the scheduler checks its stream's events (remote
- * wakes, timers, stop and replacement requests).
+ * wakes, timers, progress pollers, stop and replacement requests).
  *
  * User-defined schedulers provide a coexec_sched_ops_t. Their run function
  * is the loop: it takes units with coexec_sched_pop (or any pool call),
@@ -148,7 +148,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_sched_run_unit(coexec_sched_t sched,
 
 /*
  * Lets the stream handle its events: as a main scheduler, queues the units
- * woken from other streams and fires due timers; stacked in a pool, yields
+ * woken from other streams, fires due timers and calls the progress
+ * pollers (coexec/poller.h); stacked in a pool, yields
  * back to the parent scheduler (which does that) and returns when run
  * again, possibly on another stream.
  * Context: sched's own loop. Switches: when stacked.
@@ -170,7 +171,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_sched_has_to_stop(coexec_sched_t sched,
 /*
  * Parks the stream of sched's loop until a unit is pushed into one of its
  * pools, an event arrives or (nearly) a timer is due; returns at once if
- * any of that is already there. For user schedulers that found no work.
+ * any of that is already there, and without parking while a progress
+ * poller (coexec/poller.h) it called still waits for operations. For user
+ * schedulers that found no work.
  * Context: a main scheduler's loop (stacked: yields back like
  * check_events). Switches: may sleep on a futex.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_ECONTEXT; COEXEC_ENOTINIT.

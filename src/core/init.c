@@ -168,6 +168,7 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     atom_store_rlx_u64(&coexec__g.live_units, 0);
     atom_store_rlx_u64(&coexec__g.next_unit_id, 1);
     coexec__keys_reset();
+    coexec__pollers_reset();
     coexec__fj_setup();
     if ((rc = coexec__trace_init()) != COEXEC_OK)
         coexec__warn("coexec_init: no trace (%s)", coexec_strerror(rc));

@@ -130,6 +130,17 @@ static bool main_must_stop(struct coexec_xstream_rec *xs,
 
 enum loop_end { LOOP_STOP, LOOP_SWITCH };
 
+/* One round of an idle stream that must not park (a fork-join region is
+ * open, a poller waits): lets the OS thread go now and then, since streams
+ * may outnumber cores. Returns 0, the stream's new idle start. */
+static uint64_t stay_awake(unsigned *idle_rounds)
+{
+    if (++*idle_rounds % 256 == 0)
+        sched_yield();
+    cpu_relax();
+    return 0;
+}
+
 /* Adds the idle time since t0 to xs's count (COEXEC_STATS); returns 0. */
 static NOINLINE uint64_t idle_end(struct coexec_xstream_rec *xs, uint64_t t0)
 {
@@ -165,6 +176,8 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
                     continue;
                 }
                 main_events(xs);
+                if (UNLIKELY(pollers_any()))
+                    coexec__pollers_run(xs);
                 if (UNLIKELY(atom_load_rlx_ptr(&xs->sched_req) != NULL))
                     return LOOP_SWITCH;
             }
@@ -184,17 +197,20 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
             return LOOP_SWITCH;
         if (main_must_stop(xs, s))
             return LOOP_STOP;
+        if (UNLIKELY(pollers_any()) && coexec__pollers_run(xs)) {
+            /* A poller waits for outside work: keep polling, awake. */
+            idle_since = stay_awake(&idle_rounds);
+            continue;
+        }
         if (UNLIKELY(atom_load_rlx_u32(&coexec__sched_fj.open) != 0)) {
             /* A region is open somewhere: help it, and stay awake. */
-            idle_since = 0;
             if (coexec__sched_fj.steal(xs)) {
+                idle_since = 0;
                 if (UNLIKELY(idle_t0 != 0))
                     idle_t0 = idle_end(xs, idle_t0);
                 continue;
             }
-            if (++idle_rounds % 256 == 0)
-                sched_yield(); /* streams may outnumber cores */
-            cpu_relax();
+            idle_since = stay_awake(&idle_rounds);
             continue;
         }
         if (s->parks) {
@@ -346,6 +362,8 @@ COEXEC_API int coexec_sched_check_events(coexec_sched_t sched)
         return COEXEC_OK;
     }
     main_events(xs);
+    if (pollers_any())
+        coexec__pollers_run(xs);
     return COEXEC_OK;
 }
 
@@ -380,6 +398,8 @@ COEXEC_API int coexec_sched_idle(coexec_sched_t sched)
     }
     if (main_events(xs))
         return COEXEC_OK;
+    if (pollers_any() && coexec__pollers_run(xs))
+        return COEXEC_OK; /* a poller waits: no parking */
     if (!atom_load_acq_u32(&xs->stop) && !atom_load_acq_ptr(&xs->sched_req))
         coexec__sched_park_stream(xs, s);
     return COEXEC_OK;

@@ -93,6 +93,19 @@ struct coexec__sched_fj {
     bool (*steal)(struct coexec_xstream_rec *xs);
 };
 extern struct coexec__sched_fj coexec__sched_fj;
+/* Progress pollers (coexec/poller.h, src/sched/poller.c): how many are
+ * registered (the loop's one load while none is), one round of them on
+ * stream xs (true while one of those it called still waits for
+ * operations: the stream then does not park), and the table's reset at
+ * init. */
+extern atom_u32_t coexec__pollers_n;
+bool coexec__pollers_run(struct coexec_xstream_rec *xs);
+void coexec__pollers_reset(void);
+static inline bool pollers_any(void)
+{
+    return atom_load_rlx_u32(&coexec__pollers_n) != 0;
+}
+
 /* Queues every unit woken through xs's mailbox (xs's own thread); true if
  * any. */
 bool coexec__sched_drain_events(struct coexec_xstream_rec *xs);

@@ -1,0 +1,133 @@
+/*
+ * src/sched/poller.c: progress pollers (coexec/poller.h): a fixed table of
+ * functions the scheduler loop calls when idle and at its event checks.
+ *
+ * A slot is taken under the runtime lock and published by `live` (release);
+ * a stream claims it for one call by swapping `busy` to 1, checks `live`
+ * again (an unregister may have come between), calls, and clears `busy`.
+ * Unregister clears `live`, changes the generation, then waits for `busy`
+ * to clear: after it returns, no stream is in or enters the function. A
+ * slot is reused only when neither flag is set. `n` counts the live slots:
+ * the loop's only cost while no poller is registered is a load of it.
+ */
+#include <sched.h>
+
+#include "base/global.h"
+#include "base/self.h"
+#include "sched/sched.h"
+#include "xstream/xstream.h"
+
+struct coexec_poller_rec {
+    atom_u64_t gen;  /* the live handle's generation */
+    atom_u32_t live; /* registered */
+    atom_u32_t busy; /* a stream is calling fn */
+    coexec_poller_fn_t fn;
+    void *arg;
+    int rank; /* the one stream that calls it, or -1 */
+};
+
+atom_u32_t coexec__pollers_n;
+static struct coexec_poller_rec slots[COEXEC_POLLER_MAX];
+/* The slot whose function the calling thread is in (unregister from it). */
+static __thread struct coexec_poller_rec *in_fn;
+
+/* Calls slot s's function if this stream may and nobody else is: 1 if it
+ * still waits for operations, else 0. */
+static int poll_slot(struct coexec_poller_rec *s, int rank)
+{
+    if (!atom_load_acq_u32(&s->live) || (s->rank >= 0 && s->rank != rank))
+        return 0;
+    if (atom_load_rlx_u32(&s->busy) || atom_xchg_ar_u32(&s->busy, 1) != 0)
+        return 0;
+    int pending = 0;
+    if (atom_load_acq_u32(&s->live)) {
+        in_fn = s;
+        pending = s->fn(s->arg) > 0;
+        in_fn = NULL;
+    }
+    atom_store_rel_u32(&s->busy, 0);
+    return pending;
+}
+
+bool coexec__pollers_run(struct coexec_xstream_rec *xs)
+{
+    int rank = xs_rank_of(xs), pending = 0;
+    for (int i = 0; i < COEXEC_POLLER_MAX; i++)
+        pending |= poll_slot(&slots[i], rank);
+    return pending != 0;
+}
+
+void coexec__pollers_reset(void)
+{
+    for (int i = 0; i < COEXEC_POLLER_MAX; i++) {
+        atom_store_rlx_u32(&slots[i].live, 0);
+        atom_store_rlx_u32(&slots[i].busy, 0);
+    }
+    atom_store_rel_u32(&coexec__pollers_n, 0);
+}
+
+COEXEC_API int coexec_poller_register(coexec_poller_fn_t fn, void *arg,
+                                      int rank, coexec_poller_t *out)
+{
+    if (!fn || !out || rank < COEXEC_POLLER_ANY_XSTREAM || rank >= MAX_XSTREAMS)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = COEXEC_EAGAIN;
+    pthread_mutex_lock(&coexec__g.lock);
+    for (int i = 0; i < COEXEC_POLLER_MAX; i++) {
+        struct coexec_poller_rec *s = &slots[i];
+        if (atom_load_rlx_u32(&s->live) || atom_load_acq_u32(&s->busy))
+            continue;
+        uint64_t g = atom_load_rlx_u64(&s->gen);
+        g = handle_epoch_ok(g) ? gen_next(g) : gen_first();
+        s->fn = fn;
+        s->arg = arg;
+        s->rank = rank;
+        atom_store_rlx_u64(&s->gen, g);
+        atom_store_rel_u32(&s->live, 1);
+        atom_fadd_sc_u32(&coexec__pollers_n, 1);
+        *out = (coexec_poller_t){s, g};
+        rc = COEXEC_OK;
+        break;
+    }
+    pthread_mutex_unlock(&coexec__g.lock);
+    return rc;
+}
+
+/* COEXEC_OK if p names a live slot. Lock-free: a slot reused since p was
+ * handed out has another generation. */
+static int check_live(coexec_poller_t p)
+{
+    if (CHECK_HANDLE(p) != 0 || !atom_load_acq_u32(&p.p->live))
+        return COEXEC_EHANDLE;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_poller_unregister(coexec_poller_t *p)
+{
+    if (!p)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    pthread_mutex_lock(&coexec__g.lock);
+    int rc = check_live(*p);
+    struct coexec_poller_rec *s = p->p;
+    if (rc == COEXEC_OK) {
+        atom_store_rel_u32(&s->live, 0);
+        atom_store_rel_u64(&s->gen, gen_next(p->gen));
+        atom_fsub_rlx_u32(&coexec__pollers_n, 1);
+    }
+    pthread_mutex_unlock(&coexec__g.lock);
+    if (rc != COEXEC_OK)
+        return rc;
+    /* A call in progress ends: after it, live == 0 keeps streams out. */
+    while (in_fn != s && atom_load_acq_u32(&s->busy))
+        sched_yield();
+    *p = (coexec_poller_t){NULL, 0};
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_poller_check(coexec_poller_t p)
+{
+    RT_CHECK();
+    return check_live(p);
+}
