@@ -169,8 +169,11 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
                 idle_t0 = idle_end(xs, idle_t0);
             coexec__run_unit(xs, u);
             idle_since = 0;
-            if (++iter >= s->event_freq) {
+            if (UNLIKELY(pollers_hot()))
+                coexec__pollers_run_busy(xs);
+            if (++iter >= s->event_freq || xs->events_due) {
                 iter = 0;
+                xs->events_due = 0;
                 if (stacked) {
                     xs = stacked_yield(xs, s);
                     continue;
@@ -198,8 +201,12 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
         if (main_must_stop(xs, s))
             return LOOP_STOP;
         if (UNLIKELY(pollers_any()) && coexec__pollers_run(xs)) {
-            /* A poller waits for outside work: keep polling, awake. */
-            idle_since = stay_awake(&idle_rounds);
+            /* A poller waits for outside work: keep polling, awake (the
+             * poll is the pause: no cpu_relax, whose delay would add to
+             * the latency of every completion). */
+            idle_since = 0;
+            if (++idle_rounds % 256 == 0)
+                sched_yield();
             continue;
         }
         if (UNLIKELY(atom_load_rlx_u32(&coexec__sched_fj.open) != 0)) {

@@ -4,7 +4,8 @@
  *
  * A slot is taken under the runtime lock and published by `live` (release);
  * a stream claims it for one call by swapping `busy` to 1, checks `live`
- * again (an unregister may have come between), calls, and clears `busy`.
+ * again (an unregister may have come between), calls, and clears `busy`;
+ * a stream that finds it taken leaves a mark the caller sees (poll_slot).
  * Unregister clears `live`, changes the generation, then waits for `busy`
  * to clear: after it returns, no stream is in or enters the function. A
  * slot is reused only when neither flag is set. `n` counts the live slots:
@@ -12,6 +13,7 @@
  */
 #include <sched.h>
 
+#include "arch/clock.h"
 #include "base/global.h"
 #include "base/self.h"
 #include "sched/sched.h"
@@ -21,9 +23,11 @@ struct coexec_poller_rec {
     atom_u64_t gen;  /* the live handle's generation */
     atom_u32_t live; /* registered */
     atom_u32_t busy; /* a stream is calling fn */
+    atom_u32_t again; /* streams that found it busy (poll_slot) */
     coexec_poller_fn_t fn;
     void *arg;
     int rank; /* the one stream that calls it, or -1 */
+    bool hot; /* its last answer: waiting (counted in coexec__pollers_hot) */
 };
 
 atom_u32_t coexec__pollers_n;
@@ -32,21 +36,54 @@ static struct coexec_poller_rec slots[COEXEC_POLLER_MAX];
 static __thread struct coexec_poller_rec *in_fn;
 
 /* Calls slot s's function if this stream may and nobody else is: 1 if it
- * still waits for operations, else 0. */
+ * still waits for operations (or must be called again), else 0.
+ *
+ * A stream that finds the poller taken may park (it returns 0), so the
+ * stream calling it must learn that it came, in case the work this stream
+ * would have found arrived after the call had looked: the late one counts
+ * itself in `again` and then looks at `busy` again; the caller notes
+ * `again` before its call and compares after its release. Every access of
+ * the two is sequentially consistent: either the caller sees the count
+ * change (and answers 1: its stream polls again, awake), or the late one
+ * sees `busy` released and tries again. */
 static int poll_slot(struct coexec_poller_rec *s, int rank)
 {
     if (!atom_load_acq_u32(&s->live) || (s->rank >= 0 && s->rank != rank))
         return 0;
-    if (atom_load_rlx_u32(&s->busy) || atom_xchg_ar_u32(&s->busy, 1) != 0)
-        return 0;
-    int pending = 0;
+    while (atom_xchg_sc_u32(&s->busy, 1) != 0) {
+        atom_fadd_sc_u32(&s->again, 1);
+        if (atom_load_sc_u32(&s->busy))
+            return 0; /* its caller sees `again` change */
+    }
+    uint32_t seen = atom_load_sc_u32(&s->again);
+    bool pending = false;
     if (atom_load_acq_u32(&s->live)) {
         in_fn = s;
         pending = s->fn(s->arg) > 0;
         in_fn = NULL;
+    } else {
+        /* Unregistered meanwhile: unregister settles `hot`. */
+        atom_store_sc_u32(&s->busy, 0);
+        return 0;
     }
-    atom_store_rel_u32(&s->busy, 0);
-    return pending;
+    if (pending != s->hot) {
+        s->hot = pending;
+        if (pending)
+            atom_fadd_rlx_u32(&coexec__pollers_hot, 1);
+        else
+            atom_fsub_rlx_u32(&coexec__pollers_hot, 1);
+    }
+    atom_store_sc_u32(&s->busy, 0);
+    return pending || atom_load_sc_u32(&s->again) != seen;
+}
+
+void coexec__pollers_run_busy(struct coexec_xstream_rec *xs)
+{
+    uint64_t now = clock_now_ns();
+    if (now < xs->poll_at)
+        return;
+    xs->poll_at = now + POLL_BUSY_NS;
+    coexec__pollers_run(xs);
 }
 
 bool coexec__pollers_run(struct coexec_xstream_rec *xs)
@@ -62,7 +99,9 @@ void coexec__pollers_reset(void)
     for (int i = 0; i < COEXEC_POLLER_MAX; i++) {
         atom_store_rlx_u32(&slots[i].live, 0);
         atom_store_rlx_u32(&slots[i].busy, 0);
+        slots[i].hot = false;
     }
+    atom_store_rlx_u32(&coexec__pollers_hot, 0);
     atom_store_rel_u32(&coexec__pollers_n, 0);
 }
 
@@ -122,6 +161,10 @@ COEXEC_API int coexec_poller_unregister(coexec_poller_t *p)
     /* A call in progress ends: after it, live == 0 keeps streams out. */
     while (in_fn != s && atom_load_acq_u32(&s->busy))
         sched_yield();
+    if (s->hot) { /* its last answer was read by nobody since */
+        s->hot = false;
+        atom_fsub_rlx_u32(&coexec__pollers_hot, 1);
+    }
     *p = (coexec_poller_t){NULL, 0};
     return COEXEC_OK;
 }

@@ -11,6 +11,7 @@
 
 #include "arch/atomic.h"
 #include "pool/pool.h"
+#include "thread/thread.h"
 
 #define SCHED_MAX_POOLS 64
 
@@ -104,6 +105,17 @@ void coexec__pollers_reset(void);
 static inline bool pollers_any(void)
 {
     return atom_load_rlx_u32(&coexec__pollers_n) != 0;
+}
+/* While a poller waits for operations (coexec__pollers_hot, thread/thread.h,
+ * counts them),
+ * a busy stream also calls the pollers between units, at most once every
+ * POLL_BUSY_NS: communication keeps moving beside long compute units,
+ * and a poller's call costs compute at most its share of that period. */
+#define POLL_BUSY_NS 20000u
+void coexec__pollers_run_busy(struct coexec_xstream_rec *xs);
+static inline bool pollers_hot(void)
+{
+    return atom_load_rlx_u32(&coexec__pollers_hot) != 0;
 }
 
 /* Queues every unit woken through xs's mailbox (xs's own thread); true if

@@ -281,6 +281,7 @@ static bool park_commit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u
 /* ---- wait lists ----------------------------------------------------------- */
 
 atom_ptr_t coexec__wlist_ungrant;
+atom_u32_t coexec__pollers_hot;
 
 void coexec__wlist_unlink_tasklet(struct coexec_unit_rec *u)
 {
@@ -522,7 +523,8 @@ COEXEC_API int coexec_yield(void)
     stat_add(&xs->count[XC_YIELDS], 1);
     struct coexec_unit_rec *to = leave_target(u);
     struct coexec_sched_rec *cs = xs->cur_sched;
-    if (!to && ++xs->direct_yields < cs->event_freq) {
+    if (!to && ++xs->direct_yields < cs->event_freq &&
+        LIKELY(atom_load_rlx_u32(&coexec__pollers_hot) == 0)) {
         /* Hand the CPU straight to the next started ULT of our pool: one
          * switch instead of two. Every event_freq yields go through the
          * scheduler so that it still sees its events and other pools. */
@@ -557,6 +559,11 @@ COEXEC_API int coexec_yield(void)
         xs->run_next = n; /* a tasklet (or no memory for a stack) */
     } else {
     through_sched:
+        /* The scheduler's loop counts only the units it runs itself: tell
+         * it that event_freq yields went by, so it checks its events now
+         * (sched/loop.c), not event_freq of its turns later. */
+        if (xs->direct_yields >= cs->event_freq)
+            xs->events_due = 1;
         xs->direct_yields = 0;
     }
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/atomic.h"
 #include "coexec.h"
 
 struct coexec_pool_rec;
@@ -35,6 +36,12 @@ void coexec__unit_yield_to_sched(struct coexec_xstream_rec *xs,
                                  struct coexec_unit_rec *self);
 int coexec__sched_unit_new(struct coexec_sched_rec *s, size_t stack_size,
                            coexec_thread_fn_t fn, struct coexec_unit_rec **out);
+/* Progress pollers waiting for operations (set by src/sched/poller.c, an
+ * upward signal): while not 0, coexec_yield goes through the scheduler
+ * instead of handing over directly, so that the loop's between-units poll
+ * (sched/loop.c) sees every yield. */
+extern atom_u32_t coexec__pollers_hot;
+
 void coexec__wake_unit(struct coexec_unit_rec *u);
 /* Wakes u if its incarnation's tag is still `tag`; false if stale. */
 bool coexec__wake_tagged(struct coexec_unit_rec *u, uint32_t tag);

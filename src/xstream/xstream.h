@@ -54,9 +54,15 @@ struct coexec_xstream_rec {
     struct coexec_pool_rec *post_pool;
     struct coexec_unit_rec *run_next; /* run before popping */
     unsigned direct_yields;
+    /* Set by a yield that went through the scheduler after event_freq
+     * direct hand-offs: the loop checks its events at once. */
+    uint8_t events_due;
     /* 1 while a fork-join region or a stolen task runs here (src/fj):
      * the scheduler's own steps refuse then. */
     uint8_t in_fj;
+    /* When the loop may next call the pollers between units while one of
+     * them waits for operations (sched/poller.c). */
+    uint64_t poll_at;
     /* The main scheduler (struct coexec_sched_rec *): written by the
      * stream's own thread (release) when replaced, read by others with
      * acquire. */
