@@ -4,9 +4,11 @@
 #   include/coexec.h, include/coexec/*.h
 #   libcoexec.so.X.Y.Z (+ SONAME and dev links) and libcoexec.a
 #   <libdir>/pkgconfig/coexec.pc         relocatable (prefix from ${pcfiledir})
+#   libcoexec-mpi and coexec-mpi.pc      when it is built (CoexecMPI.cmake)
 #   <libdir>/cmake/coexec/               coexecConfig.cmake, its version file,
 #                                        coexecTargets*.cmake (NAMESPACE coexec::)
-#   bin/coexec-bench                     when bench/ defines it
+#   bin/coexec-bench                     when bench/ defines it (and
+#                                        bin/coexec-bench-mpi, its MPI worker)
 #
 # Included from the top-level CMakeLists.txt once COEXEC_TARGETS is known.
 
@@ -66,6 +68,19 @@ endif()
 configure_file(${PROJECT_SOURCE_DIR}/coexec.pc.in ${PROJECT_BINARY_DIR}/coexec.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/coexec.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT Development)
+# libcoexec-mpi: its own package, requiring coexec; MPI's flags as CMake
+# found them (the MPI compiler wrappers give the same).
+if(TARGET coexec_mpi)
+  list(JOIN MPI_C_INCLUDE_DIRS " -I" _mpi_inc)
+  set(COEXEC_PC_MPI_CFLAGS "")
+  if(_mpi_inc)
+    set(COEXEC_PC_MPI_CFLAGS "-I${_mpi_inc}")
+  endif()
+  list(JOIN MPI_C_LIBRARIES " " COEXEC_PC_MPI_LIBS)
+  configure_file(${PROJECT_SOURCE_DIR}/coexec-mpi.pc.in ${PROJECT_BINARY_DIR}/coexec-mpi.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/coexec-mpi.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT Development)
+endif()
 
 # ---- coexec-bench ----------------------------------------------------------
 # bench/ is added after this file is included, so the rule is deferred to the
@@ -73,6 +88,9 @@ install(FILES ${PROJECT_BINARY_DIR}/coexec.pc
 function(_coexec_install_bench)
   if(TARGET coexec-bench)
     install(TARGETS coexec-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Bench)
+  endif()
+  if(TARGET coexec-bench-mpi)
+    install(TARGETS coexec-bench-mpi RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Bench)
   endif()
 endfunction()
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL _coexec_install_bench)

@@ -7,7 +7,9 @@
 #           liburing (optional for the library: the service stream's io_uring
 #           path is built when CMake finds it), python3 and binutils (nm,
 #           readelf: the layers test, scripts/layers.py; python3 also makes
-#           the manual pages), groff and man-db (the manual pages' checks)
+#           the manual pages), groff and man-db (the manual pages' checks),
+#           Open MPI (libcoexec-mpi, its tests under mpiexec, the MPI
+#           benchmarks; all are built only when CMake finds an MPI)
 #   test    build + valgrind (the valgrind stage of scripts/test.sh)
 #   docs    build + doxygen (the HTML reference: the docs stage)
 #   cross   the AArch64 cross compiler, its libc and qemu-user (the cross
@@ -29,23 +31,25 @@
 #                      on this machine: every one counts as missing.
 # On RHEL and its rebuilds, ninja-build, CUnit-devel, libatomic_ops-devel
 # and doxygen come from the CRB repository and EPEL: enable them first.
+# Fedora's Open MPI is found by CMake once its environment module is
+# loaded (`module load mpi/openmpi-x86_64`).
 set -euo pipefail
 
 # Package names per family, group by group.
 debian_build=(cmake ninja-build pkg-config gcc libc6-dev libhwloc-dev hwloc-nox
               libatomic-ops-dev libcunit1-dev libudev-dev liburing-dev
-              python3 binutils groff-base man-db)
+              python3 binutils groff-base man-db openmpi-bin libopenmpi-dev)
 debian_test=(valgrind)
 debian_docs=(doxygen)
 debian_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 fedora_build=(cmake ninja-build pkgconf-pkg-config gcc glibc-devel hwloc-devel hwloc
               libatomic_ops-devel CUnit-devel systemd-devel liburing-devel
-              python3 binutils groff-base man-db)
+              python3 binutils groff-base man-db openmpi openmpi-devel)
 fedora_test=(valgrind valgrind-devel)
 fedora_docs=(doxygen)
 fedora_cross=()  # no packaged AArch64 sysroot: the cross stage is Debian's
 
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; }
 
 dry=0
 groups=()

@@ -14,8 +14,11 @@
 #             memcheck (scripts/valgrind.sh): any error fails the stage
 #   ucontext  Debug build with the ucontext context switch, ctest
 #   ao        Debug build with the libatomic_ops atomics, without liburing
-#             (the service stream's thread-only file I/O) and without the
-#             tool events (-DCOEXEC_TOOLS=OFF), ctest
+#             (the service stream's thread-only file I/O), without the
+#             tool events (-DCOEXEC_TOOLS=OFF) and without libcoexec-mpi
+#             (-DCOEXEC_MPI=OFF), ctest
+# The other ctest stages run libcoexec-mpi's tests under mpiexec (label
+# mpi) when CMake found an MPI (scripts/deps.sh installs Open MPI).
 #   cross     AArch64 context switch under qemu (tests/arch/cross-aarch64.sh);
 #             only when named, or with COEXEC_CROSS=1 (it installs the
 #             AArch64 cross toolchain and qemu-user: several hundred MB)
@@ -53,9 +56,9 @@ declare -A cap=([deps]=900 [default]=1200 [docs]=600 [asan]=1500 [tsan]=1800
                 [valgrind]=1500 [ucontext]=1200 [ao]=1200 [cross]=600 [install]=900)
 reserve=180
 # Extra configure arguments per stage: the ao stage also builds without
-# liburing and without the tool events, so the builds that lack them are
-# tested too.
-declare -A cfg_args=([ao]="-DCOEXEC_WITH_LIBURING=OFF -DCOEXEC_TOOLS=OFF")
+# liburing, without the tool events and without libcoexec-mpi, so the
+# builds that lack them are tested too.
+declare -A cfg_args=([ao]="-DCOEXEC_WITH_LIBURING=OFF -DCOEXEC_TOOLS=OFF -DCOEXEC_MPI=OFF")
 all_stages=(default docs asan tsan valgrind ucontext ao install)
 if [[ "${COEXEC_CROSS:-0}" == 1 ]]; then
   all_stages=(default docs asan tsan valgrind ucontext ao cross install)

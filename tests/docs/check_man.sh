@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/docs/check_man.sh: the manual pages cover the whole public API.
 #
-# usage: tests/docs/check_man.sh SRC_DIR OUT_DIR [LIBCOEXEC_SO]
+# usage: tests/docs/check_man.sh SRC_DIR OUT_DIR [LIBCOEXEC_SO [LIBCOEXEC_MPI_SO]]
 #
 #  1. scripts/gen_man.py --strict writes the pages into OUT_DIR/man/man3:
 #     it fails on a public function with no comment block, or a block that
@@ -9,6 +9,8 @@
 #  2. every public function (gen_man.py --list) has OUT_DIR/man/man3/NAME.3;
 #  3. with LIBCOEXEC_SO: every function libcoexec.so exports (nm -D, type T,
 #     coexec_*) is documented, and every documented function is exported;
+#     the coexec_mpi_* functions (coexec/mpi.h) are libcoexec-mpi's: they
+#     count only when LIBCOEXEC_MPI_SO is given (MPI found);
 #  4. groff renders every page with no warning (-ww), when groff is here;
 #  5. man -M OUT_DIR/man finds coexec_thread_create, when man is here;
 #  6. a copy of include/ with one undocumented public function makes
@@ -16,8 +18,8 @@
 # Environment: PYTHON3 (default python3), NM (default nm).
 set -uo pipefail
 
-[[ $# -ge 2 ]] || { echo "usage: $0 SRC_DIR OUT_DIR [LIBCOEXEC_SO]" >&2; exit 2; }
-src=$1 out=$2 lib=${3:-}
+[[ $# -ge 2 ]] || { echo "usage: $0 SRC_DIR OUT_DIR [LIBCOEXEC_SO [LIBCOEXEC_MPI_SO]]" >&2; exit 2; }
+src=$1 out=$2 lib=${3:-} mpilib=${4:-}
 py=${PYTHON3:-python3}
 nm=${NM:-nm}
 gen=$src/scripts/gen_man.py
@@ -43,9 +45,11 @@ if [[ -z "$missing" ]]; then pass "a page for each of the $nfun public functions
 else fail "no page for: $(echo $missing)"; fi
 
 if [[ -n "$lib" && -e "$lib" ]]; then
-  "$nm" -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | sed 's/@.*//' |
-    grep '^coexec_' | grep -v '^coexec__' | sort -u >"$out/exported"
-  cut -d' ' -f1 "$out/functions" | sort -u >"$out/documented"
+  for l in "$lib" ${mpilib:+"$mpilib"}; do
+    "$nm" -D --defined-only "$l" | awk '$2 == "T" {print $3}' | sed 's/@.*//'
+  done | grep '^coexec_' | grep -v '^coexec__' | sort -u >"$out/exported"
+  cut -d' ' -f1 "$out/functions" | { [[ -n "$mpilib" ]] && cat || grep -v '^coexec_mpi_'; } |
+    sort -u >"$out/documented"
   undocumented=$(comm -23 "$out/exported" "$out/documented")
   unexported=$(comm -13 "$out/exported" "$out/documented")
   if [[ -z "$undocumented" ]]; then pass "every one of the $(wc -l <"$out/exported") functions libcoexec.so exports has a page"

@@ -52,10 +52,10 @@ has_none() {
 
 debian_names=(cmake ninja-build pkg-config gcc libc6-dev libhwloc-dev hwloc-nox libatomic-ops-dev
               libcunit1-dev libudev-dev liburing-dev python3 binutils groff-base man-db
-              valgrind doxygen)
+              openmpi-bin libopenmpi-dev valgrind doxygen)
 fedora_names=(cmake ninja-build pkgconf-pkg-config gcc glibc-devel hwloc-devel hwloc
               libatomic_ops-devel CUnit-devel systemd-devel liburing-devel python3 binutils
-              groff-base man-db valgrind valgrind-devel doxygen)
+              groff-base man-db openmpi openmpi-devel valgrind valgrind-devel doxygen)
 cross_names=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
 # The default groups on a system of one family: exit 0, the family's
