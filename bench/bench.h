@@ -7,7 +7,8 @@
  * wrong (the driver then prints `name NA n/a`).
  *
  * Who calls whom, one way only: main.c (the driver) calls the benchmark
- * tables of raw.c, ult.c, fj.c, wait.c, service.c and peers.c; they call
+ * tables of raw.c, ult.c, fj.c, wait.c, service.c, peers.c and mpi.c (which
+ * runs bench/mpi_worker.c under mpiexec); they call
  * runtime.c (bench_rt_*) and harness.c (samples, CPUs, medians); runtime.c
  * calls harness.c. The benchmarks include only the public headers
  * (coexec.h, coexec/...); raw.c also times src/arch/context.h.
@@ -47,8 +48,9 @@ typedef struct bench_def {
     bench_fn_t fn;
     int decimals; /* digits printed after the point */
     /* From docs/BENCHMARKS.md, printed on stderr and written to the JSON
-     * beside the figure: the project's goal (an upper bound in `unit`; 0 =
-     * none) and what to read it against, without other libraries' figures
+     * beside the figure: the project's goal (an upper bound in `unit`; a
+     * negative goal is a lower bound of -goal, for figures where more is
+     * better; 0 = none) and what to read it against, without other libraries' figures
      * (or NULL); main.c's summary pairs it with the peers run beside it. */
     double goal;
     const char *reference;
@@ -111,6 +113,7 @@ extern const bench_def_t bench_fj_defs[];
 extern const bench_def_t bench_wait_defs[];
 extern const bench_def_t bench_peer_defs[];
 extern const bench_def_t bench_service_defs[];
+extern const bench_def_t bench_mpi_defs[];
 
 /* ult_memory and tasklet_memory run in a fresh process: this is its body
  * (ult.c); kind is "ult" or "tasklet". */

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,7 @@ static const pair_t pairs[] = {
     {"file_read_throughput", "pthread_file_read_throughput", 0, 0},
     {"file_read_throughput_uring", "file_read_throughput_threads", 0, 0},
     {"pread_roundtrip_uring", "pread_roundtrip_threads", 0, 0},
+    {"mpi_pingpong_2ranks", "mpi_pingpong_plain_2ranks", 0, 1.5},
 };
 #define NPAIRS (sizeof pairs / sizeof pairs[0])
 
@@ -165,7 +167,7 @@ static void note(const char *prefix, const char *cont, const char *fmt, ...)
 
 static const bench_def_t *const tables[] = {
     bench_raw_defs,     bench_ult_defs,  bench_fj_defs, bench_wait_defs,
-    bench_service_defs, bench_peer_defs};
+    bench_service_defs, bench_peer_defs, bench_mpi_defs};
 #define NTABLES (sizeof tables / sizeof tables[0])
 
 static const bench_def_t *find_def(const char *name)
@@ -210,6 +212,22 @@ static void run_one(const bench_def_t *d, int reps, result_t *res)
     res->max = r->samples[n - 1];
 }
 
+/* The goal as text ("<= 30 ns", ">= 90 %") and whether median meets it. */
+static const char *goal_op(const bench_def_t *d)
+{
+    return d->goal < 0 ? ">=" : "<=";
+}
+
+static double goal_value(const bench_def_t *d)
+{
+    return d->goal < 0 ? -d->goal : d->goal;
+}
+
+static bool goal_met(const bench_def_t *d, double median)
+{
+    return d->goal < 0 ? median >= -d->goal : median <= d->goal;
+}
+
 static void print_result(FILE *out, const result_t *res)
 {
     const bench_def_t *d = res->def;
@@ -229,10 +247,10 @@ static void print_result(FILE *out, const result_t *res)
     if (res->setup[0])
         note(DETAIL "setup: ", DETAIL "  ", "%s", res->setup);
     /* The goal and what to read the median against. */
-    if (d->goal > 0)
-        note(DETAIL, DETAIL "  ", "goal <= %.*f %s%s", d->decimals, d->goal,
-             d->unit,
-             !res->ok ? "" : res->median <= d->goal ? ": met" : ": NOT met");
+    if (d->goal != 0)
+        note(DETAIL, DETAIL "  ", "goal %s %.*f %s%s", goal_op(d), d->decimals,
+             goal_value(d), d->unit,
+             !res->ok ? "" : goal_met(d, res->median) ? ": met" : ": NOT met");
     if (d->reference)
         note(DETAIL "reference: ", DETAIL "  ", "%s", d->reference);
     if (res->ok && res->reference[0])
@@ -398,8 +416,9 @@ static void print_summary(const result_t *res, int n)
             snprintf(val[i], sizeof val[i], "NA");
         goal[i][0] = '\0';
         const pair_t *rg = ratio_goal(d->name);
-        if (d->goal > 0)
-            snprintf(goal[i], sizeof goal[i], "<= %.*f", d->decimals, d->goal);
+        if (d->goal != 0)
+            snprintf(goal[i], sizeof goal[i], "%s %.*f", goal_op(d), d->decimals,
+                     goal_value(d));
         else if (rg)
             snprintf(goal[i], sizeof goal[i], "<= %.2fx", rg->goal_ratio);
         int len = (int)strlen(d->name);
@@ -425,8 +444,8 @@ static void print_summary(const result_t *res, int n)
         const char *met = "";
         const pair_t *rg = ratio_goal(d->name);
         double r;
-        if (d->goal > 0)
-            met = !res[i].ok ? "-" : res[i].median <= d->goal ? "yes" : "NO";
+        if (d->goal != 0)
+            met = !res[i].ok ? "-" : goal_met(d, res[i].median) ? "yes" : "NO";
         else if (rg)
             met = !pair_ratio(rg, res, n, &r) ? "-"
                   : r <= rg->goal_ratio      ? "yes"
@@ -520,12 +539,14 @@ static int write_json(FILE *f, const result_t *res, int n, int reps,
             fprintf(f, ", \"setup\": ");
             json_string(f, x->setup);
         }
-        if (x->def->goal > 0) {
+        if (x->def->goal != 0) {
             fprintf(f, ", \"goal\": ");
-            json_number(f, x->def->goal, x->def->decimals);
+            json_number(f, goal_value(x->def), x->def->decimals);
+            fprintf(f, ", \"goal_kind\": \"%s\"",
+                    x->def->goal < 0 ? "min" : "max");
             if (x->ok)
                 fprintf(f, ", \"goal_met\": %s",
-                        x->median <= x->def->goal ? "true" : "false");
+                        goal_met(x->def, x->median) ? "true" : "false");
         }
         if (x->def->reference) {
             fprintf(f, ", \"reference\": ");
