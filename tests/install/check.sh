@@ -5,6 +5,8 @@
 #   2. pkg-config --static, libcoexec.a
 #   3. CMake find_package(coexec), coexec::coexec        (shared)
 #   4. CMake find_package(coexec), coexec::coexec_static
+#   5. libcoexec-mpi, when it was built: pkg-config coexec-mpi and CMake
+#      coexec::mpi, each run under mpiexec -n 1
 # Each program is run. The prefix is moved after installing, so the
 # relocatability of coexec.pc and of the CMake package is checked too.
 # Also checks that libcoexec.so has SONAME libcoexec.so.0, that every global
@@ -171,6 +173,37 @@ if cmake -S "$here" -B "$tmp/cmake" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
   run "find_package coexec::coexec_static" "$tmp/cmake/consumer_static"
 else
   fail "CMake consumer"; cat "$tmp/cmake.log"
+fi
+
+step "5. libcoexec-mpi: pkg-config coexec-mpi and coexec::mpi, run under mpiexec -n 1"
+mpipc=$(find "$P" -name coexec-mpi.pc -path '*/pkgconfig/*' | head -n1)
+if [[ -z "$mpipc" ]]; then
+  echo "  skip  libcoexec-mpi was not built (no MPI found)"
+else
+  mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "$build/CMakeCache.txt")
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  runmpi() { # name, program
+    local out
+    if out=$("${mpiexec:-mpiexec}" -n 1 "$2" 2>&1) && grep -q "mpi_consumer: ok, libcoexec $ver" <<<"$out"; then
+      pass "$1 runs: $out"
+    else
+      fail "$1 did not run correctly:"; printf '%s\n' "$out" | sed 's/^/        /'
+    fi
+  }
+  pkg-config --validate coexec-mpi && pass "pkg-config --validate coexec-mpi" \
+    || fail "pkg-config --validate coexec-mpi"
+  # shellcheck disable=SC2046
+  if $cc -o "$tmp/pc_mpi" "$here/mpi_consumer.c" $(pkg-config --cflags --libs coexec-mpi) \
+         -Wl,-rpath,"$libdir" 2>"$tmp/cc.log"; then
+    runmpi "pkg-config coexec-mpi" "$tmp/pc_mpi"
+  else
+    fail "pkg-config coexec-mpi build"; cat "$tmp/cc.log"
+  fi
+  if [[ -x "$tmp/cmake/consumer_mpi" ]]; then
+    runmpi "find_package coexec::mpi" "$tmp/cmake/consumer_mpi"
+  else
+    fail "find_package: no coexec::mpi consumer built"
+  fi
 fi
 
 step "find_package version compatibility (SameMinorVersion)"
