@@ -26,8 +26,12 @@ struct coexec_poller_rec {
     atom_u32_t again; /* streams that found it busy (poll_slot) */
     coexec_poller_fn_t fn;
     void *arg;
-    int rank; /* the one stream that calls it, or -1 */
-    bool hot; /* its last answer: waiting (counted in coexec__pollers_hot) */
+    /* The one stream that calls it, as rank + 1, or 0: any. Atomic: read
+     * before the slot is claimed, so maybe while a register rewrites it. */
+    atom_u32_t on;
+    /* Its last answer was "waiting", counted in coexec__pollers_hot. Read
+     * and written only by the holder of `busy`. */
+    bool hot;
 };
 
 atom_u32_t coexec__pollers_n;
@@ -46,9 +50,24 @@ static __thread struct coexec_poller_rec *in_fn;
  * the two is sequentially consistent: either the caller sees the count
  * change (and answers 1: its stream polls again, awake), or the late one
  * sees `busy` released and tries again. */
+/* Sets s's `hot` to h, keeping the count (the caller holds `busy`). */
+static void set_hot(struct coexec_poller_rec *s, bool h)
+{
+    if (s->hot == h)
+        return;
+    s->hot = h;
+    if (h)
+        atom_fadd_rlx_u32(&coexec__pollers_hot, 1);
+    else
+        atom_fsub_rlx_u32(&coexec__pollers_hot, 1);
+}
+
 static int poll_slot(struct coexec_poller_rec *s, int rank)
 {
-    if (!atom_load_acq_u32(&s->live) || (s->rank >= 0 && s->rank != rank))
+    if (!atom_load_acq_u32(&s->live))
+        return 0;
+    uint32_t on = atom_load_rlx_u32(&s->on);
+    if (on != 0 && on != (uint32_t)rank + 1)
         return 0;
     while (atom_xchg_sc_u32(&s->busy, 1) != 0) {
         atom_fadd_sc_u32(&s->again, 1);
@@ -61,18 +80,9 @@ static int poll_slot(struct coexec_poller_rec *s, int rank)
         in_fn = s;
         pending = s->fn(s->arg) > 0;
         in_fn = NULL;
-    } else {
-        /* Unregistered meanwhile: unregister settles `hot`. */
-        atom_store_sc_u32(&s->busy, 0);
-        return 0;
     }
-    if (pending != s->hot) {
-        s->hot = pending;
-        if (pending)
-            atom_fadd_rlx_u32(&coexec__pollers_hot, 1);
-        else
-            atom_fsub_rlx_u32(&coexec__pollers_hot, 1);
-    }
+    /* Unregistered before or during the call (by fn itself): not hot. */
+    set_hot(s, pending && atom_load_acq_u32(&s->live));
     atom_store_sc_u32(&s->busy, 0);
     return pending || atom_load_sc_u32(&s->again) != seen;
 }
@@ -121,7 +131,7 @@ COEXEC_API int coexec_poller_register(coexec_poller_fn_t fn, void *arg,
         g = handle_epoch_ok(g) ? gen_next(g) : gen_first();
         s->fn = fn;
         s->arg = arg;
-        s->rank = rank;
+        atom_store_rlx_u32(&s->on, (uint32_t)(rank + 1));
         atom_store_rlx_u64(&s->gen, g);
         atom_store_rel_u32(&s->live, 1);
         atom_fadd_sc_u32(&coexec__pollers_n, 1);
@@ -158,12 +168,14 @@ COEXEC_API int coexec_poller_unregister(coexec_poller_t *p)
     pthread_mutex_unlock(&coexec__g.lock);
     if (rc != COEXEC_OK)
         return rc;
-    /* A call in progress ends: after it, live == 0 keeps streams out. */
-    while (in_fn != s && atom_load_acq_u32(&s->busy))
-        sched_yield();
-    if (s->hot) { /* its last answer was read by nobody since */
-        s->hot = false;
-        atom_fsub_rlx_u32(&coexec__pollers_hot, 1);
+    /* From its own function: the call settles `hot` as it returns.
+     * Otherwise claim the slot: a call in progress ends first, and after
+     * it live == 0 keeps streams out; then settle `hot`. */
+    if (in_fn != s) {
+        while (atom_xchg_sc_u32(&s->busy, 1) != 0)
+            sched_yield();
+        set_hot(s, false);
+        atom_store_sc_u32(&s->busy, 0);
     }
     *p = (coexec_poller_t){NULL, 0};
     return COEXEC_OK;

@@ -299,10 +299,13 @@ static int slow_poller(void *arg)
 }
 
 static coexec_poller_t self_p;
-static atomic_int self_calls;
+static atomic_int self_calls, self_armed;
 static int self_unregistering(void *arg)
 {
     (void)arg;
+    /* Not before the main ULT is done with self_p. */
+    if (!atomic_load(&self_armed))
+        return 0;
     if (atomic_fetch_add(&self_calls, 1) == 0)
         CH_CHECK_RC(coexec_poller_unregister(&self_p), COEXEC_OK);
     return 0;
@@ -335,11 +338,13 @@ static void test_unregister(void)
 
     /* A function unregistering its own poller. */
     atomic_store(&self_calls, 0);
+    atomic_store(&self_armed, 0);
     CU_ASSERT_EQUAL_FATAL(coexec_poller_register(self_unregistering, NULL,
                                                  COEXEC_POLLER_ANY_XSTREAM,
                                                  &self_p),
                           COEXEC_OK);
     coexec_poller_t copy = self_p;
+    atomic_store(&self_armed, 1);
     CU_ASSERT_FATAL(CH_WAIT(atomic_load(&self_calls) > 0));
     CU_ASSERT_FATAL(CH_WAIT(coexec_poller_check(copy) == COEXEC_EHANDLE));
     int calls = atomic_load(&self_calls);
