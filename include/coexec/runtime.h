@@ -102,6 +102,41 @@ typedef enum coexec_service_io {
 #define COEXEC_NUM_XSTREAMS_ALL (-1)
 
 /*
+ * coexec_config_t.affinity (COEXEC_AFFINITY): where streams are pinned.
+ * Stream k goes to the k-th of the candidate CPUs: one hardware thread of
+ * each core first, then the cores' other hardware threads, in hwloc's
+ * order (the cores of a cache or package together); the primary stream,
+ * the caller of coexec_init, too, until coexec_finalize.
+ *   COEXEC_AFFINITY_NONE     no stream is pinned ("none", or 0);
+ *   COEXEC_AFFINITY_AUTO     the default ("auto", or 1): as RANK when the
+ *                            process shares its node with other ranks of
+ *                            its job and its binding holds more cores than
+ *                            its share of the node's (the launcher did not
+ *                            bind the ranks apart: mpirun --bind-to none),
+ *                            else as BINDING;
+ *   COEXEC_AFFINITY_BINDING  the candidates are the CPUs of the process's
+ *                            binding ("binding");
+ *   COEXEC_AFFINITY_RANK     local rank r of n takes the r-th of n
+ *                            contiguous, as even as may be, blocks of the
+ *                            binding's cores ("rank"); with fewer cores
+ *                            than ranks, ranks share cores (a warning
+ *                            says so).
+ * The local rank and size come from the launcher's environment, the
+ * first found of: COEXEC_LOCAL_RANK/COEXEC_LOCAL_SIZE (a malformed pair
+ * fails init with COEXEC_EENV), Open MPI's OMPI_COMM_WORLD_LOCAL_RANK/
+ * _LOCAL_SIZE, MVAPICH's MV2_COMM_WORLD_LOCAL_RANK/_LOCAL_SIZE, MPICH
+ * Hydra's MPI_LOCALRANKID/MPI_LOCALNRANKS, PMIx's PMIX_LOCAL_RANK/
+ * PMIX_LOCAL_SIZE, Cray PALS's PALS_LOCAL_RANKID/PALS_LOCAL_SIZE,
+ * PMI_LOCAL_RANK/PMI_LOCAL_SIZE, Slurm's SLURM_LOCALID with
+ * SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE (for SLURM_NODEID).
+ * coexec_print_config shows the decision.
+ */
+#define COEXEC_AFFINITY_NONE 0
+#define COEXEC_AFFINITY_AUTO 1
+#define COEXEC_AFFINITY_BINDING 2
+#define COEXEC_AFFINITY_RANK 3
+
+/*
  * The runtime's configuration: coexec_config_init fills the defaults, the
  * caller changes fields, coexec_init applies the COEXEC_* environment
  * variables on top (see above). Each field gives its default and bounds.
@@ -115,7 +150,8 @@ typedef struct coexec_config {
     coexec_sched_kind_t sched_kind; /* default COEXEC_SCHED_BASIC_WAIT;
                                        not COEXEC_SCHED_USER */
     unsigned event_freq;            /* default 64; 1..2^30 */
-    int affinity;                   /* default 1; 0 or 1 */
+    int affinity;                   /* COEXEC_AFFINITY_*: default
+                                       COEXEC_AFFINITY_AUTO (1) */
     unsigned idle_spin_us;          /* default 50; 0..60,000,000 */
     /* Bytes of inaccessible memory below every stack the runtime maps
      * (ULT stacks of every size, stacked schedulers' stacks, the primary's

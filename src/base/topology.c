@@ -4,7 +4,10 @@
  * The candidate CPUs are the process's own binding (intersected with what
  * the topology allows), one processing unit per core first, then the other
  * hyperthreads: so two MPI ranks bound to different cores keep their
- * streams apart, and stream k lands on the k-th core. The topology is
+ * streams apart, and stream k lands on the k-th core. Where the launcher
+ * did not bind the ranks of a node apart (COEXEC_AFFINITY auto or rank,
+ * with the local rank and size init found), a rank takes its block of the
+ * binding's cores instead. The topology is
  * loaded once per process (it costs ~10 ms) and kept across init cycles.
  */
 #include <hwloc.h>
@@ -19,7 +22,8 @@
 static hwloc_topology_t topo;
 static int *cpus;   /* OS indices of candidate PUs, in placement order */
 static int ncpus;
-static char desc[160];
+static hwloc_bitmap_t binding; /* the process's CPUs (valid_cpu) */
+static char desc[256];
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
 static int warned_wrap;
 
@@ -49,32 +53,65 @@ static void process_cpuset(hwloc_bitmap_t set)
         hwloc_bitmap_copy(set, hwloc_topology_get_allowed_cpuset(topo));
 }
 
-int coexec__affinity_init(void)
+/* The cores of `set` in hwloc's logical order (which keeps the cores of a
+ * cache or a package together), into core[] (at most max); their number. */
+static int binding_cores(hwloc_const_bitmap_t set, hwloc_obj_t *core, int max)
 {
-    pthread_mutex_lock(&topo_lock);
-    warned_wrap = 0;
-    free(cpus);
-    cpus = NULL;
-    ncpus = 0;
-    if (load_topology() != 0) {
-        pthread_mutex_unlock(&topo_lock);
-        snprintf(desc, sizeof desc, "no topology: streams are not pinned");
-        return COEXEC_OK;
+    int n = 0, all = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    for (int c = 0; c < all && n < max; c++) {
+        hwloc_obj_t o = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, c);
+        if (o && hwloc_bitmap_intersects(o->cpuset, set))
+            core[n++] = o;
     }
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (!set) {
-        pthread_mutex_unlock(&topo_lock);
-        return COEXEC_ENOMEM;
+    return n;
+}
+
+/* Whether this rank takes a share of its binding (the placement rule of
+ * coexec/runtime.h): `rank` always, `auto` when the binding holds more
+ * cores than a local rank's share of the machine's. */
+static bool wants_partition(int mode, const struct coexec__local *loc,
+                            int ncores)
+{
+    if (loc->size < 2 || (mode != COEXEC_AFFINITY_AUTO &&
+                          mode != COEXEC_AFFINITY_RANK))
+        return false;
+    if (mode == COEXEC_AFFINITY_RANK)
+        return true;
+    int machine = hwloc_get_nbobjs_inside_cpuset_by_type(
+        topo, hwloc_topology_get_allowed_cpuset(topo), HWLOC_OBJ_CORE);
+    return (long)ncores * loc->size > machine;
+}
+
+/* Keeps in `set` the cores of local rank loc->rank's block: the binding's
+ * cores split into loc->size contiguous blocks, as even as may be (ranks
+ * share a core when there are fewer cores than ranks). Writes what it
+ * chose into what (len bytes). */
+static void partition(hwloc_bitmap_t set, const struct coexec__local *loc,
+                      hwloc_obj_t *core, int n, char *what, size_t len)
+{
+    int r = loc->rank, k = loc->size, first, count;
+    if (n >= k) {
+        first = r * (n / k) + (r < n % k ? r : n % k);
+        count = n / k + (r < n % k);
+    } else {
+        first = (int)((long)r * n / k);
+        count = 1;
+        coexec__warn("%d local ranks share %d core(s): ranks share cores", k, n);
     }
-    process_cpuset(set);
-    int n = hwloc_bitmap_weight(set);
-    cpus = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    if (!cpus) {
-        hwloc_bitmap_free(set);
-        pthread_mutex_unlock(&topo_lock);
-        return COEXEC_ENOMEM;
-    }
-    /* First PU of every core, then the remaining PUs. */
+    hwloc_bitmap_t keep = hwloc_bitmap_alloc();
+    if (!keep)
+        return;
+    for (int i = first; i < first + count; i++)
+        hwloc_bitmap_or(keep, keep, core[i]->cpuset);
+    hwloc_bitmap_and(set, set, keep);
+    hwloc_bitmap_free(keep);
+    snprintf(what, len, "local rank %d of %d (%s), core(s) %d-%d of its %d",
+             r, k, loc->source, first, first + count - 1, n);
+}
+
+/* cpus[]: the first PU of every core of set, then the other PUs. */
+static void order_cpus(hwloc_const_bitmap_t set)
+{
     hwloc_bitmap_t used = hwloc_bitmap_alloc();
     int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     for (int c = 0; c < ncores && used; c++) {
@@ -97,10 +134,58 @@ int coexec__affinity_init(void)
             cpus[ncpus++] = pu;
     }
     hwloc_bitmap_foreach_end();
-    char list[96];
-    hwloc_bitmap_list_snprintf(list, sizeof list, set);
-    snprintf(desc, sizeof desc, "%d cpu(s) available {%s}", ncpus, list);
     hwloc_bitmap_free(used);
+}
+
+int coexec__affinity_init(const struct coexec__local *loc)
+{
+    int mode = coexec__g.cfg.affinity;
+    pthread_mutex_lock(&topo_lock);
+    warned_wrap = 0;
+    free(cpus);
+    cpus = NULL;
+    ncpus = 0;
+    hwloc_bitmap_free(binding);
+    binding = NULL;
+    if (load_topology() != 0) {
+        pthread_mutex_unlock(&topo_lock);
+        snprintf(desc, sizeof desc, "no topology: streams are not pinned");
+        return COEXEC_OK;
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    binding = hwloc_bitmap_alloc();
+    int ncore = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    hwloc_obj_t *core = malloc(sizeof *core * (size_t)(ncore > 0 ? ncore : 1));
+    if (!set || !binding || !core) {
+        hwloc_bitmap_free(set);
+        free(core);
+        pthread_mutex_unlock(&topo_lock);
+        return COEXEC_ENOMEM;
+    }
+    process_cpuset(set);
+    hwloc_bitmap_copy(binding, set);
+    char what[96] = "", list[96];
+    int n = binding_cores(set, core, ncore);
+    bool part = n > 0 && wants_partition(mode, loc, n);
+    if (part)
+        partition(set, loc, core, n, what, sizeof what);
+    else if (loc->size > 1)
+        snprintf(what, sizeof what, "local rank %d of %d (%s), its binding "
+                 "honoured", loc->rank, loc->size, loc->source);
+    free(core);
+    int w = hwloc_bitmap_weight(set);
+    cpus = malloc(sizeof(int) * (size_t)(w > 0 ? w : 1));
+    if (!cpus) {
+        hwloc_bitmap_free(set);
+        pthread_mutex_unlock(&topo_lock);
+        return COEXEC_ENOMEM;
+    }
+    order_cpus(set);
+    hwloc_bitmap_list_snprintf(list, sizeof list, set);
+    snprintf(desc, sizeof desc, "%s%s%s%s%d cpu(s) {%s}",
+             mode == COEXEC_AFFINITY_NONE ? "none (not pinned): " : "",
+             part ? "rank-partition: " : "binding: ", what, what[0] ? "; " : "",
+             ncpus, list);
     hwloc_bitmap_free(set);
     pthread_mutex_unlock(&topo_lock);
     return COEXEC_OK;
@@ -178,6 +263,9 @@ int coexec__affinity_distance(int cpu_a, int cpu_b)
 
 int coexec__affinity_valid_cpu(int cpu)
 {
+    /* Any CPU of the process's binding, also outside this rank's share. */
+    if (binding)
+        return cpu >= 0 && hwloc_bitmap_isset(binding, (unsigned)cpu);
     for (int i = 0; i < ncpus; i++)
         if (cpus[i] == cpu)
             return 1;

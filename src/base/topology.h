@@ -20,7 +20,17 @@ enum {
     DIST_FAR = 4    /* farther, or unknown */
 };
 
-int coexec__affinity_init(void);
+/* This process's place among the processes of its job on this node (the
+ * MPI launcher's local rank and size, src/core/launcher.c): size 1 when
+ * it is alone or nothing says otherwise. */
+struct coexec__local {
+    int rank, size;
+    const char *source; /* "Open MPI", "Slurm", ... */
+};
+
+/* Chooses the candidate CPUs by cfg.affinity (COEXEC_AFFINITY_*) and loc:
+ * COEXEC_OK or COEXEC_ENOMEM. */
+int coexec__affinity_init(const struct coexec__local *loc);
 int coexec__affinity_cpu_for_rank(int rank);
 int coexec__affinity_valid_cpu(int cpu);
 int coexec__affinity_cpus_allowed(const int *cpus, int n, int *bad,

@@ -158,6 +158,15 @@ static const struct name_val sched_names[] = {
 static const struct name_val xstreams_names[] = {
     {"all", COEXEC_NUM_XSTREAMS_ALL}, {NULL, 0}};
 
+static const struct name_val affinity_names[] = {
+    {"auto", COEXEC_AFFINITY_AUTO},       {"1", COEXEC_AFFINITY_AUTO},
+    {"yes", COEXEC_AFFINITY_AUTO},        {"true", COEXEC_AFFINITY_AUTO},
+    {"on", COEXEC_AFFINITY_AUTO},         {"none", COEXEC_AFFINITY_NONE},
+    {"0", COEXEC_AFFINITY_NONE},          {"no", COEXEC_AFFINITY_NONE},
+    {"false", COEXEC_AFFINITY_NONE},      {"off", COEXEC_AFFINITY_NONE},
+    {"binding", COEXEC_AFFINITY_BINDING}, {"rank", COEXEC_AFFINITY_RANK},
+    {"rank-partition", COEXEC_AFFINITY_RANK}, {NULL, 0}};
+
 static const struct name_val io_names[] = {
     {"auto", COEXEC_SERVICE_IO_AUTO},
     {"uring", COEXEC_SERVICE_IO_URING},
@@ -211,7 +220,9 @@ static const struct field fields[NFIELDS] = {
              "COEXEC_SCHED_BASIC, _BASIC_WAIT, _PRIO or _RANDWS"),
     ROW(I_EVENT_FREQ, "COEXEC_EVENT_FREQ", event_freq, F_UNSIGNED, 1,
         1u << 30, NULL),
-    ROW(I_AFFINITY, "COEXEC_AFFINITY", affinity, F_BOOL, 0, 1, NULL),
+    ENUM_ROW(I_AFFINITY, "COEXEC_AFFINITY", affinity, affinity_names,
+             "auto, binding, rank or none (1 = auto, 0 = none)",
+             "COEXEC_AFFINITY_AUTO, _BINDING, _RANK or _NONE"),
     ROW(I_IDLE_SPIN_US, "COEXEC_IDLE_SPIN_US", idle_spin_us, F_UNSIGNED, 0,
         SPIN_MAX_US, "microseconds"),
     ROW(I_PRINT_CONFIG, "COEXEC_PRINT_CONFIG", print_config, F_BOOL, 0, 1,

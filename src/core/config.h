@@ -34,4 +34,12 @@ void coexec__monitor_atfork_child(void);
 int coexec__trace_init(void);
 void coexec__trace_end(void);
 
+/* The launcher's local rank and size (src/core/launcher.c): COEXEC_OK, or
+ * COEXEC_EENV for a malformed COEXEC_LOCAL_RANK/COEXEC_LOCAL_SIZE pair
+ * (the init error says so). */
+struct coexec__local;
+int coexec__local_detect(struct coexec__local *out);
+/* Slurm's SLURM_TASKS_PER_NODE ("2(x3),1"): node `node`'s tasks, or -1. */
+int coexec__slurm_tasks_on_node(const char *s, int node);
+
 #endif /* COEXEC_CORE_CONFIG_H */

@@ -173,7 +173,9 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     if ((rc = coexec__trace_init()) != COEXEC_OK)
         coexec__warn("coexec_init: no trace (%s)", coexec_strerror(rc));
 
-    if ((rc = coexec__affinity_init()) != COEXEC_OK ||
+    struct coexec__local local;
+    if ((rc = coexec__local_detect(&local)) != COEXEC_OK ||
+        (rc = coexec__affinity_init(&local)) != COEXEC_OK ||
         (coexec__g.guard_size &&
          (rc = coexec__fault_handler_install()) != COEXEC_OK))
         goto fail;

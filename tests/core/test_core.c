@@ -321,7 +321,7 @@ static void t_config_bools_enums(void)
         size_t off;
         int val;
     } bad[] = {
-        {"affinity", offsetof(coexec_config_t, affinity), 2},
+        {"affinity", offsetof(coexec_config_t, affinity), 4},
         {"affinity", offsetof(coexec_config_t, affinity), -1},
         {"print_config", offsetof(coexec_config_t, print_config), 2},
         {"quiet", offsetof(coexec_config_t, quiet), -1},
