@@ -18,6 +18,8 @@
  *             and its wait
  *   calls     send, recv, sendrecv, bcast, reduce, allreduce and barrier
  *             from ULTs on several streams and from an external thread
+ *   placement run with mpiexec --bind-to core and --bind-to none: the
+ *             real CPU masks of both ranks' streams never share a CPU
  *   errors    bad arguments, wrong callers, a truncated receive
  *             (COEXEC_EIO and MPI_ERR_TRUNCATE in its status, through the
  *             first test and through the poller), finalize with waits
@@ -32,6 +34,8 @@
 
 #include <coexec/mpi.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -580,6 +584,63 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(coexec_mpi_init(), COEXEC_ENOTINIT);
 }
 
+/* ---- placement: ranks on one node never share a core ------------------------- */
+
+#define PL_STREAMS 2
+
+static uint64_t masks[PL_STREAMS];
+
+/* The CPUs the calling thread may run on, as a bit mask (CPUs < 64). */
+static void read_mask(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CH_CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    uint64_t m = 0;
+    for (int c = 0; c < 64; c++)
+        if (CPU_ISSET(c, &set))
+            m |= 1ull << c;
+    masks[i] = m;
+}
+
+/* Run by mpiexec with --bind-to core and with --bind-to none: each rank's
+ * streams read their real masks; no CPU is in masks of both ranks. */
+static void test_placement(void)
+{
+    ch_init(PL_STREAMS);
+    for (int i = 0; i < PL_STREAMS; i++) {
+        coexec_thread_t t;
+        coexec_thread_attr_t attr;
+        CU_ASSERT_EQUAL_FATAL(coexec_thread_attr_init(&attr), COEXEC_OK);
+        attr.pinned = 1;
+        CU_ASSERT_EQUAL_FATAL(coexec_thread_create_on(ch_xstream(i), read_mask,
+                                                      (void *)(intptr_t)i,
+                                                      &attr, &t),
+                              COEXEC_OK);
+        /* Not joined early: a join could run it in place, here. */
+        CU_ASSERT_FATAL(CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED));
+        CU_ASSERT_EQUAL(coexec_thread_free(&t), COEXEC_OK);
+    }
+    uint64_t mine = 0, all[2 * PL_STREAMS];
+    for (int i = 0; i < PL_STREAMS; i++) {
+        CU_ASSERT(masks[i] != 0);
+        mine |= masks[i];
+    }
+    CU_ASSERT_EQUAL(MPI_Allgather(masks, PL_STREAMS, MPI_UINT64_T, all,
+                                  PL_STREAMS, MPI_UINT64_T, MPI_COMM_WORLD),
+                    MPI_SUCCESS);
+    uint64_t theirs = 0;
+    for (int i = 0; i < PL_STREAMS; i++)
+        theirs |= all[peer * PL_STREAMS + i];
+    if (me == 0)
+        printf("\n  rank 0 streams on cpus %#llx %#llx, rank 1 on %#llx %#llx\n",
+               (unsigned long long)all[0], (unsigned long long)all[1],
+               (unsigned long long)all[2], (unsigned long long)all[3]);
+    CU_ASSERT_EQUAL(mine & theirs, 0);
+    ch_finalize();
+}
+
 /* ---- single: the level that cannot work ------------------------------------- */
 
 static void test_single(void)
@@ -602,6 +663,8 @@ static const ch_test_t migrate_tests[] = {{"migrate", test_migrate}, {NULL, NULL
 static const ch_test_t calls_tests[] = {{"calls", test_calls}, {NULL, NULL}};
 static const ch_test_t errors_tests[] = {{"errors", test_errors}, {NULL, NULL}};
 static const ch_test_t single_tests[] = {{"single", test_single}, {NULL, NULL}};
+static const ch_test_t placement_tests[] = {{"placement", test_placement},
+                                            {NULL, NULL}};
 
 static int wanted_level(void)
 {
@@ -622,7 +685,7 @@ int main(int argc, char **argv)
         {"waitany", waitany_tests}, {"tasklet", tasklet_tests},
         {"migrate", migrate_tests}, {"calls", calls_tests},
         {"errors", errors_tests},   {"single", single_tests},
-        {NULL, NULL}};
+        {"placement", placement_tests}, {NULL, NULL}};
     if (argc > 1 && argv[1][0] == '-')
         return ch_main(argc, argv, suites); /* --list, --check-suites */
     int want = wanted_level(), size = 0;
