@@ -60,9 +60,10 @@ COEXEC_BEGIN_DECLS
  * has returned anything but COEXEC_PENDING. It must stay in place while a
  * poll is pending (inside the tasklet's argument, say). */
 typedef struct coexec_mpi_op {
-    uint64_t opaque[12];
+    uint64_t opaque[12]; /* the wait's state (private) */
 } coexec_mpi_op_t;
 
+/* An unused coexec_mpi_op_t, for initialisers. */
 #define COEXEC_MPI_OP_INIT {{0}}
 
 /* The progress engine's figures (coexec_mpi_get_info). */

@@ -132,8 +132,11 @@ typedef enum coexec_service_io {
  * coexec_print_config shows the decision.
  */
 #define COEXEC_AFFINITY_NONE 0
+/* coexec_config_t.affinity: a rank's share when it needs one (above). */
 #define COEXEC_AFFINITY_AUTO 1
+/* coexec_config_t.affinity: the process's binding (above). */
 #define COEXEC_AFFINITY_BINDING 2
+/* coexec_config_t.affinity: the local rank's block of cores (above). */
 #define COEXEC_AFFINITY_RANK 3
 
 /*
