@@ -846,16 +846,17 @@ static void unit_ult(void *arg)
     volatile char use_stack[512];
     use_stack[0] = (char)i;
     use_stack[511] = use_stack[0];
-    atomic_fetch_add(&g_slots[i].runs, 1);
+    /* The result first: a detached unit is checked once `runs` moved. */
     atomic_store(&g_slots[i].out, unit_result(i) + use_stack[511] - (char)i);
+    atomic_fetch_add(&g_slots[i].runs, 1);
 }
 
 static coexec_poll_status_t unit_tasklet(coexec_poll_t *cx, void *arg)
 {
     (void)cx;
     long i = (long)(intptr_t)arg;
-    atomic_fetch_add(&g_slots[i].runs, 1);
     atomic_store(&g_slots[i].out, unit_result(i));
+    atomic_fetch_add(&g_slots[i].runs, 1);
     return COEXEC_READY;
 }
 
