@@ -132,12 +132,15 @@ enum loop_end { LOOP_STOP, LOOP_SWITCH };
 
 /* One round of an idle stream that must not park (a fork-join region is
  * open, a poller waits): lets the OS thread go now and then, since streams
- * may outnumber cores. Returns 0, the stream's new idle start. */
-static uint64_t stay_awake(unsigned *idle_rounds)
+ * may outnumber cores, and pauses the CPU when `relax` (a poller's call is
+ * the pause already: a cpu_relax would add to every completion's latency).
+ * Returns 0, the stream's new idle start. */
+static uint64_t stay_awake(unsigned *idle_rounds, bool relax)
 {
     if (++*idle_rounds % 256 == 0)
         sched_yield();
-    cpu_relax();
+    if (relax)
+        cpu_relax();
     return 0;
 }
 
@@ -201,12 +204,8 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
         if (main_must_stop(xs, s))
             return LOOP_STOP;
         if (UNLIKELY(pollers_any()) && coexec__pollers_run(xs)) {
-            /* A poller waits for outside work: keep polling, awake (the
-             * poll is the pause: no cpu_relax, whose delay would add to
-             * the latency of every completion). */
-            idle_since = 0;
-            if (++idle_rounds % 256 == 0)
-                sched_yield();
+            /* A poller waits for outside work: keep polling, awake. */
+            idle_since = stay_awake(&idle_rounds, false);
             continue;
         }
         if (UNLIKELY(atom_load_rlx_u32(&coexec__sched_fj.open) != 0)) {
@@ -217,7 +216,7 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
                     idle_t0 = idle_end(xs, idle_t0);
                 continue;
             }
-            idle_since = stay_awake(&idle_rounds);
+            idle_since = stay_awake(&idle_rounds, true);
             continue;
         }
         if (s->parks) {

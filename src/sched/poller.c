@@ -6,8 +6,9 @@
  * a stream claims it for one call by swapping `busy` to 1, checks `live`
  * again (an unregister may have come between), calls, and clears `busy`;
  * a stream that finds it taken leaves a mark the caller sees (poll_slot).
- * Unregister clears `live`, changes the generation, then waits for `busy`
- * to clear: after it returns, no stream is in or enters the function. A
+ * Unregister clears `live`, changes the generation, then claims `busy`
+ * (waiting out a call in progress) to clear the slot's `hot` mark: after it
+ * returns, no stream is in or enters the function. A
  * slot is reused only when neither flag is set. `n` counts the live slots:
  * the loop's only cost while no poller is registered is a load of it.
  */
@@ -39,17 +40,6 @@ static struct coexec_poller_rec slots[COEXEC_POLLER_MAX];
 /* The slot whose function the calling thread is in (unregister from it). */
 static __thread struct coexec_poller_rec *in_fn;
 
-/* Calls slot s's function if this stream may and nobody else is: 1 if it
- * still waits for operations (or must be called again), else 0.
- *
- * A stream that finds the poller taken may park (it returns 0), so the
- * stream calling it must learn that it came, in case the work this stream
- * would have found arrived after the call had looked: the late one counts
- * itself in `again` and then looks at `busy` again; the caller notes
- * `again` before its call and compares after its release. Every access of
- * the two is sequentially consistent: either the caller sees the count
- * change (and answers 1: its stream polls again, awake), or the late one
- * sees `busy` released and tries again. */
 /* Sets s's `hot` to h, keeping the count (the caller holds `busy`). */
 static void set_hot(struct coexec_poller_rec *s, bool h)
 {
@@ -62,6 +52,17 @@ static void set_hot(struct coexec_poller_rec *s, bool h)
         atom_fsub_rlx_u32(&coexec__pollers_hot, 1);
 }
 
+/* Calls slot s's function if this stream may and nobody else is: 1 if it
+ * still waits for operations (or must be called again), else 0.
+ *
+ * A stream that finds the poller taken may park (it returns 0), so the
+ * stream calling it must learn that it came, in case the work this stream
+ * would have found arrived after the call had looked: the late one counts
+ * itself in `again` and then looks at `busy` again; the caller notes
+ * `again` before its call and compares after its release. Every access of
+ * the two is sequentially consistent: either the caller sees the count
+ * change (and answers 1: its stream polls again, awake), or the late one
+ * sees `busy` released and tries again. */
 static int poll_slot(struct coexec_poller_rec *s, int rank)
 {
     if (!atom_load_acq_u32(&s->live))
