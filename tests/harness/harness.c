@@ -519,6 +519,35 @@ int ch_self_rank(void)
     return r;
 }
 
+static void cpu_mask_ult(void *arg)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CH_CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    uint64_t m = 0;
+    for (int c = 0; c < 64; c++)
+        if (CPU_ISSET(c, &set))
+            m |= 1ull << c;
+    *(uint64_t *)arg = m;
+}
+
+uint64_t ch_stream_cpu_mask(int rank)
+{
+    uint64_t m = 0;
+    coexec_thread_attr_t attr;
+    coexec_thread_t t;
+    CH_CHECK_RC(coexec_thread_attr_init(&attr), COEXEC_OK);
+    attr.pinned = 1;
+    int rc = coexec_thread_create_on(ch_xstream(rank), cpu_mask_ult, &m, &attr,
+                                     &t);
+    CH_CHECK_RC(rc, COEXEC_OK);
+    /* Not joined before it ran: a join would run it in place, here. */
+    if (rc == COEXEC_OK &&
+        CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED))
+        CH_CHECK_RC(coexec_thread_free(&t), COEXEC_OK);
+    return m;
+}
+
 coexec_xstream_t ch_xstream(int rank)
 {
     coexec_xstream_t xs = {0};

@@ -167,6 +167,10 @@ int ch_thread_state(coexec_thread_t t);
 int ch_tasklet_state(coexec_tasklet_t k);
 /* The rank of the caller's stream (records a failure when it has none). */
 int ch_self_rank(void);
+/* Runs a pinned ULT on stream `rank` and returns the CPUs its OS thread may
+ * really run on (sched_getaffinity there), as a bit mask of CPUs 0..63;
+ * records a failure when it cannot. */
+uint64_t ch_stream_cpu_mask(int rank);
 /* The stream of the given rank, and its main pool (record a failure when
  * there is none). */
 coexec_xstream_t ch_xstream(int rank);

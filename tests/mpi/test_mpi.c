@@ -34,7 +34,6 @@
 
 #include <coexec/mpi.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -588,40 +587,14 @@ static void test_errors(void)
 
 #define PL_STREAMS 2
 
-static uint64_t masks[PL_STREAMS];
-
-/* The CPUs the calling thread may run on, as a bit mask (CPUs < 64). */
-static void read_mask(void *arg)
-{
-    int i = (int)(intptr_t)arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CH_CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
-    uint64_t m = 0;
-    for (int c = 0; c < 64; c++)
-        if (CPU_ISSET(c, &set))
-            m |= 1ull << c;
-    masks[i] = m;
-}
-
 /* Run by mpiexec with --bind-to core and with --bind-to none: each rank's
  * streams read their real masks; no CPU is in masks of both ranks. */
 static void test_placement(void)
 {
     ch_init(PL_STREAMS);
-    for (int i = 0; i < PL_STREAMS; i++) {
-        coexec_thread_t t;
-        coexec_thread_attr_t attr;
-        CU_ASSERT_EQUAL_FATAL(coexec_thread_attr_init(&attr), COEXEC_OK);
-        attr.pinned = 1;
-        CU_ASSERT_EQUAL_FATAL(coexec_thread_create_on(ch_xstream(i), read_mask,
-                                                      (void *)(intptr_t)i,
-                                                      &attr, &t),
-                              COEXEC_OK);
-        /* Not joined early: a join could run it in place, here. */
-        CU_ASSERT_FATAL(CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED));
-        CU_ASSERT_EQUAL(coexec_thread_free(&t), COEXEC_OK);
-    }
+    uint64_t masks[PL_STREAMS];
+    for (int i = 0; i < PL_STREAMS; i++)
+        masks[i] = ch_stream_cpu_mask(i);
     uint64_t mine = 0, all[2 * PL_STREAMS];
     for (int i = 0; i < PL_STREAMS; i++) {
         CU_ASSERT(masks[i] != 0);

@@ -47,21 +47,6 @@ static void env_set(const char *const *kv, bool set)
     }
 }
 
-static uint64_t seen_mask[NS];
-
-static void read_mask(void *arg)
-{
-    int i = (int)(intptr_t)arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CH_CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
-    uint64_t m = 0;
-    for (int c = 0; c < 64; c++)
-        if (CPU_ISSET(c, &set))
-            m |= 1ull << c;
-    seen_mask[i] = m;
-}
-
 /* Inits NS streams with the environment kv and the mode, and stores each
  * stream's CPU (coexec_xstream_get_cpu) and real mask. */
 static void place(const char *const *kv, int mode, int cpu[NS], uint64_t mask[NS])
@@ -77,17 +62,7 @@ static void place(const char *const *kv, int mode, int cpu[NS], uint64_t mask[NS
     CU_ASSERT_EQUAL_FATAL(rc, COEXEC_OK);
     for (int i = 0; i < NS; i++) {
         CU_ASSERT_EQUAL(coexec_xstream_get_cpu(ch_xstream(i), &cpu[i]), COEXEC_OK);
-        coexec_thread_attr_t attr;
-        CU_ASSERT_EQUAL_FATAL(coexec_thread_attr_init(&attr), COEXEC_OK);
-        attr.pinned = 1;
-        coexec_thread_t t;
-        CU_ASSERT_EQUAL_FATAL(coexec_thread_create_on(ch_xstream(i), read_mask,
-                                                      (void *)(intptr_t)i,
-                                                      &attr, &t),
-                              COEXEC_OK);
-        CU_ASSERT_FATAL(CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED));
-        CU_ASSERT_EQUAL(coexec_thread_free(&t), COEXEC_OK);
-        mask[i] = seen_mask[i];
+        mask[i] = ch_stream_cpu_mask(i);
     }
     ch_finalize();
 }
