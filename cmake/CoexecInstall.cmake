@@ -3,6 +3,8 @@
 # Installs
 #   include/coexec.h, include/coexec/*.h
 #   libcoexec.so.X.Y.Z (+ SONAME and dev links) and libcoexec.a
+#   libcoexec-abt.so / .a, include/coexec/abt/abt.h and coexec-abt.pc
+#                                        when COEXEC_ABT is on
 #   <libdir>/pkgconfig/coexec.pc         relocatable (prefix from ${pcfiledir})
 #   libcoexec-mpi and coexec-mpi.pc      when it is built (CoexecMPI.cmake)
 #   <libdir>/cmake/coexec/               coexecConfig.cmake, its version file,
@@ -79,6 +81,13 @@ if(TARGET coexec_mpi)
   list(JOIN MPI_C_LIBRARIES " " COEXEC_PC_MPI_LIBS)
   configure_file(${PROJECT_SOURCE_DIR}/coexec-mpi.pc.in ${PROJECT_BINARY_DIR}/coexec-mpi.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/coexec-mpi.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT Development)
+endif()
+# coexec-abt.pc: the Argobots layer; Cflags name include/coexec/abt so that
+# programs keep writing #include <abt.h>.
+if(COEXEC_ABT)
+  configure_file(${PROJECT_SOURCE_DIR}/coexec-abt.pc.in ${PROJECT_BINARY_DIR}/coexec-abt.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/coexec-abt.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT Development)
 endif()
 

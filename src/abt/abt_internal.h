@@ -1,0 +1,211 @@
+/*
+ * src/abt/abt_internal.h: the records behind the ABT_* handles of
+ * libcoexec-abt, the Argobots 1.x layer over libcoexec's public API.
+ *
+ * Every ABT handle is a pointer to one of the records below, which holds
+ * the coexec handle of the object it stands for plus the little state the
+ * Argobots API exposes and coexec does not (ranks chosen by the user, the
+ * data pointers of pools and schedulers, an automatic flag). The layer
+ * includes only <coexec.h>: no libcoexec internals.
+ *
+ * Units: a ULT or a tasklet is created in coexec with a trampoline whose
+ * argument is its struct ABT_thread_opaque, so coexec_unit_get_arg maps a
+ * coexec unit back to its handle. Records come from a per-OS-thread cache
+ * (src/abt/thread.c), so creating and freeing units does not call malloc in
+ * steady state. The running ABT unit is kept in a thread-local pointer that
+ * every layer call which may switch saves before and restores after (a
+ * resumed ULT may be on another OS thread); accesses go through non-inlined
+ * functions so that no thread-local address is cached across a switch.
+ *
+ * Pools, schedulers and streams are few: their records stay allocated in a
+ * global registry until the last ABT_finalize, so a stale handle is
+ * recognised (its state says freed) instead of pointing into freed memory.
+ */
+#ifndef COEXEC_ABT_INTERNAL_H
+#define COEXEC_ABT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <coexec.h>
+
+#include "abt.h"
+
+#define ABTX_MAX_XSTREAMS 1024
+#define ABTX_PRIO_POOLS 3
+
+/* The kind of a record, checked on every handle (a stale or foreign
+ * pointer is refused with the call's ABT_ERR_INV_* code). */
+enum abtx_magic {
+    ABTX_FREED = 0,
+    ABTX_THREAD = 0x41425454,
+    ABTX_POOL = 0x41425450,
+    ABTX_SCHED = 0x41425453,
+    ABTX_XSTREAM = 0x41425458
+};
+
+struct ABT_thread_opaque {
+    uint32_t magic;
+    uint8_t is_ult;      /* 1: ULT, 0: tasklet */
+    uint8_t detached;    /* created without a handle: freed when done */
+    uint8_t is_main;     /* the primary's main ULT */
+    uint8_t migratable;
+    coexec_unit_t u;     /* the coexec ULT or tasklet */
+    void (*fn)(void *);
+    void *arg;
+    ABT_pool pool;       /* the pool it was last pushed into */
+    ABT_unit unit;       /* its unit in a user-defined pool, if any */
+    ABT_pool unit_pool;  /* the pool that made that unit */
+    size_t stacksize;
+    uint64_t id;
+    struct ABT_thread_opaque *next; /* the record cache's free list */
+};
+
+/* A pool defined by ABT_pool_def (1.x) or ABT_pool_user_def. */
+struct abtx_pool_def {
+    ABT_pool_def d;
+    /* ABT_pool_user_def callbacks; create_unit non-NULL selects them. */
+    ABT_pool_user_create_unit_fn create_unit;
+    ABT_pool_user_free_unit_fn free_unit;
+    ABT_pool_user_is_empty_fn is_empty;
+    ABT_pool_user_pop_fn pop;
+    ABT_pool_user_push_fn push;
+    ABT_pool_user_init_fn init;
+    ABT_pool_user_free_fn free;
+    ABT_pool_user_get_size_fn get_size;
+};
+
+struct ABT_pool_opaque {
+    uint32_t magic;
+    int id;
+    coexec_pool_t cp;
+    ABT_pool_kind kind;
+    ABT_pool_access access;
+    bool automatic;
+    bool borrowed;           /* coexec's own pool: never freed here */
+    atomic_int num_scheds;   /* schedulers using it */
+    void *data;              /* ABT_pool_set_data */
+    struct abtx_pool_def *def; /* NULL: a built-in kind */
+    ABT_pool_config config;
+    struct ABT_pool_opaque *next; /* the registry */
+};
+
+struct ABT_sched_opaque {
+    uint32_t magic;
+    coexec_sched_t cs;
+    ABT_sched_predef predef;
+    bool automatic;
+    bool borrowed;           /* coexec's own scheduler */
+    bool used;               /* main scheduler of a stream, or stacked */
+    void *data;              /* ABT_sched_set_data */
+    ABT_sched_def def;       /* user-defined: def.run non-NULL */
+    ABT_sched_config config;
+    int num_pools;
+    ABT_pool *pools;
+    struct ABT_sched_opaque *next;
+};
+
+struct ABT_xstream_opaque {
+    uint32_t magic;
+    int rank;                /* the ABT rank (the user may choose it) */
+    int crank;               /* coexec's rank of the stream */
+    bool primary;
+    bool joined;
+    coexec_xstream_t cx;
+    ABT_sched sched;         /* main scheduler */
+    struct ABT_xstream_opaque *next;
+};
+
+/* Runtime state (src/abt/init.c). */
+struct abtx_global {
+    int refcount;
+    ABT_xstream primary;
+    struct ABT_thread_opaque main_ult;
+    size_t stacksize;
+    int next_pool_id;
+    ABT_xstream by_crank[ABTX_MAX_XSTREAMS]; /* coexec rank -> record */
+    ABT_xstream by_rank[ABTX_MAX_XSTREAMS];  /* ABT rank -> record */
+    struct ABT_pool_opaque *pools;
+    struct ABT_sched_opaque *scheds;
+    struct ABT_xstream_opaque *xstreams;
+};
+extern struct abtx_global abtx_g;
+extern pthread_mutex_t abtx_lock;
+
+/* The running ABT unit of this OS thread (NULL: none). */
+ABT_thread abtx_cur_get(void);
+void abtx_cur_set(ABT_thread t);
+
+/* A coexec error turned into Argobots' code; inv is the call's
+ * ABT_ERR_INV_* for a bad handle, other its code for a wrong state. */
+int abtx_err(int rc, int inv, int other);
+
+/* Prints "libcoexec-abt: <name> is not supported yet" once per name and
+ * returns ABT_ERR_FEATURE_NA. */
+int abtx_na(const char *name, atomic_int *once);
+#define ABTX_NA(name)                                                          \
+    do {                                                                       \
+        static atomic_int once_;                                               \
+        return abtx_na(name, &once_);                                          \
+    } while (0)
+
+/* Drops a result that does not matter (the calls are NODISCARD). */
+#define ABTX_IGNORE(call)                                                      \
+    do {                                                                       \
+        if (call) {                                                            \
+        }                                                                      \
+    } while (0)
+
+#define ABTX_CHECK_INIT()                                                      \
+    do {                                                                       \
+        if (abtx_g.refcount == 0)                                              \
+            return ABT_ERR_UNINITIALIZED;                                      \
+    } while (0)
+
+/* Handle checks: the record, or NULL for a null/stale one. */
+static inline ABT_thread abtx_thread(ABT_thread t)
+{
+    return t && t->magic == ABTX_THREAD ? t : NULL;
+}
+static inline ABT_pool abtx_pool(ABT_pool p)
+{
+    return p && p->magic == ABTX_POOL ? p : NULL;
+}
+static inline ABT_sched abtx_sched(ABT_sched s)
+{
+    return s && s->magic == ABTX_SCHED ? s : NULL;
+}
+static inline ABT_xstream abtx_xstream(ABT_xstream x)
+{
+    return x && x->magic == ABTX_XSTREAM ? x : NULL;
+}
+
+/* Registry records (src/abt/pool.c, sched.c, xstream.c). */
+ABT_pool abtx_pool_wrap(coexec_pool_t cp, ABT_pool_kind kind,
+                        ABT_pool_access access, bool automatic,
+                        bool borrowed);
+int abtx_pool_release(ABT_pool p);
+ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
+                          int num_pools, const ABT_pool *pools,
+                          bool automatic, bool borrowed);
+int abtx_sched_release(ABT_sched s);
+int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
+                         const ABT_pool *pools, ABT_sched_config config,
+                         ABT_sched *out);
+ABT_xstream abtx_xstream_self(void);
+void abtx_registry_free(void);
+
+/* Scheduler configuration values (src/abt/sched.c). */
+int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt);
+
+/* The ABT thread of a coexec unit (its trampoline's argument), or NULL. */
+ABT_thread abtx_thread_of(coexec_unit_t u);
+/* Pushes t into p the Argobots way (a user-defined pool gets its unit). */
+int abtx_pool_push_thread(ABT_pool p, ABT_thread t);
+
+/* Records of units (src/abt/thread.c). */
+void abtx_thread_cache_drain(void);
+
+#endif /* COEXEC_ABT_INTERNAL_H */

@@ -1,0 +1,796 @@
+/*
+ * src/abt/pool.c: pools (ABT_pool_*), pool configurations, user-defined
+ * pools and units.
+ *
+ * A built-in ABT pool is a coexec FIFO pool; its units are the records of
+ * the ULTs and tasklets (ABT_unit == ABT_thread). A user-defined pool, given
+ * as Argobots 1.x's ABT_pool_def or made with ABT_pool_user_def_create, is a
+ * coexec user pool whose operations call the program's functions: a push
+ * hands the program the ABT_unit it made for the ULT, a pop turns the unit
+ * it returns back into the coexec unit.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abt_internal.h"
+
+/* What ABT_pool_user_def_create returns: told from Argobots 1.x's
+ * ABT_pool_def (whose first field, access, is 0..4) by its first word. */
+#define USER_DEF_MAGIC 0x55534446
+
+struct user_def {
+    int magic;
+    ABT_pool_user_create_unit_fn create_unit;
+    ABT_pool_user_free_unit_fn free_unit;
+    ABT_pool_user_is_empty_fn is_empty;
+    ABT_pool_user_pop_fn pop;
+    ABT_pool_user_push_fn push;
+    ABT_pool_user_init_fn init;
+    ABT_pool_user_free_fn free;
+    ABT_pool_user_get_size_fn get_size;
+};
+
+/* ---- registry ------------------------------------------------------------ */
+
+ABT_pool abtx_pool_wrap(coexec_pool_t cp, ABT_pool_kind kind,
+                        ABT_pool_access access, bool automatic, bool borrowed)
+{
+    ABT_pool p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->magic = ABTX_POOL;
+    p->cp = cp;
+    p->kind = kind;
+    p->access = access;
+    p->automatic = automatic;
+    p->borrowed = borrowed;
+    pthread_mutex_lock(&abtx_lock);
+    p->id = abtx_g.next_pool_id++;
+    p->next = abtx_g.pools;
+    abtx_g.pools = p;
+    pthread_mutex_unlock(&abtx_lock);
+    return p;
+}
+
+int abtx_pool_release(ABT_pool p)
+{
+    if (!abtx_pool(p))
+        return ABT_ERR_INV_POOL;
+    if (atomic_load(&p->num_scheds) > 0)
+        return ABT_ERR_POOL;
+    if (!p->borrowed) {
+        coexec_pool_t cp = p->cp;
+        int rc = coexec_pool_free(&cp);
+        if (rc && rc != COEXEC_ENOTINIT)
+            return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
+    }
+    p->magic = ABTX_FREED;
+    return ABT_SUCCESS;
+}
+
+/* Frees every record at the last ABT_finalize (coexec has gone). */
+void abtx_registry_free(void)
+{
+    pthread_mutex_lock(&abtx_lock);
+    for (ABT_pool p = abtx_g.pools, n; p; p = n) {
+        n = p->next;
+        free(p->def);
+        free(p);
+    }
+    for (ABT_sched s = abtx_g.scheds, n; s; s = n) {
+        n = s->next;
+        free(s->pools);
+        free(s);
+    }
+    for (ABT_xstream x = abtx_g.xstreams, n; x; x = n) {
+        n = x->next;
+        free(x);
+    }
+    abtx_g.pools = NULL;
+    abtx_g.scheds = NULL;
+    abtx_g.xstreams = NULL;
+    abtx_g.primary = NULL;
+    memset(abtx_g.by_rank, 0, sizeof(abtx_g.by_rank));
+    memset(abtx_g.by_crank, 0, sizeof(abtx_g.by_crank));
+    pthread_mutex_unlock(&abtx_lock);
+}
+
+/* ---- built-in pools -------------------------------------------------------- */
+
+int ABT_pool_create_basic(ABT_pool_kind kind, ABT_pool_access access,
+                          ABT_bool automatic, ABT_pool *newpool)
+{
+    ABTX_CHECK_INIT();
+    if (!newpool)
+        return ABT_ERR_INV_ARG;
+    *newpool = ABT_POOL_NULL;
+    if (kind != ABT_POOL_FIFO && kind != ABT_POOL_FIFO_WAIT &&
+        kind != ABT_POOL_RANDWS)
+        return ABT_ERR_INV_POOL_KIND;
+    if ((unsigned)access > ABT_POOL_ACCESS_MPMC)
+        return ABT_ERR_INV_POOL_ACCESS;
+    /* Every ABT pool is MPMC in coexec: Argobots does not check access
+     * modes by default, and programs push across streams freely. */
+    coexec_pool_t cp;
+    int rc = coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &cp);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
+    ABT_pool p = abtx_pool_wrap(cp, kind, access, automatic == ABT_TRUE, false);
+    if (!p) {
+        ABTX_IGNORE(coexec_pool_free(&cp));
+        return ABT_ERR_MEM;
+    }
+    *newpool = p;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_free(ABT_pool *pool)
+{
+    ABTX_CHECK_INIT();
+    if (!pool)
+        return ABT_ERR_INV_ARG;
+    if (!abtx_pool(*pool) || (*pool)->borrowed)
+        return ABT_ERR_INV_POOL;
+    int rc = abtx_pool_release(*pool);
+    if (!rc)
+        *pool = ABT_POOL_NULL;
+    return rc;
+}
+
+/* ---- user-defined pools ------------------------------------------------------ */
+
+/* The program's unit of t in pool p, made (and an older one released) if
+ * t last belonged to another pool. */
+static ABT_unit unit_for(ABT_pool p, ABT_thread t)
+{
+    struct abtx_pool_def *d = p->def;
+    if (t->unit && t->unit_pool == p)
+        return t->unit;
+    if (t->unit && t->unit_pool && t->unit_pool->def) {
+        struct abtx_pool_def *od = t->unit_pool->def;
+        if (od->free_unit)
+            od->free_unit(t->unit_pool, t->unit);
+        else if (od->d.u_free)
+            od->d.u_free(&t->unit);
+    }
+    t->unit = d->create_unit ? d->create_unit(p, t)
+                             : d->d.u_create_from_thread(t);
+    t->unit_pool = p;
+    return t->unit;
+}
+
+static ABT_thread thread_of_unit(ABT_pool p, ABT_unit u)
+{
+    if (!u)
+        return NULL;
+    if (!p->def || abtx_thread((ABT_thread)u) == (ABT_thread)u)
+        return abtx_thread((ABT_thread)u);
+    return p->def->d.u_get_thread ? p->def->d.u_get_thread(u) : NULL;
+}
+
+static int up_init(coexec_pool_t cp, void *arg, void **state)
+{
+    ABT_pool p = arg;
+    p->cp = cp;
+    *state = p;
+    int rc = ABT_SUCCESS;
+    if (p->def->init)
+        rc = p->def->init(p, p->config);
+    else if (p->def->d.p_init)
+        rc = p->def->d.p_init(p, p->config);
+    return rc ? COEXEC_EINVAL : COEXEC_OK;
+}
+
+static void up_free(void *state)
+{
+    ABT_pool p = state;
+    if (p->def->free)
+        p->def->free(p);
+    else if (p->def->d.p_free)
+        (void)p->def->d.p_free(p);
+}
+
+static void up_push(void *state, coexec_unit_t cu, coexec_push_kind_t kind)
+{
+    ABT_pool p = state;
+    ABT_thread t = abtx_thread_of(cu);
+    if (!t)
+        return; /* TODO(#abt): a stacked scheduler in a user-defined pool */
+    t->u = cu;
+    t->pool = p;
+    ABT_unit u = unit_for(p, t);
+    if (p->def->push)
+        p->def->push(p, u,
+                     kind == COEXEC_PUSH_YIELD ? ABT_POOL_CONTEXT_OP_THREAD_YIELD
+                     : kind == COEXEC_PUSH_WAKE
+                         ? ABT_POOL_CONTEXT_OP_THREAD_RESUME
+                         : ABT_POOL_CONTEXT_OP_THREAD_CREATE);
+    else
+        p->def->d.p_push(p, u);
+}
+
+static coexec_unit_t up_pop(void *state)
+{
+    ABT_pool p = state;
+    ABT_thread t;
+    if (p->def->pop) {
+        t = abtx_thread(p->def->pop(p, ABT_POOL_CONTEXT_OP_POOL_OTHER));
+    } else {
+        ABT_unit u = p->def->d.p_pop(p);
+        t = thread_of_unit(p, u);
+    }
+    return t ? t->u : (coexec_unit_t){0};
+}
+
+static int up_remove(void *state, coexec_unit_t cu)
+{
+    ABT_pool p = state;
+    ABT_thread t = abtx_thread_of(cu);
+    if (!t || !p->def->d.p_remove || t->unit_pool != p)
+        return 0;
+    return p->def->d.p_remove(p, t->unit) == ABT_SUCCESS;
+}
+
+static size_t up_get_size(void *state)
+{
+    ABT_pool p = state;
+    if (p->def->get_size)
+        return p->def->get_size(p);
+    if (p->def->d.p_get_size)
+        return p->def->d.p_get_size(p);
+    if (p->def->is_empty)
+        return p->def->is_empty(p) ? 0 : 1;
+    return 0;
+}
+
+static const coexec_pool_ops_t user_pool_ops = {
+    .size = sizeof(coexec_pool_ops_t),
+    .init = up_init,
+    .free = up_free,
+    .push = up_push,
+    .pop = up_pop,
+    .get_size = up_get_size,
+};
+
+static const coexec_pool_ops_t user_pool_ops_remove = {
+    .size = sizeof(coexec_pool_ops_t),
+    .init = up_init,
+    .free = up_free,
+    .push = up_push,
+    .pop = up_pop,
+    .remove = up_remove,
+    .get_size = up_get_size,
+};
+
+int ABT_pool_create(ABT_pool_user_def def, ABT_pool_config config,
+                    ABT_pool *newpool)
+{
+    ABTX_CHECK_INIT();
+    if (!newpool)
+        return ABT_ERR_INV_ARG;
+    *newpool = ABT_POOL_NULL;
+    if (!def)
+        return ABT_ERR_INV_POOL_USER_DEF;
+    struct abtx_pool_def *d = calloc(1, sizeof(*d));
+    if (!d)
+        return ABT_ERR_MEM;
+    const struct user_def *ud = (const struct user_def *)(void *)def;
+    if (ud->magic == USER_DEF_MAGIC) {
+        d->d.access = ABT_POOL_ACCESS_MPMC;
+        d->create_unit = ud->create_unit;
+        d->free_unit = ud->free_unit;
+        d->is_empty = ud->is_empty;
+        d->pop = ud->pop;
+        d->push = ud->push;
+        d->init = ud->init;
+        d->free = ud->free;
+        d->get_size = ud->get_size;
+    } else {
+        d->d = *def;
+        if (!d->d.p_push || !d->d.p_pop || !d->d.u_create_from_thread ||
+            !d->d.u_get_thread) {
+            free(d);
+            return ABT_ERR_INV_POOL_USER_DEF;
+        }
+    }
+    ABT_pool p = abtx_pool_wrap((coexec_pool_t){0}, ABT_POOL_FIFO,
+                                d->d.access, false, false);
+    if (!p) {
+        free(d);
+        return ABT_ERR_MEM;
+    }
+    p->def = d;
+    p->config = config;
+    if (config) {
+        int automatic = ABT_FALSE;
+        if (ABT_pool_config_get(config, ABT_pool_config_automatic.key, NULL,
+                                &automatic) == ABT_SUCCESS)
+            p->automatic = automatic == ABT_TRUE;
+    }
+    coexec_pool_t cp;
+    int rc = coexec_pool_create_user(d->d.p_remove ? &user_pool_ops_remove
+                                                   : &user_pool_ops,
+                                     COEXEC_ACCESS_MPMC, p, &cp);
+    if (rc) {
+        p->magic = ABTX_FREED;
+        return abtx_err(rc, ABT_ERR_INV_POOL_USER_DEF, ABT_ERR_POOL);
+    }
+    p->cp = cp;
+    *newpool = p;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_user_def_create(ABT_pool_user_create_unit_fn p_create_unit,
+                             ABT_pool_user_free_unit_fn p_free_unit,
+                             ABT_pool_user_is_empty_fn p_is_empty,
+                             ABT_pool_user_pop_fn p_pop,
+                             ABT_pool_user_push_fn p_push,
+                             ABT_pool_user_def *newdef)
+{
+    if (!newdef)
+        return ABT_ERR_INV_ARG;
+    if (!p_create_unit || !p_free_unit || !p_is_empty || !p_pop || !p_push)
+        return ABT_ERR_INV_ARG;
+    struct user_def *ud = calloc(1, sizeof(*ud));
+    if (!ud)
+        return ABT_ERR_MEM;
+    ud->magic = USER_DEF_MAGIC;
+    ud->create_unit = p_create_unit;
+    ud->free_unit = p_free_unit;
+    ud->is_empty = p_is_empty;
+    ud->pop = p_pop;
+    ud->push = p_push;
+    *newdef = (ABT_pool_user_def)(void *)ud;
+    return ABT_SUCCESS;
+}
+
+/* The user_def behind def, or NULL when def is not one. */
+static struct user_def *user_def(ABT_pool_user_def def)
+{
+    struct user_def *ud = (struct user_def *)(void *)def;
+    return ud && ud->magic == USER_DEF_MAGIC ? ud : NULL;
+}
+
+int ABT_pool_user_def_free(ABT_pool_user_def *def)
+{
+    if (!def || !user_def(*def))
+        return ABT_ERR_INV_POOL_USER_DEF;
+    user_def(*def)->magic = 0;
+    free(*def);
+    *def = ABT_POOL_USER_DEF_NULL;
+    return ABT_SUCCESS;
+}
+
+#define USER_DEF_SETTER(fn_name, field, type)                                  \
+    int fn_name(ABT_pool_user_def def, type f)                                 \
+    {                                                                          \
+        struct user_def *ud = user_def(def);                                   \
+        if (!ud)                                                               \
+            return ABT_ERR_INV_POOL_USER_DEF;                                  \
+        ud->field = f;                                                         \
+        return ABT_SUCCESS;                                                    \
+    }
+USER_DEF_SETTER(ABT_pool_user_def_set_init, init, ABT_pool_user_init_fn)
+USER_DEF_SETTER(ABT_pool_user_def_set_free, free, ABT_pool_user_free_fn)
+USER_DEF_SETTER(ABT_pool_user_def_set_get_size, get_size,
+                ABT_pool_user_get_size_fn)
+
+int ABT_pool_user_def_set_pop_wait(ABT_pool_user_def def,
+                                   ABT_pool_user_pop_wait_fn p_pop_wait)
+{
+    /* Accepted; coexec's schedulers park by themselves, so it is unused. */
+    (void)p_pop_wait;
+    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
+}
+
+int ABT_pool_user_def_set_pop_many(ABT_pool_user_def def,
+                                   ABT_pool_user_pop_many_fn p_pop_many)
+{
+    (void)p_pop_many; /* unused: units are popped one at a time */
+    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
+}
+
+int ABT_pool_user_def_set_push_many(ABT_pool_user_def def,
+                                    ABT_pool_user_push_many_fn p_push_many)
+{
+    (void)p_push_many; /* unused: units are pushed one at a time */
+    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
+}
+
+int ABT_pool_user_def_set_print_all(ABT_pool_user_def def,
+                                    ABT_pool_user_print_all_fn p_print_all)
+{
+    (void)p_print_all;
+    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
+}
+
+/* ---- pool configuration ------------------------------------------------------ */
+
+#define POOL_CONFIG_MAX 16
+
+struct ABT_pool_config_opaque {
+    int n;
+    struct {
+        int key;
+        ABT_pool_config_type type;
+        union {
+            int i;
+            double d;
+            void *p;
+        } v;
+    } e[POOL_CONFIG_MAX];
+};
+
+const ABT_pool_config_var ABT_pool_config_automatic = {
+    .key = -2, .type = ABT_POOL_CONFIG_INT};
+
+int ABT_pool_config_create(ABT_pool_config *config)
+{
+    if (!config)
+        return ABT_ERR_INV_ARG;
+    *config = calloc(1, sizeof(**config));
+    return *config ? ABT_SUCCESS : ABT_ERR_MEM;
+}
+
+int ABT_pool_config_free(ABT_pool_config *config)
+{
+    if (!config || !*config)
+        return ABT_ERR_INV_POOL_CONFIG;
+    free(*config);
+    *config = ABT_POOL_CONFIG_NULL;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_config_set(ABT_pool_config config, int key,
+                        ABT_pool_config_type type, const void *val)
+{
+    if (!config)
+        return ABT_ERR_INV_POOL_CONFIG;
+    if ((unsigned)type > ABT_POOL_CONFIG_PTR)
+        return ABT_ERR_INV_ARG;
+    int i;
+    for (i = 0; i < config->n && config->e[i].key != key; i++)
+        ;
+    if (!val) {
+        /* Removes the key. */
+        if (i < config->n)
+            config->e[i] = config->e[--config->n];
+        return ABT_SUCCESS;
+    }
+    if (i == config->n) {
+        if (config->n == POOL_CONFIG_MAX)
+            return ABT_ERR_MEM;
+        config->n++;
+    }
+    config->e[i].key = key;
+    config->e[i].type = type;
+    if (type == ABT_POOL_CONFIG_INT)
+        config->e[i].v.i = *(const int *)val;
+    else if (type == ABT_POOL_CONFIG_DOUBLE)
+        config->e[i].v.d = *(const double *)val;
+    else
+        config->e[i].v.p = *(void *const *)val;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_config_get(ABT_pool_config config, int key,
+                        ABT_pool_config_type *p_type, void *val)
+{
+    if (!config)
+        return ABT_ERR_INV_POOL_CONFIG;
+    for (int i = 0; i < config->n; i++) {
+        if (config->e[i].key != key)
+            continue;
+        if (p_type)
+            *p_type = config->e[i].type;
+        if (val) {
+            if (config->e[i].type == ABT_POOL_CONFIG_INT)
+                *(int *)val = config->e[i].v.i;
+            else if (config->e[i].type == ABT_POOL_CONFIG_DOUBLE)
+                *(double *)val = config->e[i].v.d;
+            else
+                *(void **)val = config->e[i].v.p;
+        }
+        return ABT_SUCCESS;
+    }
+    return ABT_ERR_INV_ARG;
+}
+
+/* ---- push and pop ---------------------------------------------------------- */
+
+int abtx_pool_push_thread(ABT_pool p, ABT_thread t)
+{
+    int rc = coexec_pool_push(p->cp, t->u);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_THREAD,
+                        rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
+    if (!p->def)
+        t->pool = p;
+    return ABT_SUCCESS;
+}
+
+/* Takes one unit out of p through coexec (which keeps its books). */
+static ABT_thread pool_take(ABT_pool p)
+{
+    coexec_unit_t cu;
+    if (coexec_pool_pop(p->cp, &cu) != COEXEC_OK || !cu.p)
+        return NULL;
+    ABT_thread t = abtx_thread_of(cu);
+    if (t)
+        t->u = cu;
+    return t;
+}
+
+int ABT_pool_pop_thread(ABT_pool pool, ABT_thread *thread)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!thread)
+        return ABT_ERR_INV_ARG;
+    *thread = pool_take(pool);
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_pop_thread_ex(ABT_pool pool, ABT_thread *thread,
+                           ABT_pool_context pool_ctx)
+{
+    (void)pool_ctx;
+    return ABT_pool_pop_thread(pool, thread);
+}
+
+int ABT_pool_pop_threads(ABT_pool pool, ABT_thread *threads, size_t len,
+                         size_t *num)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    size_t n = 0;
+    while (n < len && (threads[n] = pool_take(pool)))
+        n++;
+    *num = n;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_pop_threads_ex(ABT_pool pool, ABT_thread *threads, size_t len,
+                            size_t *num, ABT_pool_context pool_ctx)
+{
+    (void)pool_ctx;
+    return ABT_pool_pop_threads(pool, threads, len, num);
+}
+
+int ABT_pool_push_thread(ABT_pool pool, ABT_thread thread)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    return abtx_pool_push_thread(pool, thread);
+}
+
+int ABT_pool_push_thread_ex(ABT_pool pool, ABT_thread thread,
+                            ABT_pool_context pool_ctx)
+{
+    (void)pool_ctx;
+    return ABT_pool_push_thread(pool, thread);
+}
+
+int ABT_pool_push_threads(ABT_pool pool, const ABT_thread *threads,
+                          size_t num)
+{
+    for (size_t i = 0; i < num; i++) {
+        int rc = ABT_pool_push_thread(pool, threads[i]);
+        if (rc)
+            return rc;
+    }
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_push_threads_ex(ABT_pool pool, const ABT_thread *threads,
+                             size_t num, ABT_pool_context pool_ctx)
+{
+    (void)pool_ctx;
+    return ABT_pool_push_threads(pool, threads, num);
+}
+
+/* Pops, polling until the deadline (coexec's pools do not block). */
+static ABT_thread pool_take_until(ABT_pool p, uint64_t deadline)
+{
+    for (;;) {
+        ABT_thread t = pool_take(p);
+        if (t || coexec_now_ns() >= deadline)
+            return t;
+        sched_yield();
+    }
+}
+
+static uint64_t deadline_after(double secs)
+{
+    return coexec_now_ns() + (secs > 0 ? (uint64_t)(secs * 1e9) : 0);
+}
+
+int ABT_pool_pop_wait_thread(ABT_pool pool, ABT_thread *thread,
+                             double time_secs)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    *thread = pool_take_until(pool, deadline_after(time_secs));
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_pop_wait_thread_ex(ABT_pool pool, ABT_thread *thread,
+                                double time_secs, ABT_pool_context pool_ctx)
+{
+    (void)pool_ctx;
+    return ABT_pool_pop_wait_thread(pool, thread, time_secs);
+}
+
+/* The ABT_unit of t as p's users see it. */
+static ABT_unit unit_of(ABT_pool p, ABT_thread t)
+{
+    if (!t)
+        return ABT_UNIT_NULL;
+    return p->def && t->unit ? t->unit : (ABT_unit)t;
+}
+
+int ABT_pool_pop(ABT_pool pool, ABT_unit *unit)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!unit)
+        return ABT_ERR_INV_ARG;
+    *unit = unit_of(pool, pool_take(pool));
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_pop_wait(ABT_pool pool, ABT_unit *unit, double time_secs)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    *unit = unit_of(pool, pool_take_until(pool, deadline_after(time_secs)));
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_pop_timedwait(ABT_pool pool, ABT_unit *unit, double abstime_secs)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    double now = ABT_get_wtime();
+    *unit = unit_of(pool,
+                    pool_take_until(pool, deadline_after(abstime_secs - now)));
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_push(ABT_pool pool, ABT_unit unit)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    ABT_thread t = thread_of_unit(pool, unit);
+    if (!t)
+        return ABT_ERR_INV_UNIT;
+    return abtx_pool_push_thread(pool, t);
+}
+
+int ABT_unit_get_thread(ABT_unit unit, ABT_thread *thread)
+{
+    if (!unit)
+        return ABT_ERR_INV_UNIT;
+    ABT_thread t = abtx_thread((ABT_thread)unit);
+    if (!t) {
+        /* A unit of a user-defined pool: ask the first pool that can. */
+        pthread_mutex_lock(&abtx_lock);
+        for (ABT_pool p = abtx_g.pools; p && !t; p = p->next)
+            if (p->magic == ABTX_POOL && p->def && p->def->d.u_get_thread)
+                t = p->def->d.u_get_thread(unit);
+        pthread_mutex_unlock(&abtx_lock);
+    }
+    if (!t)
+        return ABT_ERR_INV_UNIT;
+    *thread = t;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_remove(ABT_pool pool, ABT_unit unit)
+{
+    (void)pool;
+    (void)unit;
+    ABTX_NA("ABT_pool_remove");
+}
+
+/* ---- queries --------------------------------------------------------------- */
+
+int ABT_pool_get_access(ABT_pool pool, ABT_pool_access *access)
+{
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    *access = pool->access;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_get_size(ABT_pool pool, size_t *size)
+{
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    int rc = coexec_pool_get_size(pool->cp, size);
+    return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
+}
+
+int ABT_pool_get_total_size(ABT_pool pool, size_t *size)
+{
+    /* Blocked units are not counted by coexec's pools. */
+    return ABT_pool_get_size(pool, size);
+}
+
+int ABT_pool_is_empty(ABT_pool pool, ABT_bool *is_empty)
+{
+    size_t n = 0;
+    int rc = ABT_pool_get_size(pool, &n);
+    if (!rc)
+        *is_empty = n == 0 ? ABT_TRUE : ABT_FALSE;
+    return rc;
+}
+
+int ABT_pool_set_data(ABT_pool pool, void *data)
+{
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    pool->data = data;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_get_data(ABT_pool pool, void **data)
+{
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    *data = pool->data;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_get_id(ABT_pool pool, int *id)
+{
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    *id = pool->id;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_add_sched(ABT_pool pool, ABT_sched sched)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!abtx_sched(sched) || sched->used)
+        return ABT_ERR_INV_SCHED;
+    int rc = coexec_pool_add_sched(pool->cp, sched->cs);
+    if (rc == COEXEC_EBUSY || rc == COEXEC_EINVAL)
+        return ABT_ERR_INV_SCHED;
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
+    sched->used = true;
+    return ABT_SUCCESS;
+}
+
+int ABT_pool_print_all(ABT_pool pool, void *arg,
+                       void (*print_fn)(void *arg, ABT_unit))
+{
+    (void)pool;
+    (void)arg;
+    (void)print_fn;
+    ABTX_NA("ABT_pool_print_all");
+}
+
+int ABT_pool_print_all_threads(ABT_pool pool, void *arg,
+                               void (*print_fn)(void *arg, ABT_thread))
+{
+    (void)pool;
+    (void)arg;
+    (void)print_fn;
+    ABTX_NA("ABT_pool_print_all_threads");
+}

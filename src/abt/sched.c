@@ -1,0 +1,528 @@
+/*
+ * src/abt/sched.c: schedulers (ABT_sched_*), scheduler configurations, and
+ * the calls a user-defined scheduler's loop makes (ABT_xstream_run_unit,
+ * ABT_xstream_check_events).
+ *
+ * Predefined schedulers map onto coexec's kinds: DEFAULT, BASIC and
+ * BASIC_WAIT onto BASIC_WAIT (a stream with nothing to run parks instead of
+ * spinning), PRIO onto PRIO, RANDWS onto RANDWS; none steals from streams
+ * it was not given pools of. A user-defined scheduler (ABT_sched_def) is a
+ * coexec user scheduler whose run function calls the program's.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abt_internal.h"
+
+/* ---- configuration --------------------------------------------------------- */
+
+#define SCHED_CONFIG_MAX 16
+
+struct ABT_sched_config_opaque {
+    int n;
+    struct {
+        int idx;
+        ABT_sched_config_type type;
+        union {
+            int i;
+            double d;
+            void *p;
+        } v;
+    } e[SCHED_CONFIG_MAX];
+};
+
+ABT_sched_config_var ABT_sched_config_var_end = {.idx = -1,
+                                                 .type = ABT_SCHED_CONFIG_INT};
+ABT_sched_config_var ABT_sched_basic_freq = {.idx = -2,
+                                             .type = ABT_SCHED_CONFIG_INT};
+ABT_sched_config_var ABT_sched_config_access = {.idx = -3,
+                                                .type = ABT_SCHED_CONFIG_INT};
+ABT_sched_config_var ABT_sched_config_automatic = {
+    .idx = -4, .type = ABT_SCHED_CONFIG_INT};
+
+int ABT_sched_config_set(ABT_sched_config config, int idx,
+                         ABT_sched_config_type type, const void *val)
+{
+    if (!config)
+        return ABT_ERR_INV_SCHED_CONFIG;
+    if ((unsigned)type > ABT_SCHED_CONFIG_PTR)
+        return ABT_ERR_INV_ARG;
+    int i;
+    for (i = 0; i < config->n && config->e[i].idx != idx; i++)
+        ;
+    if (!val) {
+        if (i < config->n)
+            config->e[i] = config->e[--config->n];
+        return ABT_SUCCESS;
+    }
+    if (i == config->n) {
+        if (config->n == SCHED_CONFIG_MAX)
+            return ABT_ERR_MEM;
+        config->n++;
+    }
+    config->e[i].idx = idx;
+    config->e[i].type = type;
+    if (type == ABT_SCHED_CONFIG_INT)
+        config->e[i].v.i = *(const int *)val;
+    else if (type == ABT_SCHED_CONFIG_DOUBLE)
+        config->e[i].v.d = *(const double *)val;
+    else
+        config->e[i].v.p = *(void *const *)val;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_config_get(ABT_sched_config config, int idx,
+                         ABT_sched_config_type *p_type, void *val)
+{
+    if (!config)
+        return ABT_ERR_INV_SCHED_CONFIG;
+    for (int i = 0; i < config->n; i++) {
+        if (config->e[i].idx != idx)
+            continue;
+        if (p_type)
+            *p_type = config->e[i].type;
+        if (val) {
+            if (config->e[i].type == ABT_SCHED_CONFIG_INT)
+                *(int *)val = config->e[i].v.i;
+            else if (config->e[i].type == ABT_SCHED_CONFIG_DOUBLE)
+                *(double *)val = config->e[i].v.d;
+            else
+                *(void **)val = config->e[i].v.p;
+        }
+        return ABT_SUCCESS;
+    }
+    return ABT_ERR_INV_ARG;
+}
+
+int ABT_sched_config_create(ABT_sched_config *config, ...)
+{
+    if (!config)
+        return ABT_ERR_INV_ARG;
+    ABT_sched_config c = calloc(1, sizeof(*c));
+    if (!c)
+        return ABT_ERR_MEM;
+    va_list ap;
+    va_start(ap, config);
+    int rc = ABT_SUCCESS;
+    for (;;) {
+        ABT_sched_config_var var = va_arg(ap, ABT_sched_config_var);
+        if (var.idx == ABT_sched_config_var_end.idx)
+            break;
+        if (var.type == ABT_SCHED_CONFIG_INT) {
+            int v = va_arg(ap, int);
+            rc = ABT_sched_config_set(c, var.idx, var.type, &v);
+        } else if (var.type == ABT_SCHED_CONFIG_DOUBLE) {
+            double v = va_arg(ap, double);
+            rc = ABT_sched_config_set(c, var.idx, var.type, &v);
+        } else if (var.type == ABT_SCHED_CONFIG_PTR) {
+            void *v = va_arg(ap, void *);
+            rc = ABT_sched_config_set(c, var.idx, var.type, &v);
+        } else {
+            rc = ABT_ERR_INV_ARG;
+        }
+        if (rc)
+            break;
+    }
+    va_end(ap);
+    if (rc) {
+        free(c);
+        *config = ABT_SCHED_CONFIG_NULL;
+        return rc;
+    }
+    *config = c;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_config_read(ABT_sched_config config, int num_vars, ...)
+{
+    if (!config)
+        return ABT_ERR_INV_SCHED_CONFIG;
+    va_list ap;
+    va_start(ap, num_vars);
+    for (int i = 0; i < num_vars; i++) {
+        void *p = va_arg(ap, void *);
+        if (p)
+            (void)ABT_sched_config_get(config, i, NULL, p);
+    }
+    va_end(ap);
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_config_free(ABT_sched_config *config)
+{
+    if (!config || !*config)
+        return ABT_ERR_INV_SCHED_CONFIG;
+    free(*config);
+    *config = ABT_SCHED_CONFIG_NULL;
+    return ABT_SUCCESS;
+}
+
+int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt)
+{
+    int v = dflt;
+    if (c && ABT_sched_config_get(c, idx, NULL, &v) == ABT_SUCCESS)
+        return v;
+    return dflt;
+}
+
+/* ---- registry ----------------------------------------------------------------- */
+
+ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
+                          int num_pools, const ABT_pool *pools, bool automatic,
+                          bool borrowed)
+{
+    ABT_sched s = calloc(1, sizeof(*s));
+    ABT_pool *ps = calloc(num_pools > 0 ? num_pools : 1, sizeof(*ps));
+    if (!s || !ps) {
+        free(s);
+        free(ps);
+        return NULL;
+    }
+    s->magic = ABTX_SCHED;
+    s->cs = cs;
+    s->predef = predef;
+    s->automatic = automatic;
+    s->borrowed = borrowed;
+    s->num_pools = num_pools;
+    s->pools = ps;
+    for (int i = 0; i < num_pools; i++) {
+        ps[i] = pools[i];
+        atomic_fetch_add(&ps[i]->num_scheds, 1);
+    }
+    pthread_mutex_lock(&abtx_lock);
+    s->next = abtx_g.scheds;
+    abtx_g.scheds = s;
+    pthread_mutex_unlock(&abtx_lock);
+    return s;
+}
+
+int abtx_sched_release(ABT_sched s)
+{
+    if (!abtx_sched(s))
+        return ABT_ERR_INV_SCHED;
+    if (s->used)
+        return ABT_ERR_SCHED;
+    if (!s->borrowed) {
+        coexec_sched_t cs = s->cs;
+        int rc = coexec_sched_free(&cs);
+        if (rc == COEXEC_EBUSY)
+            return ABT_ERR_SCHED;
+        if (rc && rc != COEXEC_ENOTINIT)
+            return abtx_err(rc, ABT_ERR_INV_SCHED, ABT_ERR_SCHED);
+    }
+    s->magic = ABTX_FREED;
+    for (int i = 0; i < s->num_pools; i++) {
+        ABT_pool p = s->pools[i];
+        if (atomic_fetch_sub(&p->num_scheds, 1) == 1 && p->automatic)
+            (void)abtx_pool_release(p);
+    }
+    return ABT_SUCCESS;
+}
+
+/* Fills pools[0..n) from given (entries may be ABT_POOL_NULL, or given
+ * NULL): missing ones are new automatic FIFO pools. */
+static int pools_fill(int n, const ABT_pool *given, ABT_pool *pools,
+                      coexec_pool_t *cpools)
+{
+    for (int i = 0; i < n; i++) {
+        ABT_pool p = given ? given[i] : ABT_POOL_NULL;
+        if (p == ABT_POOL_NULL) {
+            int rc = ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPSC,
+                                           ABT_TRUE, &p);
+            if (rc)
+                return rc;
+        } else if (!abtx_pool(p)) {
+            return ABT_ERR_INV_POOL;
+        }
+        pools[i] = p;
+        cpools[i] = p->cp;
+    }
+    return ABT_SUCCESS;
+}
+
+int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
+                         const ABT_pool *pools, ABT_sched_config config,
+                         ABT_sched *out)
+{
+    coexec_sched_kind_t kind;
+    switch (predef) {
+    case ABT_SCHED_DEFAULT:
+    case ABT_SCHED_BASIC:
+    case ABT_SCHED_BASIC_WAIT:
+        kind = COEXEC_SCHED_BASIC_WAIT;
+        break;
+    case ABT_SCHED_PRIO:
+        kind = COEXEC_SCHED_PRIO;
+        break;
+    case ABT_SCHED_RANDWS:
+        kind = COEXEC_SCHED_RANDWS;
+        break;
+    default:
+        return ABT_ERR_INV_SCHED_PREDEF;
+    }
+    int n = num_pools;
+    if (!pools || n <= 0) {
+        pools = NULL;
+        n = predef == ABT_SCHED_PRIO ? ABTX_PRIO_POOLS : 1;
+    }
+    ABT_pool ps[n];
+    coexec_pool_t cps[n];
+    int rc = pools_fill(n, pools, ps, cps);
+    if (rc)
+        return rc;
+    coexec_sched_config_t cfg;
+    ABTX_IGNORE(coexec_sched_config_init(&cfg));
+    cfg.steal = 0;
+    int freq = abtx_sched_config_int(config, ABT_sched_basic_freq.idx, 0);
+    if (freq > 0)
+        cfg.event_freq = (unsigned)freq;
+    coexec_sched_t cs;
+    rc = coexec_sched_create(kind, cps, n, &cfg, &cs);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_SCHED);
+    bool automatic =
+        abtx_sched_config_int(config, ABT_sched_config_automatic.idx,
+                              ABT_TRUE) == ABT_TRUE;
+    ABT_sched s = abtx_sched_wrap(cs, predef, n, ps, automatic, false);
+    if (!s) {
+        ABTX_IGNORE(coexec_sched_free(&cs));
+        return ABT_ERR_MEM;
+    }
+    s->config = config;
+    *out = s;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_create_basic(ABT_sched_predef predef, int num_pools,
+                           ABT_pool *pools, ABT_sched_config config,
+                           ABT_sched *newsched)
+{
+    ABTX_CHECK_INIT();
+    if (!newsched)
+        return ABT_ERR_INV_ARG;
+    *newsched = ABT_SCHED_NULL;
+    return abtx_sched_new_basic(predef, num_pools, pools, config, newsched);
+}
+
+/* ---- user-defined schedulers ------------------------------------------------- */
+
+static int us_init(coexec_sched_t cs, void *arg, void **state)
+{
+    ABT_sched s = arg;
+    s->cs = cs;
+    *state = s;
+    if (s->def.init && s->def.init(s, s->config) != ABT_SUCCESS)
+        return COEXEC_EINVAL;
+    return COEXEC_OK;
+}
+
+static void us_run(coexec_sched_t cs, void *state)
+{
+    (void)cs;
+    ABT_sched s = state;
+    ABT_thread prev = abtx_cur_get();
+    abtx_cur_set(NULL);
+    s->def.run(s);
+    abtx_cur_set(prev);
+}
+
+static void us_free(void *state)
+{
+    ABT_sched s = state;
+    if (s->def.free)
+        (void)s->def.free(s);
+}
+
+static coexec_pool_t us_get_migr_pool(coexec_sched_t cs, void *state)
+{
+    (void)cs;
+    ABT_sched s = state;
+    ABT_pool p = s->def.get_migr_pool(s);
+    return abtx_pool(p) ? p->cp : s->pools[0]->cp;
+}
+
+static const coexec_sched_ops_t user_sched_ops = {
+    .size = sizeof(coexec_sched_ops_t),
+    .init = us_init,
+    .run = us_run,
+    .free = us_free,
+};
+
+static const coexec_sched_ops_t user_sched_ops_migr = {
+    .size = sizeof(coexec_sched_ops_t),
+    .init = us_init,
+    .run = us_run,
+    .free = us_free,
+    .get_migr_pool = us_get_migr_pool,
+};
+
+int ABT_sched_create(ABT_sched_def *def, int num_pools, ABT_pool *pools,
+                     ABT_sched_config config, ABT_sched *newsched)
+{
+    ABTX_CHECK_INIT();
+    if (!newsched)
+        return ABT_ERR_INV_ARG;
+    *newsched = ABT_SCHED_NULL;
+    if (!def || !def->run)
+        return ABT_ERR_INV_ARG;
+    int n = num_pools > 0 ? num_pools : 1;
+    ABT_pool ps[n];
+    coexec_pool_t cps[n];
+    int rc = pools_fill(n, num_pools > 0 ? pools : NULL, ps, cps);
+    if (rc)
+        return rc;
+    bool automatic = abtx_sched_config_int(config, ABT_sched_config_automatic.idx,
+                                           ABT_FALSE) == ABT_TRUE;
+    ABT_sched s = abtx_sched_wrap((coexec_sched_t){0}, ABT_SCHED_DEFAULT, n,
+                                  ps, automatic, false);
+    if (!s)
+        return ABT_ERR_MEM;
+    s->def = *def;
+    s->config = config;
+    coexec_sched_config_t cfg;
+    ABTX_IGNORE(coexec_sched_config_init(&cfg));
+    cfg.steal = 0;
+    coexec_sched_t cs;
+    rc = coexec_sched_create_user(def->get_migr_pool ? &user_sched_ops_migr
+                                                     : &user_sched_ops,
+                                  cps, n, &cfg, s, &cs);
+    if (rc) {
+        s->magic = ABTX_FREED;
+        for (int i = 0; i < n; i++)
+            atomic_fetch_sub(&ps[i]->num_scheds, 1);
+        return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_SCHED);
+    }
+    s->cs = cs;
+    *newsched = s;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_free(ABT_sched *sched)
+{
+    ABTX_CHECK_INIT();
+    if (!sched)
+        return ABT_ERR_INV_ARG;
+    if (!abtx_sched(*sched) || (*sched)->borrowed)
+        return ABT_ERR_INV_SCHED;
+    int rc = abtx_sched_release(*sched);
+    if (!rc)
+        *sched = ABT_SCHED_NULL;
+    return rc;
+}
+
+/* ---- queries ------------------------------------------------------------------ */
+
+int ABT_sched_set_data(ABT_sched sched, void *data)
+{
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    sched->data = data;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_get_data(ABT_sched sched, void **data)
+{
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    *data = sched->data;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_get_num_pools(ABT_sched sched, int *num_pools)
+{
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    *num_pools = sched->num_pools;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_get_pools(ABT_sched sched, int max_pools, int idx,
+                        ABT_pool *pools)
+{
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    if (idx < 0 || idx + max_pools > sched->num_pools)
+        return ABT_ERR_SCHED;
+    for (int i = 0; i < max_pools; i++)
+        pools[i] = sched->pools[idx + i];
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_get_size(ABT_sched sched, size_t *size)
+{
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    size_t sum = 0;
+    for (int i = 0; i < sched->num_pools; i++) {
+        size_t n = 0;
+        ABTX_IGNORE(coexec_pool_get_size(sched->pools[i]->cp, &n));
+        sum += n;
+    }
+    *size = sum;
+    return ABT_SUCCESS;
+}
+
+int ABT_sched_get_total_size(ABT_sched sched, size_t *size)
+{
+    return ABT_sched_get_size(sched, size);
+}
+
+int ABT_sched_finish(ABT_sched sched)
+{
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    return abtx_err(coexec_sched_finish(sched->cs), ABT_ERR_INV_SCHED,
+                    ABT_ERR_SCHED);
+}
+
+int ABT_sched_exit(ABT_sched sched)
+{
+    return ABT_sched_finish(sched);
+}
+
+int ABT_sched_has_to_stop(ABT_sched sched, ABT_bool *stop)
+{
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    int s = 0;
+    int rc = coexec_sched_has_to_stop(sched->cs, &s);
+    *stop = s ? ABT_TRUE : ABT_FALSE;
+    return abtx_err(rc, ABT_ERR_INV_SCHED, ABT_ERR_SCHED);
+}
+
+/* ---- for a scheduler's loop --------------------------------------------------- */
+
+int ABT_xstream_run_unit(ABT_unit unit, ABT_pool pool)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    ABT_thread t = NULL;
+    if (pool->def && !abtx_thread((ABT_thread)unit))
+        t = pool->def->d.u_get_thread ? pool->def->d.u_get_thread(unit)
+                                      : NULL;
+    else
+        t = abtx_thread((ABT_thread)unit);
+    if (!t)
+        return ABT_ERR_INV_UNIT;
+    coexec_sched_t cs;
+    int rc = coexec_sched_self(&cs);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_INV_XSTREAM);
+    ABT_thread prev = abtx_cur_get();
+    rc = coexec_sched_run_unit(cs, t->u);
+    abtx_cur_set(prev);
+    return abtx_err(rc, ABT_ERR_INV_UNIT, ABT_ERR_UNIT);
+}
+
+int ABT_xstream_check_events(ABT_sched sched)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_sched(sched))
+        return ABT_ERR_INV_SCHED;
+    ABT_thread prev = abtx_cur_get();
+    int rc = coexec_sched_check_events(sched->cs);
+    abtx_cur_set(prev);
+    return abtx_err(rc, ABT_ERR_INV_SCHED, ABT_ERR_INV_XSTREAM);
+}

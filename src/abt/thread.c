@@ -1,0 +1,1137 @@
+/*
+ * src/abt/thread.c: ULTs and tasklets (ABT_thread_*, ABT_task_*), thread
+ * attributes and keys.
+ *
+ * A unit's record (struct ABT_thread_opaque) is the argument of the
+ * trampoline coexec runs, so the record is found from the coexec unit and
+ * the handle needs no table. Records are recycled through a per-OS-thread
+ * cache, returned to the heap when the OS thread exits.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "abt_internal.h"
+
+/* ---- record cache ----------------------------------------------------- */
+
+#define CACHE_MAX 256
+
+static _Thread_local struct ABT_thread_opaque *cache_head;
+static _Thread_local int cache_len;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_free_list(struct ABT_thread_opaque *t)
+{
+    while (t) {
+        struct ABT_thread_opaque *n = t->next;
+        free(t);
+        t = n;
+    }
+}
+
+/* Runs when an OS thread that cached records exits. */
+static void cache_exit(void *head)
+{
+    cache_free_list(head);
+}
+
+static void cache_setup(void)
+{
+    (void)pthread_key_create(&cache_key, cache_exit);
+}
+
+/* Not inlined, like abtx_cur_get: callers may have switched OS threads. */
+__attribute__((noinline)) static ABT_thread rec_alloc(void)
+{
+    struct ABT_thread_opaque *t = cache_head;
+    if (t) {
+        cache_head = t->next;
+        cache_len--;
+        (void)pthread_setspecific(cache_key, cache_head);
+        memset(t, 0, sizeof(*t));
+        return t;
+    }
+    return calloc(1, sizeof(*t));
+}
+
+__attribute__((noinline)) static void rec_free(ABT_thread t)
+{
+    t->magic = ABTX_FREED;
+    if (cache_len >= CACHE_MAX) {
+        free(t);
+        return;
+    }
+    pthread_once(&cache_once, cache_setup);
+    t->next = cache_head;
+    cache_head = t;
+    cache_len++;
+    (void)pthread_setspecific(cache_key, cache_head);
+}
+
+void abtx_thread_cache_drain(void)
+{
+    cache_free_list(cache_head);
+    cache_head = NULL;
+    cache_len = 0;
+    if (pthread_once(&cache_once, cache_setup) == 0)
+        (void)pthread_setspecific(cache_key, NULL);
+}
+
+ABT_thread abtx_thread_of(coexec_unit_t u)
+{
+    void *arg = NULL;
+    if (coexec_unit_get_arg(u, &arg) != COEXEC_OK)
+        return NULL;
+    return abtx_thread((ABT_thread)arg);
+}
+
+/* ---- trampolines ------------------------------------------------------ */
+
+/* Releases what a unit holds besides its coexec unit: its unit in a
+ * user-defined pool. */
+static void unit_release(ABT_thread t)
+{
+    if (t->unit && t->unit_pool && t->unit_pool->def) {
+        struct abtx_pool_def *d = t->unit_pool->def;
+        if (d->free_unit)
+            d->free_unit(t->unit_pool, t->unit);
+        else if (d->d.u_free)
+            d->d.u_free(&t->unit);
+    }
+    t->unit = NULL;
+    t->unit_pool = NULL;
+}
+
+static void ult_main(void *a)
+{
+    ABT_thread t = a;
+    abtx_cur_set(t);
+    t->fn(t->arg);
+    if (t->detached) {
+        unit_release(t);
+        rec_free(t);
+    }
+}
+
+static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
+{
+    (void)cx;
+    ABT_thread t = a;
+    ABT_thread prev = abtx_cur_get();
+    abtx_cur_set(t);
+    t->fn(t->arg);
+    abtx_cur_set(prev);
+    if (t->detached) {
+        unit_release(t);
+        rec_free(t);
+    }
+    return COEXEC_READY;
+}
+
+/* ---- attributes -------------------------------------------------------- */
+
+struct ABT_thread_attr_opaque {
+    size_t stacksize;
+    void *stack;
+    ABT_bool migratable;
+};
+
+int ABT_thread_attr_create(ABT_thread_attr *newattr)
+{
+    if (!newattr)
+        return ABT_ERR_INV_ARG;
+    ABT_thread_attr a = calloc(1, sizeof(*a));
+    if (!a)
+        return ABT_ERR_MEM;
+    a->stacksize = abtx_g.stacksize;
+    a->migratable = ABT_TRUE;
+    *newattr = a;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_attr_free(ABT_thread_attr *attr)
+{
+    if (!attr || !*attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    free(*attr);
+    *attr = ABT_THREAD_ATTR_NULL;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_attr_set_stack(ABT_thread_attr attr, void *stackaddr,
+                              size_t stacksize)
+{
+    if (!attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    if (stackaddr && ((uintptr_t)stackaddr & 15))
+        return ABT_ERR_OTHER;
+    attr->stack = stackaddr;
+    attr->stacksize = stacksize;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_attr_get_stack(ABT_thread_attr attr, void **stackaddr,
+                              size_t *stacksize)
+{
+    if (!attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    *stackaddr = attr->stack;
+    *stacksize = attr->stacksize;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_attr_set_stacksize(ABT_thread_attr attr, size_t stacksize)
+{
+    if (!attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    attr->stacksize = stacksize;
+    attr->stack = NULL;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_attr_get_stacksize(ABT_thread_attr attr, size_t *stacksize)
+{
+    if (!attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    *stacksize = attr->stacksize;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_attr_set_callback(ABT_thread_attr attr,
+                                 void (*cb_func)(ABT_thread thread,
+                                                 void *cb_arg),
+                                 void *cb_arg)
+{
+    (void)attr;
+    (void)cb_func;
+    (void)cb_arg;
+    ABTX_NA("ABT_thread_attr_set_callback");
+}
+
+int ABT_thread_attr_set_migratable(ABT_thread_attr attr, ABT_bool is_migratable)
+{
+    if (!attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    attr->migratable = is_migratable ? ABT_TRUE : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+/* Queues a new ULT (ult) or tasklet into pool; *t is reused when given
+ * (revive), else a record is taken from the cache. */
+static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
+                      ABT_thread_attr attr, bool ult, bool detached,
+                      ABT_thread t, ABT_thread *out)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!fn)
+        return ABT_ERR_INV_ARG;
+    bool fresh = t == NULL;
+    if (fresh && !(t = rec_alloc()))
+        return ABT_ERR_MEM;
+    t->magic = ABTX_THREAD;
+    t->is_ult = ult;
+    t->detached = detached;
+    t->migratable = attr ? attr->migratable == ABT_TRUE : 1;
+    t->fn = fn;
+    t->arg = arg;
+    t->pool = pool;
+    t->stacksize = attr ? attr->stacksize : abtx_g.stacksize;
+    memset(&t->u, 0, sizeof(t->u));
+    if (out)
+        *out = t;
+    int rc;
+    if (pool->def) {
+        /* A user-defined pool: make the unit, then push it the ABT way. */
+        if (ult) {
+            coexec_thread_t h;
+            coexec_thread_attr_t ca;
+            ABTX_IGNORE(coexec_thread_attr_init(&ca));
+            ca.pinned = !t->migratable;
+            if (attr) {
+                ca.stack_size = attr->stacksize;
+                ca.stack = attr->stack;
+            }
+            rc = coexec_thread_create(pool->cp, ult_main, t, &ca,
+                                      detached ? NULL : &h);
+            if (!rc && !detached)
+                t->u = coexec_thread_unit(h);
+        } else {
+            coexec_tasklet_t h;
+            rc = coexec_tasklet_create(pool->cp, task_main, t,
+                                       detached ? NULL : &h);
+            if (!rc && !detached)
+                t->u = coexec_tasklet_unit(h);
+        }
+    } else if (ult) {
+        coexec_thread_attr_t ca, *cap = NULL;
+        if (attr || !t->migratable) {
+            ABTX_IGNORE(coexec_thread_attr_init(&ca));
+            ca.pinned = !t->migratable;
+            if (attr) {
+                ca.stack_size = attr->stacksize;
+                ca.stack = attr->stack;
+            }
+            cap = &ca;
+        }
+        coexec_thread_t h;
+        rc = coexec_thread_create(pool->cp, ult_main, t, cap,
+                                  detached ? NULL : &h);
+        if (!rc && !detached)
+            t->u = coexec_thread_unit(h);
+    } else {
+        coexec_tasklet_t h;
+        rc = coexec_tasklet_create(pool->cp, task_main, t,
+                                   detached ? NULL : &h);
+        if (!rc && !detached)
+            t->u = coexec_tasklet_unit(h);
+    }
+    if (rc) {
+        if (fresh)
+            rec_free(t);
+        if (out)
+            *out = ABT_THREAD_NULL;
+        return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
+    }
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_create(ABT_pool pool, void (*thread_func)(void *), void *arg,
+                      ABT_thread_attr attr, ABT_thread *newthread)
+{
+    return unit_start(pool, thread_func, arg, attr, true, newthread == NULL,
+                      NULL, newthread);
+}
+
+/* The pool ABT_*_create_on_xstream uses: the first of its main scheduler. */
+static int xstream_pool(ABT_xstream xstream, ABT_pool *pool)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(xstream) || !xstream->sched)
+        return ABT_ERR_INV_XSTREAM;
+    if (xstream->sched->num_pools < 1)
+        return ABT_ERR_INV_POOL;
+    *pool = xstream->sched->pools[0];
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_create_on_xstream(ABT_xstream xstream,
+                                 void (*thread_func)(void *), void *arg,
+                                 ABT_thread_attr attr, ABT_thread *newthread)
+{
+    ABT_pool pool;
+    int rc = xstream_pool(xstream, &pool);
+    return rc ? rc : ABT_thread_create(pool, thread_func, arg, attr, newthread);
+}
+
+int ABT_thread_create_many(int num_threads, ABT_pool *pool_list,
+                           void (**thread_func_list)(void *), void **arg_list,
+                           ABT_thread_attr attr, ABT_thread *newthread_list)
+{
+    if (num_threads < 0)
+        return ABT_ERR_INV_ARG;
+    for (int i = 0; i < num_threads; i++) {
+        int rc = ABT_thread_create(pool_list[i], thread_func_list[i],
+                                   arg_list ? arg_list[i] : NULL, attr,
+                                   newthread_list ? &newthread_list[i] : NULL);
+        if (rc)
+            return rc;
+    }
+    return ABT_SUCCESS;
+}
+
+int ABT_task_create(ABT_pool pool, void (*task_func)(void *), void *arg,
+                    ABT_task *newtask)
+{
+    return unit_start(pool, task_func, arg, NULL, false, newtask == NULL, NULL,
+                      newtask);
+}
+
+int ABT_task_create_on_xstream(ABT_xstream xstream, void (*task_func)(void *),
+                               void *arg, ABT_task *newtask)
+{
+    ABT_pool pool;
+    int rc = xstream_pool(xstream, &pool);
+    return rc ? rc : ABT_task_create(pool, task_func, arg, newtask);
+}
+
+/* ---- join, free, revive ------------------------------------------------ */
+
+/* coexec's join or free of t's unit; the caller's record is restored after
+ * the call, which may have switched. */
+static int unit_wait(ABT_thread t, bool release)
+{
+    ABT_thread self = abtx_cur_get();
+    int rc;
+    if (t->is_ult) {
+        coexec_thread_t h = {.p = t->u.p, .gen = t->u.gen};
+        rc = release ? coexec_thread_free(&h) : coexec_thread_join(h);
+    } else {
+        coexec_tasklet_t h = {.p = t->u.p, .gen = t->u.gen};
+        rc = release ? coexec_tasklet_free(&h) : coexec_tasklet_join(h);
+    }
+    abtx_cur_set(self);
+    return rc;
+}
+
+static int join_error(int rc, int inv)
+{
+    switch (rc) {
+    case COEXEC_EDEADLK:
+    case COEXEC_EPERM:
+    case COEXEC_EINVAL:
+        return inv;
+    case COEXEC_ECONTEXT:
+        return abtx_cur_get() ? ABT_ERR_INV_THREAD : ABT_ERR_INV_XSTREAM;
+    default:
+        return abtx_err(rc, inv, ABT_ERR_THREAD);
+    }
+}
+
+static int unit_join(ABT_thread t, int inv)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(t) || t->is_main || t->detached)
+        return inv;
+    if (t == abtx_cur_get())
+        return inv;
+    int rc = unit_wait(t, false);
+    return rc == COEXEC_ENOMEM ? ABT_ERR_MEM : join_error(rc, inv);
+}
+
+static int unit_free(ABT_thread *tp, int inv)
+{
+    ABTX_CHECK_INIT();
+    if (!tp)
+        return ABT_ERR_INV_ARG;
+    ABT_thread t = *tp;
+    if (!abtx_thread(t) || t->is_main || t->detached)
+        return inv;
+    if (t == abtx_cur_get())
+        return inv;
+    int rc = unit_wait(t, true);
+    if (rc && rc != COEXEC_ENOMEM)
+        return join_error(rc, inv);
+    unit_release(t);
+    rec_free(t);
+    *tp = ABT_THREAD_NULL;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_join(ABT_thread thread)
+{
+    return unit_join(thread, ABT_ERR_INV_THREAD);
+}
+
+int ABT_thread_free(ABT_thread *thread)
+{
+    return unit_free(thread, ABT_ERR_INV_THREAD);
+}
+
+int ABT_task_join(ABT_task task)
+{
+    return unit_join(task, ABT_ERR_INV_TASK);
+}
+
+int ABT_task_free(ABT_task *task)
+{
+    return unit_free(task, ABT_ERR_INV_TASK);
+}
+
+int ABT_thread_join_many(int num_threads, ABT_thread *thread_list)
+{
+    for (int i = 0; i < num_threads; i++) {
+        int rc = ABT_thread_join(thread_list[i]);
+        if (rc)
+            return rc;
+    }
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_free_many(int num_threads, ABT_thread *thread_list)
+{
+    for (int i = 0; i < num_threads; i++) {
+        int rc = ABT_thread_free(&thread_list[i]);
+        if (rc)
+            return rc;
+    }
+    return ABT_SUCCESS;
+}
+
+/* Releases a finished unit's coexec unit and starts it again into pool,
+ * keeping its handle. */
+static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
+                       ABT_thread *tp, bool ult, int inv)
+{
+    ABTX_CHECK_INIT();
+    if (!tp || !abtx_thread(*tp) || (*tp)->is_main || (*tp)->detached ||
+        (bool)(*tp)->is_ult != ult)
+        return inv;
+    ABT_thread t = *tp;
+    coexec_unit_state_t st = COEXEC_UNIT_READY;
+    int rc = ult ? coexec_thread_get_state(
+                       (coexec_thread_t){.p = t->u.p, .gen = t->u.gen}, &st)
+                 : coexec_tasklet_get_state(
+                       (coexec_tasklet_t){.p = t->u.p, .gen = t->u.gen}, &st);
+    if (rc)
+        return abtx_err(rc, inv, inv);
+    if (st != COEXEC_UNIT_TERMINATED)
+        return ult ? ABT_ERR_THREAD : ABT_ERR_TASK;
+    if ((rc = unit_wait(t, true)))
+        return join_error(rc, inv);
+    struct ABT_thread_attr_opaque a = {.stacksize = t->stacksize,
+                                       .migratable = t->migratable};
+    return unit_start(pool, fn, arg, ult ? &a : NULL, ult, false, t, NULL);
+}
+
+int ABT_thread_revive(ABT_pool pool, void (*thread_func)(void *), void *arg,
+                      ABT_thread *thread)
+{
+    return unit_revive(pool, thread_func, arg, thread, true,
+                       ABT_ERR_INV_THREAD);
+}
+
+int ABT_task_revive(ABT_pool pool, void (*task_func)(void *), void *arg,
+                    ABT_task *task)
+{
+    return unit_revive(pool, task_func, arg, task, false, ABT_ERR_INV_TASK);
+}
+
+/* ---- self --------------------------------------------------------------- */
+
+/* The calling unit: ABT_ERR_INV_XSTREAM from an external thread. */
+static int self_unit(ABT_thread *out)
+{
+    ABTX_CHECK_INIT();
+    if (coexec_self_caller() == COEXEC_CALLER_EXTERNAL)
+        return ABT_ERR_INV_XSTREAM;
+    ABT_thread t = abtx_cur_get();
+    if (!t)
+        return ABT_ERR_INV_THREAD;
+    *out = t;
+    return ABT_SUCCESS;
+}
+
+int ABT_self_get_thread(ABT_thread *thread)
+{
+    if (!thread)
+        return ABT_ERR_INV_ARG;
+    return self_unit(thread);
+}
+
+int ABT_thread_self(ABT_thread *thread)
+{
+    return ABT_self_get_thread(thread);
+}
+
+int ABT_task_self(ABT_task *task)
+{
+    ABT_thread t = NULL;
+    int rc = ABT_self_get_thread(&t);
+    if (!rc && t->is_ult)
+        rc = ABT_ERR_INV_TASK;
+    *task = rc ? ABT_TASK_NULL : t;
+    return rc;
+}
+
+/* The identifier of t, taken from coexec when t has a handle. */
+static uint64_t unit_id(ABT_thread t)
+{
+    if (!t->id) {
+        uint64_t id = 0;
+        if (t == abtx_cur_get())
+            ABTX_IGNORE(coexec_self_id(&id));
+        else if (t->u.p)
+            ABTX_IGNORE(coexec_thread_get_id(
+                (coexec_thread_t){.p = t->u.p, .gen = t->u.gen}, &id));
+        t->id = id;
+    }
+    return t->id;
+}
+
+int ABT_self_get_thread_id(ABT_thread_id *id)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    if (!rc)
+        *id = unit_id(t);
+    return rc;
+}
+
+int ABT_thread_self_id(ABT_thread_id *id)
+{
+    return ABT_self_get_thread_id(id);
+}
+
+int ABT_task_self_id(ABT_unit_id *id)
+{
+    ABT_task t;
+    int rc = ABT_task_self(&t);
+    if (!rc)
+        *id = unit_id(t);
+    return rc;
+}
+
+int ABT_thread_get_id(ABT_thread thread, ABT_thread_id *thread_id)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *thread_id = unit_id(thread);
+    return ABT_SUCCESS;
+}
+
+int ABT_task_get_id(ABT_task task, ABT_unit_id *task_id)
+{
+    if (!abtx_thread(task))
+        return ABT_ERR_INV_TASK;
+    *task_id = unit_id(task);
+    return ABT_SUCCESS;
+}
+
+int ABT_self_get_type(ABT_unit_type *type)
+{
+    if (!type)
+        return ABT_ERR_INV_ARG;
+    if (abtx_g.refcount == 0) {
+        *type = ABT_UNIT_TYPE_EXT;
+        return ABT_ERR_UNINITIALIZED;
+    }
+    switch (coexec_self_caller()) {
+    case COEXEC_CALLER_EXTERNAL:
+        *type = ABT_UNIT_TYPE_EXT;
+        return ABT_ERR_INV_XSTREAM;
+    case COEXEC_CALLER_TASKLET:
+        *type = ABT_UNIT_TYPE_TASK;
+        return ABT_SUCCESS;
+    default:
+        *type = ABT_UNIT_TYPE_THREAD;
+        return ABT_SUCCESS;
+    }
+}
+
+int ABT_self_is_primary(ABT_bool *flag)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    *flag = !rc && t->is_main ? ABT_TRUE : ABT_FALSE;
+    return rc;
+}
+
+int ABT_self_on_primary_xstream(ABT_bool *flag)
+{
+    ABTX_CHECK_INIT();
+    ABT_xstream x = abtx_xstream_self();
+    if (!x) {
+        *flag = ABT_FALSE;
+        return ABT_ERR_INV_XSTREAM;
+    }
+    *flag = x->primary ? ABT_TRUE : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+int ABT_self_is_unnamed(ABT_bool *flag)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    *flag = !rc && t->detached ? ABT_TRUE : ABT_FALSE;
+    return rc;
+}
+
+int ABT_self_get_last_pool(ABT_pool *pool)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    *pool = rc ? ABT_POOL_NULL : t->pool;
+    return rc;
+}
+
+int ABT_self_get_last_pool_id(int *pool_id)
+{
+    ABT_pool p;
+    int rc = ABT_self_get_last_pool(&p);
+    if (!rc)
+        *pool_id = abtx_pool(p) ? p->id : -1;
+    return rc;
+}
+
+int ABT_self_get_unit(ABT_unit *unit)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    if (!rc)
+        return ABT_thread_get_unit(t, unit);
+    return rc;
+}
+
+int ABT_self_set_arg(void *arg)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    if (!rc)
+        t->arg = arg;
+    return rc;
+}
+
+int ABT_self_get_arg(void **arg)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    *arg = rc ? NULL : t->arg;
+    return rc;
+}
+
+int ABT_self_get_thread_func(void (**thread_func)(void *))
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    *thread_func = rc ? NULL : t->fn;
+    return rc;
+}
+
+/* A coexec scheduling call of the calling ULT, its record restored after. */
+static int self_switch(int (*op)(void))
+{
+    ABT_thread self;
+    int rc = self_unit(&self);
+    if (rc)
+        return rc;
+    if (!self->is_ult)
+        return ABT_ERR_INV_THREAD;
+    rc = op();
+    abtx_cur_set(self);
+    if (rc == COEXEC_ECANCELED)
+        return ABT_SUCCESS;
+    return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD);
+}
+
+int ABT_self_yield(void)
+{
+    return self_switch(coexec_yield);
+}
+
+int ABT_thread_yield(void)
+{
+    return self_switch(coexec_yield);
+}
+
+int ABT_self_suspend(void)
+{
+    return self_switch(coexec_self_suspend);
+}
+
+int ABT_thread_yield_to(ABT_thread thread)
+{
+    ABT_thread self;
+    int rc = self_unit(&self);
+    if (rc)
+        return rc;
+    if (!self->is_ult || !abtx_thread(thread) || !thread->is_ult)
+        return ABT_ERR_INV_THREAD;
+    if (thread == self)
+        return ABT_SUCCESS;
+    rc = coexec_yield_to((coexec_thread_t){.p = thread->u.p,
+                                           .gen = thread->u.gen});
+    if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
+        /* Not queued where the caller can take it: a plain yield. */
+        rc = coexec_yield();
+    }
+    abtx_cur_set(self);
+    return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
+}
+
+int ABT_self_yield_to(ABT_thread thread)
+{
+    return ABT_thread_yield_to(thread);
+}
+
+int ABT_thread_resume(ABT_thread thread)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread) || !thread->is_ult || thread->detached)
+        return ABT_ERR_INV_THREAD;
+    int rc = coexec_thread_resume(
+        (coexec_thread_t){.p = thread->u.p, .gen = thread->u.gen});
+    return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
+}
+
+static int self_exit(void)
+{
+    ABT_thread self;
+    int rc = self_unit(&self);
+    if (rc)
+        return rc;
+    if (!self->is_ult || self->is_main)
+        return ABT_ERR_INV_THREAD;
+    if (self->detached) {
+        unit_release(self);
+        rec_free(self);
+    }
+    rc = coexec_thread_exit();
+    return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD);
+}
+
+int ABT_thread_exit(void)
+{
+    return self_exit();
+}
+
+int ABT_self_exit(void)
+{
+    return self_exit();
+}
+
+/* ---- queries and settings on a unit ------------------------------------ */
+
+int ABT_thread_get_state(ABT_thread thread, ABT_thread_state *state)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread) || thread->detached)
+        return ABT_ERR_INV_THREAD;
+    coexec_unit_state_t s;
+    int rc = thread->is_ult
+                 ? coexec_thread_get_state(
+                       (coexec_thread_t){.p = thread->u.p,
+                                         .gen = thread->u.gen},
+                       &s)
+                 : coexec_tasklet_get_state(
+                       (coexec_tasklet_t){.p = thread->u.p,
+                                          .gen = thread->u.gen},
+                       &s);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
+    *state = (ABT_thread_state)s; /* same order of the four states */
+    return ABT_SUCCESS;
+}
+
+int ABT_task_get_state(ABT_task task, ABT_task_state *state)
+{
+    ABT_thread_state s;
+    int rc = ABT_thread_get_state(task, &s);
+    if (rc)
+        return rc == ABT_ERR_INV_THREAD ? ABT_ERR_INV_TASK : rc;
+    *state = s == ABT_THREAD_STATE_READY        ? ABT_TASK_STATE_READY
+             : s == ABT_THREAD_STATE_TERMINATED ? ABT_TASK_STATE_TERMINATED
+                                                : ABT_TASK_STATE_RUNNING;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_get_last_pool(ABT_thread thread, ABT_pool *pool)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *pool = thread->pool;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_get_last_pool_id(ABT_thread thread, int *id)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *id = abtx_pool(thread->pool) ? thread->pool->id : -1;
+    return ABT_SUCCESS;
+}
+
+int ABT_task_get_last_pool(ABT_task task, ABT_pool *pool)
+{
+    return ABT_thread_get_last_pool(task, pool);
+}
+
+int ABT_task_get_last_pool_id(ABT_task task, int *id)
+{
+    return ABT_thread_get_last_pool_id(task, id);
+}
+
+int ABT_thread_get_unit(ABT_thread thread, ABT_unit *unit)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *unit = thread->unit ? thread->unit : (ABT_unit)thread;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_equal(ABT_thread thread1, ABT_thread thread2, ABT_bool *result)
+{
+    *result = thread1 == thread2 ? ABT_TRUE : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+int ABT_task_equal(ABT_task task1, ABT_task task2, ABT_bool *result)
+{
+    return ABT_thread_equal(task1, task2, result);
+}
+
+int ABT_thread_is_primary(ABT_thread thread, ABT_bool *is_primary)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *is_primary = thread->is_main ? ABT_TRUE : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_is_unnamed(ABT_thread thread, ABT_bool *is_unnamed)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *is_unnamed = thread->detached ? ABT_TRUE : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_get_stacksize(ABT_thread thread, size_t *stacksize)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *stacksize = thread->is_ult ? thread->stacksize : 0;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_set_arg(ABT_thread thread, void *arg)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    thread->arg = arg;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_get_arg(ABT_thread thread, void **arg)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *arg = thread->arg;
+    return ABT_SUCCESS;
+}
+
+int ABT_task_get_arg(ABT_task task, void **arg)
+{
+    if (!abtx_thread(task))
+        return ABT_ERR_INV_TASK;
+    *arg = task->arg;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_get_thread_func(ABT_thread thread, void (**thread_func)(void *))
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *thread_func = thread->fn;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_set_migratable(ABT_thread thread, ABT_bool migratable)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    if (thread->is_main)
+        return ABT_SUCCESS; /* bound to the primary in coexec */
+    thread->migratable = migratable ? 1 : 0;
+    if (thread->u.p)
+        ABTX_IGNORE(coexec_unit_set_pinned(thread->u, !thread->migratable));
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_is_migratable(ABT_thread thread, ABT_bool *is_migratable)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *is_migratable = thread->migratable && !thread->is_main ? ABT_TRUE
+                                                            : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+int ABT_task_set_migratable(ABT_task task, ABT_bool flag)
+{
+    return ABT_thread_set_migratable(task, flag);
+}
+
+int ABT_task_is_migratable(ABT_task task, ABT_bool *flag)
+{
+    return ABT_thread_is_migratable(task, flag);
+}
+
+int ABT_thread_get_attr(ABT_thread thread, ABT_thread_attr *attr)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    int rc = ABT_thread_attr_create(attr);
+    if (!rc) {
+        (*attr)->stacksize = thread->stacksize;
+        (*attr)->migratable = thread->migratable ? ABT_TRUE : ABT_FALSE;
+    }
+    return rc;
+}
+
+/* ---- migration ---------------------------------------------------------- */
+
+int ABT_thread_migrate_to_pool(ABT_thread thread, ABT_pool pool)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread) || !thread->is_ult || thread->detached)
+        return ABT_ERR_INV_THREAD;
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!thread->migratable || thread->is_main)
+        return ABT_ERR_MIGRATION_NA;
+    ABT_thread self = abtx_cur_get();
+    int rc = coexec_thread_migrate_to(
+        (coexec_thread_t){.p = thread->u.p, .gen = thread->u.gen}, pool->cp);
+    abtx_cur_set(self);
+    if (rc == COEXEC_EPERM)
+        return ABT_ERR_MIGRATION_NA;
+    if (rc == COEXEC_ESTATE)
+        return ABT_ERR_MIGRATION_TARGET;
+    if (!rc)
+        thread->pool = pool;
+    return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_MIGRATION_TARGET);
+}
+
+int ABT_thread_migrate_to_sched(ABT_thread thread, ABT_sched sched)
+{
+    if (!abtx_sched(sched) || sched->num_pools < 1)
+        return ABT_ERR_INV_SCHED;
+    return ABT_thread_migrate_to_pool(thread, sched->pools[0]);
+}
+
+int ABT_thread_migrate_to_xstream(ABT_thread thread, ABT_xstream xstream)
+{
+    ABT_pool pool;
+    int rc = xstream_pool(xstream, &pool);
+    return rc ? rc : ABT_thread_migrate_to_pool(thread, pool);
+}
+
+int ABT_thread_migrate(ABT_thread thread)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    /* To a stream other than the one of its pool, if there is one. */
+    ABT_xstream target = NULL;
+    pthread_mutex_lock(&abtx_lock);
+    for (ABT_xstream x = abtx_g.xstreams; x; x = x->next)
+        if (x->magic == ABTX_XSTREAM && !x->joined && x->sched &&
+            x->sched->num_pools > 0 && x->sched->pools[0] != thread->pool) {
+            target = x;
+            break;
+        }
+    pthread_mutex_unlock(&abtx_lock);
+    if (!target)
+        return ABT_ERR_MIGRATION_NA;
+    return ABT_thread_migrate_to_xstream(thread, target);
+}
+
+int ABT_thread_set_associated_pool(ABT_thread thread, ABT_pool pool)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (thread == abtx_cur_get() || thread->detached) {
+        thread->pool = pool;
+        return ABT_SUCCESS;
+    }
+    return ABT_thread_migrate_to_pool(thread, pool);
+}
+
+int ABT_self_set_associated_pool(ABT_pool pool)
+{
+    ABT_thread t;
+    int rc = self_unit(&t);
+    return rc ? rc : ABT_thread_set_associated_pool(t, pool);
+}
+
+int ABT_unit_set_associated_pool(ABT_unit unit, ABT_pool pool)
+{
+    if (!unit)
+        return ABT_ERR_INV_UNIT;
+    ABT_thread t = NULL;
+    if (ABT_unit_get_thread(unit, &t) || !t)
+        return ABT_ERR_INV_UNIT;
+    return ABT_thread_set_associated_pool(t, pool);
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+struct ABT_key_opaque {
+    coexec_key_t k;
+};
+
+int ABT_key_create(void (*destructor)(void *value), ABT_key *newkey)
+{
+    ABTX_CHECK_INIT();
+    ABT_key k = malloc(sizeof(*k));
+    if (!k)
+        return ABT_ERR_MEM;
+    int rc = coexec_key_create(destructor, &k->k);
+    if (rc) {
+        free(k);
+        return abtx_err(rc, ABT_ERR_INV_KEY, ABT_ERR_MEM);
+    }
+    *newkey = k;
+    return ABT_SUCCESS;
+}
+
+int ABT_key_free(ABT_key *key)
+{
+    if (!key || !*key)
+        return ABT_ERR_INV_KEY;
+    int rc = coexec_key_delete((*key)->k);
+    free(*key);
+    *key = ABT_KEY_NULL;
+    return rc == COEXEC_ENOTINIT ? ABT_SUCCESS
+                                 : abtx_err(rc, ABT_ERR_INV_KEY, ABT_ERR_KEY);
+}
+
+static int key_error(int rc)
+{
+    if (rc == COEXEC_ECONTEXT)
+        return coexec_self_caller() == COEXEC_CALLER_EXTERNAL
+                   ? ABT_ERR_INV_XSTREAM
+                   : ABT_ERR_FEATURE_NA; /* tasklets hold no values yet */
+    return abtx_err(rc, ABT_ERR_INV_KEY, ABT_ERR_KEY);
+}
+
+int ABT_key_set(ABT_key key, void *value)
+{
+    ABTX_CHECK_INIT();
+    if (!key)
+        return ABT_ERR_INV_KEY;
+    return key_error(coexec_key_set(key->k, value));
+}
+
+int ABT_key_get(ABT_key key, void **value)
+{
+    ABTX_CHECK_INIT();
+    if (!key)
+        return ABT_ERR_INV_KEY;
+    return key_error(coexec_key_get(key->k, value));
+}
+
+int ABT_self_set_specific(ABT_key key, void *value)
+{
+    return ABT_key_set(key, value);
+}
+
+int ABT_self_get_specific(ABT_key key, void **value)
+{
+    return ABT_key_get(key, value);
+}
+
+int ABT_thread_set_specific(ABT_thread thread, ABT_key key, void *value)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    if (thread != abtx_cur_get())
+        ABTX_NA("ABT_thread_set_specific on another ULT");
+    return ABT_key_set(key, value);
+}
+
+int ABT_thread_get_specific(ABT_thread thread, ABT_key key, void **value)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    if (thread != abtx_cur_get())
+        ABTX_NA("ABT_thread_get_specific on another ULT");
+    return ABT_key_get(key, value);
+}

@@ -1,0 +1,157 @@
+/*
+ * src/abt/unsupported.c: the Argobots 1.x calls libcoexec-abt does not
+ * support yet. Each returns ABT_ERR_FEATURE_NA and prints one note on
+ * stderr the first time it is called (docs/ABT-COMPAT.md lists them).
+ */
+#include "abt_internal.h"
+
+int ABT_thread_create_to(ABT_pool pool, void (*thread_func)(void *),
+    void *arg, ABT_thread_attr attr, ABT_thread *newthread)
+{
+    (void)pool;
+    (void)thread_func;
+    (void)arg;
+    (void)attr;
+    (void)newthread;
+    ABTX_NA("ABT_thread_create_to");
+}
+
+int ABT_thread_revive_to(ABT_pool pool, void (*thread_func)(void *),
+    void *arg, ABT_thread *thread)
+{
+    (void)pool;
+    (void)thread_func;
+    (void)arg;
+    (void)thread;
+    ABTX_NA("ABT_thread_revive_to");
+}
+
+int ABT_thread_cancel(ABT_thread thread)
+{
+    (void)thread;
+    ABTX_NA("ABT_thread_cancel");
+}
+
+int ABT_thread_get_last_xstream(ABT_thread thread, ABT_xstream *xstream)
+{
+    (void)thread;
+    (void)xstream;
+    ABTX_NA("ABT_thread_get_last_xstream");
+}
+
+int ABT_thread_set_callback(ABT_thread thread,
+    void(*cb_func)(ABT_thread thread, void *cb_arg), void *cb_arg)
+{
+    (void)thread;
+    (void)cb_func;
+    (void)cb_arg;
+    ABTX_NA("ABT_thread_set_callback");
+}
+
+int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)
+{
+    (void)thread;
+    (void)stackaddr;
+    (void)stacksize;
+    ABTX_NA("ABT_thread_get_stack");
+}
+
+int ABT_task_cancel(ABT_task task)
+{
+    (void)task;
+    ABTX_NA("ABT_task_cancel");
+}
+
+int ABT_task_get_xstream(ABT_task task, ABT_xstream *xstream)
+{
+    (void)task;
+    (void)xstream;
+    ABTX_NA("ABT_task_get_xstream");
+}
+
+int ABT_self_resume_yield_to(ABT_thread thread)
+{
+    (void)thread;
+    ABTX_NA("ABT_self_resume_yield_to");
+}
+
+int ABT_self_suspend_to(ABT_thread thread)
+{
+    (void)thread;
+    ABTX_NA("ABT_self_suspend_to");
+}
+
+int ABT_self_resume_suspend_to(ABT_thread thread)
+{
+    (void)thread;
+    ABTX_NA("ABT_self_resume_suspend_to");
+}
+
+int ABT_self_exit_to(ABT_thread thread)
+{
+    (void)thread;
+    ABTX_NA("ABT_self_exit_to");
+}
+
+int ABT_self_resume_exit_to(ABT_thread thread)
+{
+    (void)thread;
+    ABTX_NA("ABT_self_resume_exit_to");
+}
+
+int ABT_self_schedule(ABT_thread thread, ABT_pool pool)
+{
+    (void)thread;
+    (void)pool;
+    ABTX_NA("ABT_self_schedule");
+}
+
+int ABT_info_print_thread_attr(FILE* fp, ABT_thread_attr attr)
+{
+    (void)fp;
+    (void)attr;
+    ABTX_NA("ABT_info_print_thread_attr");
+}
+
+int ABT_info_print_thread_stack(FILE *fp, ABT_thread thread)
+{
+    (void)fp;
+    (void)thread;
+    ABTX_NA("ABT_info_print_thread_stack");
+}
+
+int ABT_info_print_thread_stacks_in_pool(FILE *fp, ABT_pool pool)
+{
+    (void)fp;
+    (void)pool;
+    ABTX_NA("ABT_info_print_thread_stacks_in_pool");
+}
+
+int ABT_info_trigger_print_all_thread_stacks(FILE *fp, double timeout,
+    void (*cb_func)(ABT_bool, void *), void *arg)
+{
+    (void)fp;
+    (void)timeout;
+    (void)cb_func;
+    (void)arg;
+    ABTX_NA("ABT_info_trigger_print_all_thread_stacks");
+}
+
+int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,
+    uint64_t event_mask, void *user_arg)
+{
+    (void)cb_func;
+    (void)event_mask;
+    (void)user_arg;
+    ABTX_NA("ABT_tool_register_thread_callback");
+}
+
+int ABT_tool_query_thread(ABT_tool_context context, uint64_t event,
+    ABT_tool_query_kind query_kind, void *val)
+{
+    (void)context;
+    (void)event;
+    (void)query_kind;
+    (void)val;
+    ABTX_NA("ABT_tool_query_thread");
+}

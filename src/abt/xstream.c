@@ -1,0 +1,477 @@
+/*
+ * src/abt/xstream.c: execution streams (ABT_xstream_*) and the stream
+ * barrier.
+ *
+ * An ABT stream is a coexec xstream plus the rank the Argobots program
+ * sees: coexec numbers its streams itself, while ABT_xstream_create_with_rank
+ * and ABT_xstream_set_rank let the program choose. Two tables map coexec
+ * ranks and ABT ranks to records. A revived stream is a new coexec stream
+ * behind the same record and rank.
+ */
+#include <stdlib.h>
+
+#include "abt_internal.h"
+
+ABT_xstream abtx_xstream_self(void)
+{
+    int crank;
+    if (coexec_xstream_self_rank(&crank) != COEXEC_OK || crank < 0 ||
+        crank >= ABTX_MAX_XSTREAMS)
+        return NULL;
+    return abtx_g.by_crank[crank];
+}
+
+/* The lowest free ABT rank (under abtx_lock). */
+static int free_rank(void)
+{
+    for (int r = 0; r < ABTX_MAX_XSTREAMS; r++)
+        if (!abtx_g.by_rank[r])
+            return r;
+    return -1;
+}
+
+/* Starts a coexec stream running sched for x. */
+static int xstream_start(ABT_xstream x, ABT_sched sched)
+{
+    coexec_xstream_attr_t attr;
+    ABTX_IGNORE(coexec_xstream_attr_init(&attr));
+    attr.sched = sched->cs;
+    int rc = coexec_xstream_create(&attr, &x->cx);
+    if (rc)
+        return rc == COEXEC_EBUSY ? ABT_ERR_INV_SCHED
+                                  : abtx_err(rc, ABT_ERR_INV_SCHED,
+                                             ABT_ERR_XSTREAM);
+    ABTX_IGNORE(coexec_xstream_get_rank(x->cx, &x->crank));
+    pthread_mutex_lock(&abtx_lock);
+    abtx_g.by_crank[x->crank] = x;
+    pthread_mutex_unlock(&abtx_lock);
+    return ABT_SUCCESS;
+}
+
+static int xstream_new(ABT_sched sched, int rank, ABT_xstream *out)
+{
+    ABTX_CHECK_INIT();
+    if (!out)
+        return ABT_ERR_INV_ARG;
+    *out = ABT_XSTREAM_NULL;
+    bool own_sched = false;
+    if (sched == ABT_SCHED_NULL) {
+        int rc = abtx_sched_new_basic(ABT_SCHED_DEFAULT, 0, NULL,
+                                      ABT_SCHED_CONFIG_NULL, &sched);
+        if (rc)
+            return rc;
+        sched->automatic = true;
+        own_sched = true;
+    } else if (!abtx_sched(sched)) {
+        return ABT_ERR_INV_SCHED;
+    } else if (sched->used) {
+        return ABT_ERR_INV_SCHED;
+    }
+    ABT_xstream x = calloc(1, sizeof(*x));
+    if (!x)
+        return ABT_ERR_MEM;
+    x->magic = ABTX_XSTREAM;
+    x->sched = sched;
+    pthread_mutex_lock(&abtx_lock);
+    if (rank < 0)
+        rank = free_rank();
+    if (rank < 0 || rank >= ABTX_MAX_XSTREAMS || abtx_g.by_rank[rank]) {
+        pthread_mutex_unlock(&abtx_lock);
+        free(x);
+        if (own_sched)
+            (void)abtx_sched_release(sched);
+        return ABT_ERR_INV_XSTREAM_RANK;
+    }
+    x->rank = rank;
+    abtx_g.by_rank[rank] = x;
+    pthread_mutex_unlock(&abtx_lock);
+    sched->used = true;
+    int rc = xstream_start(x, sched);
+    pthread_mutex_lock(&abtx_lock);
+    if (rc) {
+        abtx_g.by_rank[rank] = NULL;
+        pthread_mutex_unlock(&abtx_lock);
+        sched->used = false;
+        free(x);
+        if (own_sched)
+            (void)abtx_sched_release(sched);
+        return rc;
+    }
+    x->next = abtx_g.xstreams;
+    abtx_g.xstreams = x;
+    pthread_mutex_unlock(&abtx_lock);
+    *out = x;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_create(ABT_sched sched, ABT_xstream *newxstream)
+{
+    return xstream_new(sched, -1, newxstream);
+}
+
+int ABT_xstream_create_with_rank(ABT_sched sched, int rank,
+                                 ABT_xstream *newxstream)
+{
+    if (rank < 0)
+        return ABT_ERR_INV_XSTREAM_RANK;
+    return xstream_new(sched, rank, newxstream);
+}
+
+int ABT_xstream_create_basic(ABT_sched_predef predef, int num_pools,
+                             ABT_pool *pools, ABT_sched_config config,
+                             ABT_xstream *newxstream)
+{
+    ABTX_CHECK_INIT();
+    ABT_sched sched;
+    int rc = abtx_sched_new_basic(predef, num_pools, pools, config, &sched);
+    if (rc)
+        return rc;
+    sched->automatic = true;
+    rc = xstream_new(sched, -1, newxstream);
+    if (rc)
+        (void)abtx_sched_release(sched);
+    return rc;
+}
+
+/* Joins x's coexec stream; the caller's record is restored after. */
+static int xstream_join(ABT_xstream x)
+{
+    if (x->joined)
+        return ABT_SUCCESS;
+    ABT_thread self = abtx_cur_get();
+    int rc = coexec_xstream_join(x->cx);
+    abtx_cur_set(self);
+    if (rc == COEXEC_EDEADLK || rc == COEXEC_EPERM)
+        return ABT_ERR_INV_XSTREAM;
+    if (rc == COEXEC_ECONTEXT)
+        return ABT_ERR_INV_THREAD;
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM);
+    x->joined = true;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_join(ABT_xstream xstream)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(xstream) || xstream->primary)
+        return ABT_ERR_INV_XSTREAM;
+    if (xstream == abtx_xstream_self())
+        return ABT_ERR_INV_XSTREAM;
+    return xstream_join(xstream);
+}
+
+int ABT_xstream_free(ABT_xstream *xstream)
+{
+    ABTX_CHECK_INIT();
+    if (!xstream)
+        return ABT_ERR_INV_ARG;
+    ABT_xstream x = *xstream;
+    if (!abtx_xstream(x) || x->primary || x == abtx_xstream_self())
+        return ABT_ERR_INV_XSTREAM;
+    int rc = xstream_join(x);
+    if (rc)
+        return rc;
+    coexec_xstream_t cx = x->cx;
+    rc = coexec_xstream_free(&cx);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM);
+    pthread_mutex_lock(&abtx_lock);
+    abtx_g.by_rank[x->rank] = NULL;
+    if (abtx_g.by_crank[x->crank] == x)
+        abtx_g.by_crank[x->crank] = NULL;
+    x->magic = ABTX_FREED;
+    pthread_mutex_unlock(&abtx_lock);
+    ABT_sched s = x->sched;
+    x->sched = NULL;
+    if (abtx_sched(s)) {
+        s->used = false;
+        if (s->automatic)
+            (void)abtx_sched_release(s);
+    }
+    *xstream = ABT_XSTREAM_NULL;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_revive(ABT_xstream xstream)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(xstream) || xstream->primary)
+        return ABT_ERR_INV_XSTREAM;
+    if (!xstream->joined)
+        return ABT_ERR_XSTREAM_STATE;
+    coexec_xstream_t old = xstream->cx;
+    int rc = coexec_xstream_free(&old);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM);
+    pthread_mutex_lock(&abtx_lock);
+    if (abtx_g.by_crank[xstream->crank] == xstream)
+        abtx_g.by_crank[xstream->crank] = NULL;
+    pthread_mutex_unlock(&abtx_lock);
+    rc = xstream_start(xstream, xstream->sched);
+    if (!rc)
+        xstream->joined = false;
+    return rc;
+}
+
+int ABT_xstream_self(ABT_xstream *xstream)
+{
+    ABTX_CHECK_INIT();
+    if (!xstream)
+        return ABT_ERR_INV_ARG;
+    *xstream = abtx_xstream_self();
+    return *xstream ? ABT_SUCCESS : ABT_ERR_INV_XSTREAM;
+}
+
+int ABT_self_get_xstream(ABT_xstream *xstream)
+{
+    return ABT_xstream_self(xstream);
+}
+
+int ABT_xstream_self_rank(int *rank)
+{
+    ABT_xstream x;
+    int rc = ABT_xstream_self(&x);
+    if (!rc)
+        *rank = x->rank;
+    return rc;
+}
+
+int ABT_self_get_xstream_rank(int *rank)
+{
+    return ABT_xstream_self_rank(rank);
+}
+
+int ABT_xstream_get_rank(ABT_xstream xstream, int *rank)
+{
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    *rank = xstream->rank;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_set_rank(ABT_xstream xstream, int rank)
+{
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    if (rank < 0 || rank >= ABTX_MAX_XSTREAMS)
+        return ABT_ERR_INV_XSTREAM_RANK;
+    int rc = ABT_SUCCESS;
+    pthread_mutex_lock(&abtx_lock);
+    if (abtx_g.by_rank[rank] && abtx_g.by_rank[rank] != xstream) {
+        rc = ABT_ERR_INV_XSTREAM_RANK;
+    } else {
+        abtx_g.by_rank[xstream->rank] = NULL;
+        abtx_g.by_rank[rank] = xstream;
+        xstream->rank = rank;
+    }
+    pthread_mutex_unlock(&abtx_lock);
+    return rc;
+}
+
+int ABT_xstream_get_main_sched(ABT_xstream xstream, ABT_sched *sched)
+{
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    *sched = xstream->sched;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_get_main_pools(ABT_xstream xstream, int max_pools,
+                               ABT_pool *pools)
+{
+    if (!abtx_xstream(xstream) || !xstream->sched)
+        return ABT_ERR_INV_XSTREAM;
+    ABT_sched s = xstream->sched;
+    for (int i = 0; i < max_pools && i < s->num_pools; i++)
+        pools[i] = s->pools[i];
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    if (!abtx_sched(sched) || (sched->used && sched != xstream->sched))
+        return ABT_ERR_INV_SCHED;
+    if (sched == xstream->sched)
+        return ABT_SUCCESS;
+    int rc = coexec_xstream_set_main_sched(xstream->cx, sched->cs);
+    if (rc == COEXEC_EBUSY)
+        return ABT_ERR_INV_SCHED;
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM_STATE);
+    /* The old scheduler is switched out at the stream's next event check;
+     * it is not freed here but stays registered until ABT_finalize. */
+    if (abtx_sched(xstream->sched))
+        xstream->sched->used = false;
+    sched->used = true;
+    xstream->sched = sched;
+    /* A caller on that stream gives it the chance to switch now. */
+    if (xstream == abtx_xstream_self() && abtx_cur_get() &&
+        abtx_cur_get()->is_ult) {
+        ABT_thread self = abtx_cur_get();
+        ABTX_IGNORE(coexec_yield());
+        abtx_cur_set(self);
+    }
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_set_main_sched_basic(ABT_xstream xstream,
+                                     ABT_sched_predef predef, int num_pools,
+                                     ABT_pool *pools)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    ABT_sched sched;
+    int rc = abtx_sched_new_basic(predef, num_pools, pools,
+                                  ABT_SCHED_CONFIG_NULL, &sched);
+    if (rc)
+        return rc;
+    sched->automatic = true;
+    rc = ABT_xstream_set_main_sched(xstream, sched);
+    if (rc)
+        (void)abtx_sched_release(sched);
+    return rc;
+}
+
+int ABT_xstream_get_state(ABT_xstream xstream, ABT_xstream_state *state)
+{
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    coexec_xstream_state_t s = COEXEC_XSTREAM_TERMINATED;
+    if (!xstream->joined)
+        ABTX_IGNORE(coexec_xstream_get_state(xstream->cx, &s));
+    *state = s == COEXEC_XSTREAM_TERMINATED ? ABT_XSTREAM_STATE_TERMINATED
+                                            : ABT_XSTREAM_STATE_RUNNING;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_equal(ABT_xstream xstream1, ABT_xstream xstream2,
+                      ABT_bool *result)
+{
+    *result = xstream1 == xstream2 ? ABT_TRUE : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_get_num(int *num_xstreams)
+{
+    ABTX_CHECK_INIT();
+    int n = 0;
+    pthread_mutex_lock(&abtx_lock);
+    for (ABT_xstream x = abtx_g.xstreams; x; x = x->next)
+        n += x->magic == ABTX_XSTREAM;
+    pthread_mutex_unlock(&abtx_lock);
+    *num_xstreams = n;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_is_primary(ABT_xstream xstream, ABT_bool *is_primary)
+{
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    *is_primary = xstream->primary ? ABT_TRUE : ABT_FALSE;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_get_cpubind(ABT_xstream xstream, int *cpuid)
+{
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    int cpu = -1;
+    int rc = coexec_xstream_get_cpu(xstream->cx, &cpu);
+    if (rc || cpu < 0)
+        return ABT_ERR_CPUID;
+    *cpuid = cpu;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_get_affinity(ABT_xstream xstream, int max_cpuids, int *cpuids,
+                             int *num_cpuids)
+{
+    int cpu;
+    int rc = ABT_xstream_get_cpubind(xstream, &cpu);
+    if (rc == ABT_ERR_CPUID) {
+        if (num_cpuids)
+            *num_cpuids = 0;
+        return ABT_SUCCESS;
+    }
+    if (rc)
+        return rc;
+    if (cpuids && max_cpuids > 0)
+        cpuids[0] = cpu;
+    if (num_cpuids)
+        *num_cpuids = 1;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_set_cpubind(ABT_xstream xstream, int cpuid)
+{
+    (void)xstream;
+    (void)cpuid;
+    ABTX_NA("ABT_xstream_set_cpubind");
+}
+
+int ABT_xstream_set_affinity(ABT_xstream xstream, int num_cpuids, int *cpuids)
+{
+    (void)xstream;
+    (void)num_cpuids;
+    (void)cpuids;
+    ABTX_NA("ABT_xstream_set_affinity");
+}
+
+int ABT_xstream_exit(void)
+{
+    ABTX_NA("ABT_xstream_exit");
+}
+
+int ABT_xstream_cancel(ABT_xstream xstream)
+{
+    (void)xstream;
+    ABTX_NA("ABT_xstream_cancel");
+}
+
+/* ---- stream barrier ------------------------------------------------------ */
+
+struct ABT_xstream_barrier_opaque {
+    coexec_xstream_barrier_t b;
+};
+
+int ABT_xstream_barrier_create(uint32_t num_waiters,
+                               ABT_xstream_barrier *newbarrier)
+{
+    if (!newbarrier || num_waiters == 0)
+        return ABT_ERR_INV_ARG;
+    ABT_xstream_barrier b = malloc(sizeof(*b));
+    if (!b)
+        return ABT_ERR_MEM;
+    int rc = coexec_xstream_barrier_init(&b->b, num_waiters);
+    if (rc) {
+        free(b);
+        return abtx_err(rc, ABT_ERR_INV_XSTREAM_BARRIER, ABT_ERR_OTHER);
+    }
+    *newbarrier = b;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_barrier_free(ABT_xstream_barrier *barrier)
+{
+    if (!barrier || !*barrier)
+        return ABT_ERR_INV_XSTREAM_BARRIER;
+    ABTX_IGNORE(coexec_xstream_barrier_destroy(&(*barrier)->b));
+    free(*barrier);
+    *barrier = ABT_XSTREAM_BARRIER_NULL;
+    return ABT_SUCCESS;
+}
+
+int ABT_xstream_barrier_wait(ABT_xstream_barrier barrier)
+{
+    if (!barrier)
+        return ABT_ERR_INV_XSTREAM_BARRIER;
+    ABT_thread self = abtx_cur_get();
+    int rc = coexec_xstream_barrier_wait(&barrier->b);
+    abtx_cur_set(self);
+    return abtx_err(rc, ABT_ERR_INV_XSTREAM_BARRIER, ABT_ERR_XSTREAM_BARRIER);
+}
