@@ -52,7 +52,12 @@ struct ABT_thread_opaque {
     uint8_t detached;    /* created without a handle: freed when done */
     uint8_t is_main;     /* the primary's main ULT */
     uint8_t migratable;
-    coexec_unit_t u;     /* the coexec ULT or tasklet */
+    union {              /* the coexec ULT or tasklet, written by its
+                            creation call itself (the unit may run at once) */
+        coexec_unit_t u;
+        coexec_thread_t th;
+        coexec_tasklet_t tk;
+    };
     void (*fn)(void *);
     void *arg;
     ABT_pool pool;       /* the pool it was last pushed into */

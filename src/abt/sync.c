@@ -33,7 +33,7 @@ static void *lazy_init(void *obj, uint64_t plain_tag, uint64_t rec_tag)
 {
     _Atomic uint64_t *w = obj;
     uint64_t v = atomic_load_explicit(w, memory_order_acquire);
-    if (v == plain_tag || v == rec_tag)
+    if (v == plain_tag || (rec_tag && v == rec_tag))
         return obj;
     uint64_t exp = v;
     if (v == 0)

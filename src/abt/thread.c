@@ -245,29 +245,7 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     if (out)
         *out = t;
     int rc;
-    if (pool->def) {
-        /* A user-defined pool: make the unit, then push it the ABT way. */
-        if (ult) {
-            coexec_thread_t h;
-            coexec_thread_attr_t ca;
-            ABTX_IGNORE(coexec_thread_attr_init(&ca));
-            ca.pinned = !t->migratable;
-            if (attr) {
-                ca.stack_size = attr->stacksize;
-                ca.stack = attr->stack;
-            }
-            rc = coexec_thread_create(pool->cp, ult_main, t, &ca,
-                                      detached ? NULL : &h);
-            if (!rc && !detached)
-                t->u = coexec_thread_unit(h);
-        } else {
-            coexec_tasklet_t h;
-            rc = coexec_tasklet_create(pool->cp, task_main, t,
-                                       detached ? NULL : &h);
-            if (!rc && !detached)
-                t->u = coexec_tasklet_unit(h);
-        }
-    } else if (ult) {
+    if (ult) {
         coexec_thread_attr_t ca, *cap = NULL;
         if (attr || !t->migratable) {
             ABTX_IGNORE(coexec_thread_attr_init(&ca));
@@ -278,17 +256,11 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
             }
             cap = &ca;
         }
-        coexec_thread_t h;
         rc = coexec_thread_create(pool->cp, ult_main, t, cap,
-                                  detached ? NULL : &h);
-        if (!rc && !detached)
-            t->u = coexec_thread_unit(h);
+                                  detached ? NULL : &t->th);
     } else {
-        coexec_tasklet_t h;
         rc = coexec_tasklet_create(pool->cp, task_main, t,
-                                   detached ? NULL : &h);
-        if (!rc && !detached)
-            t->u = coexec_tasklet_unit(h);
+                                   detached ? NULL : &t->tk);
     }
     if (rc) {
         if (fresh)
@@ -368,10 +340,10 @@ static int unit_wait(ABT_thread t, bool release)
     ABT_thread self = abtx_cur_get();
     int rc;
     if (t->is_ult) {
-        coexec_thread_t h = {.p = t->u.p, .gen = t->u.gen};
+        coexec_thread_t h = t->th;
         rc = release ? coexec_thread_free(&h) : coexec_thread_join(h);
     } else {
-        coexec_tasklet_t h = {.p = t->u.p, .gen = t->u.gen};
+        coexec_tasklet_t h = t->tk;
         rc = release ? coexec_tasklet_free(&h) : coexec_tasklet_join(h);
     }
     abtx_cur_set(self);
@@ -474,9 +446,9 @@ static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
     ABT_thread t = *tp;
     coexec_unit_state_t st = COEXEC_UNIT_READY;
     int rc = ult ? coexec_thread_get_state(
-                       (coexec_thread_t){.p = t->u.p, .gen = t->u.gen}, &st)
+                       t->th, &st)
                  : coexec_tasklet_get_state(
-                       (coexec_tasklet_t){.p = t->u.p, .gen = t->u.gen}, &st);
+                       t->tk, &st);
     if (rc)
         return abtx_err(rc, inv, inv);
     if (st != COEXEC_UNIT_TERMINATED)
@@ -525,7 +497,14 @@ int ABT_self_get_thread(ABT_thread *thread)
 
 int ABT_thread_self(ABT_thread *thread)
 {
-    return ABT_self_get_thread(thread);
+    /* Argobots 1.x: a tasklet is not a ULT here (ABT_self_get_thread
+     * returns it). */
+    int rc = ABT_self_get_thread(thread);
+    if (!rc && !(*thread)->is_ult) {
+        *thread = ABT_THREAD_NULL;
+        return ABT_ERR_INV_THREAD;
+    }
+    return rc;
 }
 
 int ABT_task_self(ABT_task *task)
@@ -547,7 +526,7 @@ static uint64_t unit_id(ABT_thread t)
             ABTX_IGNORE(coexec_self_id(&id));
         else if (t->u.p)
             ABTX_IGNORE(coexec_thread_get_id(
-                (coexec_thread_t){.p = t->u.p, .gen = t->u.gen}, &id));
+                t->th, &id));
         t->id = id;
     }
     return t->id;
@@ -617,6 +596,8 @@ int ABT_self_is_primary(ABT_bool *flag)
 {
     ABT_thread t;
     int rc = self_unit(&t);
+    if (!rc && !t->is_ult)
+        rc = ABT_ERR_INV_THREAD; /* a tasklet, in Argobots 1.x */
     *flag = !rc && t->is_main ? ABT_TRUE : ABT_FALSE;
     return rc;
 }
@@ -692,16 +673,19 @@ int ABT_self_get_thread_func(void (**thread_func)(void *))
     return rc;
 }
 
-/* A coexec scheduling call of the calling ULT, its record restored after. */
-static int self_switch(int (*op)(void))
+/* A coexec scheduling call of the calling ULT, its record restored after.
+ * From a tasklet or a scheduler's loop, Argobots 1.x makes ABT_thread_yield
+ * a no-op (noop_ok) while ABT_self_yield and the suspends fail. */
+static int self_switch(int (*op)(void), bool noop_ok)
 {
-    ABT_thread self;
-    int rc = self_unit(&self);
-    if (rc)
-        return rc;
-    if (!self->is_ult)
-        return ABT_ERR_INV_THREAD;
-    rc = op();
+    ABTX_CHECK_INIT();
+    coexec_caller_t who = coexec_self_caller();
+    if (who == COEXEC_CALLER_EXTERNAL)
+        return noop_ok ? ABT_SUCCESS : ABT_ERR_INV_XSTREAM;
+    if (who != COEXEC_CALLER_ULT)
+        return noop_ok ? ABT_SUCCESS : ABT_ERR_INV_THREAD;
+    ABT_thread self = abtx_cur_get();
+    int rc = op();
     abtx_cur_set(self);
     if (rc == COEXEC_ECANCELED)
         return ABT_SUCCESS;
@@ -710,17 +694,17 @@ static int self_switch(int (*op)(void))
 
 int ABT_self_yield(void)
 {
-    return self_switch(coexec_yield);
+    return self_switch(coexec_yield, false);
 }
 
 int ABT_thread_yield(void)
 {
-    return self_switch(coexec_yield);
+    return self_switch(coexec_yield, true);
 }
 
 int ABT_self_suspend(void)
 {
-    return self_switch(coexec_self_suspend);
+    return self_switch(coexec_self_suspend, false);
 }
 
 int ABT_thread_yield_to(ABT_thread thread)
@@ -733,8 +717,7 @@ int ABT_thread_yield_to(ABT_thread thread)
         return ABT_ERR_INV_THREAD;
     if (thread == self)
         return ABT_SUCCESS;
-    rc = coexec_yield_to((coexec_thread_t){.p = thread->u.p,
-                                           .gen = thread->u.gen});
+    rc = coexec_yield_to(thread->th);
     if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
         /* Not queued where the caller can take it: a plain yield. */
         rc = coexec_yield();
@@ -754,7 +737,7 @@ int ABT_thread_resume(ABT_thread thread)
     if (!abtx_thread(thread) || !thread->is_ult || thread->detached)
         return ABT_ERR_INV_THREAD;
     int rc = coexec_thread_resume(
-        (coexec_thread_t){.p = thread->u.p, .gen = thread->u.gen});
+        thread->th);
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
 }
 
@@ -789,17 +772,19 @@ int ABT_self_exit(void)
 int ABT_thread_get_state(ABT_thread thread, ABT_thread_state *state)
 {
     ABTX_CHECK_INIT();
+    if (abtx_thread(thread) && thread == abtx_cur_get()) {
+        *state = ABT_THREAD_STATE_RUNNING;
+        return ABT_SUCCESS;
+    }
     if (!abtx_thread(thread) || thread->detached)
         return ABT_ERR_INV_THREAD;
     coexec_unit_state_t s;
     int rc = thread->is_ult
                  ? coexec_thread_get_state(
-                       (coexec_thread_t){.p = thread->u.p,
-                                         .gen = thread->u.gen},
+                       thread->th,
                        &s)
                  : coexec_tasklet_get_state(
-                       (coexec_tasklet_t){.p = thread->u.p,
-                                          .gen = thread->u.gen},
+                       thread->tk,
                        &s);
     if (rc)
         return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
@@ -976,7 +961,7 @@ int ABT_thread_migrate_to_pool(ABT_thread thread, ABT_pool pool)
         return ABT_ERR_MIGRATION_NA;
     ABT_thread self = abtx_cur_get();
     int rc = coexec_thread_migrate_to(
-        (coexec_thread_t){.p = thread->u.p, .gen = thread->u.gen}, pool->cp);
+        thread->th, pool->cp);
     abtx_cur_set(self);
     if (rc == COEXEC_EPERM)
         return ABT_ERR_MIGRATION_NA;

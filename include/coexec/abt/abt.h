@@ -302,15 +302,20 @@ typedef enum ABT_sync_event_type ABT_sync_event_type;
  * zero-filled object is valid (initialised on first use, under a lock of
  * the layer). The handle is the storage's address.
  */
+#if defined(__GNUC__)
+#define ABT_MEMORY_ALIGN_ __attribute__((aligned(8)))
+#else
+#define ABT_MEMORY_ALIGN_
+#endif
 typedef struct {
     int dummy[16];
-} ABT_mutex_memory;
+} ABT_MEMORY_ALIGN_ ABT_mutex_memory;
 typedef struct {
     int dummy[16];
-} ABT_cond_memory;
+} ABT_MEMORY_ALIGN_ ABT_cond_memory;
 typedef struct {
     int dummy[16];
-} ABT_eventual_memory;
+} ABT_MEMORY_ALIGN_ ABT_eventual_memory;
 
 #define ABT_ZEROS16_ {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 #define ABT_MUTEX_INITIALIZER {ABT_ZEROS16_}
@@ -886,6 +891,13 @@ ABT_API_PUBLIC int ABT_tool_register_thread_callback(
     ABT_tool_thread_callback_fn cb_func, uint64_t event_mask, void *user_arg);
 ABT_API_PUBLIC int ABT_tool_query_thread(ABT_tool_context context,
     uint64_t event, ABT_tool_query_kind query_kind, void *val);
+
+/* Tasklet and self aliases of Argobots 1.x (macros there too). */
+#define ABT_task_is_unnamed ABT_thread_is_unnamed
+#define ABT_task_set_specific ABT_thread_set_specific
+#define ABT_task_get_specific ABT_thread_get_specific
+#define ABT_self_get_task ABT_self_get_thread
+#define ABT_self_get_task_id ABT_self_get_thread_id
 
 #ifdef __cplusplus
 }
