@@ -129,6 +129,7 @@ struct abtx_global {
     ABT_xstream primary;
     struct ABT_thread_opaque main_ult;
     size_t stacksize;
+    int max_xstreams;        /* ABT_MAX_NUM_XSTREAMS, as queried */
     int next_pool_id;
     ABT_xstream by_crank[ABTX_MAX_XSTREAMS]; /* coexec rank -> record */
     ABT_xstream by_rank[ABTX_MAX_XSTREAMS];  /* ABT rank -> record */

@@ -165,6 +165,15 @@ int ABT_init(int argc, char **argv)
         ss = env_size("ABT_ENV_THREAD_STACKSIZE");
     if (ss)
         cfg.stack_size = ss < 16384 ? 16384 : ss;
+    /* ABT_MAX_NUM_XSTREAMS (ABT_NUM_XSTREAMS in older releases) is what
+     * the info query reports; streams are created by the program. */
+    const char *mx = getenv("ABT_MAX_NUM_XSTREAMS");
+    if (!mx)
+        mx = getenv("ABT_NUM_XSTREAMS");
+    int max_xs = mx ? atoi(mx) : 0;
+    abtx_g.max_xstreams = max_xs > 0 && max_xs <= ABTX_MAX_XSTREAMS
+                              ? max_xs
+                              : ABTX_MAX_XSTREAMS;
     int rc = coexec_init(&cfg);
     if (rc == COEXEC_EINIT) {
         /* The program started libcoexec itself: share its runtime. */
@@ -377,7 +386,8 @@ int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
         *(int *)val = cfg.guard_size ? 2 : 0; /* guard pages */
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_MAX_NUM_XSTREAMS:
-        *(int *)val = ABTX_MAX_XSTREAMS;
+        *(int *)val = abtx_g.max_xstreams ? abtx_g.max_xstreams
+                                          : ABTX_MAX_XSTREAMS;
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_DEFAULT_THREAD_STACKSIZE:
         *(size_t *)val = abtx_g.stacksize ? abtx_g.stacksize : cfg.stack_size;

@@ -453,9 +453,16 @@ struct ev_rec {
     int nbytes;
 };
 
+/* The handle's memory: its eventual, and whether ABT_eventual_create
+ * allocated the memory itself (static memory is not freed). */
+#define EV_DYNAMIC 0x45564459u
+
 struct ABT_eventual_opaque {
     _Atomic(struct ev_rec *) rec;
+    uint32_t dynamic;
 };
+_Static_assert(sizeof(struct ABT_eventual_opaque) <= sizeof(ABT_eventual_memory),
+               "an eventual's record fits in ABT_eventual_memory");
 
 static struct ev_rec *ev_new(int nbytes)
 {
@@ -500,6 +507,7 @@ int ABT_eventual_create(int nbytes, ABT_eventual *neweventual)
     }
     ABT_eventual e = ABT_EVENTUAL_MEMORY_GET_HANDLE(mem);
     atomic_store(&e->rec, r);
+    e->dynamic = EV_DYNAMIC;
     *neweventual = e;
     return ABT_SUCCESS;
 }
@@ -513,8 +521,10 @@ int ABT_eventual_free(ABT_eventual *eventual)
         if (coexec_eventual_destroy(&r->ev) == COEXEC_EBUSY)
             return ABT_ERR_EVENTUAL;
         free(r);
+        atomic_store(&(*eventual)->rec, NULL);
     }
-    free(*eventual);
+    if ((*eventual)->dynamic == EV_DYNAMIC)
+        free(*eventual);
     *eventual = ABT_EVENTUAL_NULL;
     return ABT_SUCCESS;
 }

@@ -1,0 +1,23 @@
+/*
+ * tests/abt/abt_test.h: what the suites of test_abt share: each test starts
+ * the ABT runtime (ABT_init) and stops it (ABT_finalize) itself.
+ */
+#ifndef COEXEC_TEST_ABT_H
+#define COEXEC_TEST_ABT_H
+
+#include <abt.h>
+
+#include "harness.h"
+
+#define AT_OK(expr) CU_ASSERT_EQUAL_FATAL((expr), ABT_SUCCESS)
+#define AT_CHECK_OK(expr) CH_CHECK_EQ((expr), ABT_SUCCESS)
+
+extern const ch_test_t abt_eventual_tests[];
+extern const ch_test_t abt_future_tests[];
+extern const ch_test_t abt_mutex_tests[];
+extern const ch_test_t abt_cond_tests[];
+extern const ch_test_t abt_rwlock_tests[];
+extern const ch_test_t abt_barrier_tests[];
+extern const ch_test_t abt_key_tests[];
+
+#endif /* COEXEC_TEST_ABT_H */

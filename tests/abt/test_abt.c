@@ -1,0 +1,833 @@
+/*
+ * tests/abt/test_abt.c: the suites of test_abt, libcoexec-abt (the Argobots
+ * 1.x API over libcoexec). Synchronization suites are in test_abt_sync.c.
+ *
+ *   init      reference-counted init/finalize, ABT_initialized, env stack size
+ *   xstream   create/join/free, ranks (chosen and automatic), self, revive,
+ *             state, main pools, errors on the primary
+ *   thread    create/join/free on streams, yield order, revive, unnamed
+ *             ULTs, attributes, migration, stale handles
+ *   task      tasklets: run, join, revive, state, self inside one
+ *   self      self queries from the main ULT, a ULT, a tasklet, a pthread
+ *   pool      built-in pools: push/pop of units, sizes, ids, data, errors
+ *   sched     predefined schedulers on new streams, configs, set_main_sched
+ *   user_pool an ABT_pool_def pool and a user-defined scheduler that runs it
+ *   timer     timers and ABT_get_wtime move forward
+ *   errors    error strings, info queries, an unsupported call's code
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "abt_test.h"
+
+/* ---- init ------------------------------------------------------------------ */
+
+static void test_init_refcount(void)
+{
+    CU_ASSERT_EQUAL(ABT_initialized(), ABT_ERR_UNINITIALIZED);
+    AT_OK(ABT_init(0, NULL));
+    AT_OK(ABT_init(0, NULL));
+    CU_ASSERT_EQUAL(ABT_initialized(), ABT_SUCCESS);
+    AT_OK(ABT_finalize());
+    CU_ASSERT_EQUAL(ABT_initialized(), ABT_SUCCESS);
+    AT_OK(ABT_finalize());
+    CU_ASSERT_EQUAL(ABT_initialized(), ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_finalize(), ABT_ERR_UNINITIALIZED);
+    ABT_xstream xs;
+    CU_ASSERT_EQUAL(ABT_xstream_self(&xs), ABT_ERR_UNINITIALIZED);
+    /* Again, after a full stop. */
+    AT_OK(ABT_init(0, NULL));
+    AT_OK(ABT_finalize());
+}
+
+static void test_init_stacksize_env(void)
+{
+    setenv("ABT_THREAD_STACKSIZE", "262144", 1);
+    AT_OK(ABT_init(0, NULL));
+    size_t ss = 0;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_DEFAULT_THREAD_STACKSIZE,
+                                &ss));
+    CU_ASSERT_EQUAL(ss, 262144);
+    ABT_thread_attr attr;
+    AT_OK(ABT_thread_attr_create(&attr));
+    AT_OK(ABT_thread_attr_get_stacksize(attr, &ss));
+    CU_ASSERT_EQUAL(ss, 262144);
+    AT_OK(ABT_thread_attr_free(&attr));
+    AT_OK(ABT_finalize());
+    unsetenv("ABT_THREAD_STACKSIZE");
+}
+
+static const ch_test_t init_tests[] = {
+    {"refcount", test_init_refcount},
+    {"stacksize_env", test_init_stacksize_env},
+    {NULL, NULL}};
+
+/* ---- xstream ------------------------------------------------------------------ */
+
+static void rank_probe(void *arg)
+{
+    AT_CHECK_OK(ABT_xstream_self_rank((int *)arg));
+}
+
+/* Waits until the probe has run where it was queued (a join would run a
+ * ULT that has not started in place, on the joiner's stream). */
+static void wait_seen(volatile int *seen)
+{
+    while (*seen < 0)
+        AT_OK(ABT_thread_yield());
+}
+
+static void test_xstream_ranks(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream self, a, b;
+    AT_OK(ABT_xstream_self(&self));
+    int rank = -1;
+    AT_OK(ABT_xstream_get_rank(self, &rank));
+    CU_ASSERT_EQUAL(rank, 0);
+    ABT_bool primary = ABT_FALSE;
+    AT_OK(ABT_xstream_is_primary(self, &primary));
+    CU_ASSERT_EQUAL(primary, ABT_TRUE);
+    AT_OK(ABT_xstream_create_with_rank(ABT_SCHED_NULL, 5, &a));
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &b));
+    AT_OK(ABT_xstream_get_rank(b, &rank));
+    CU_ASSERT_EQUAL(rank, 1); /* the lowest free rank */
+    ABT_xstream c;
+    CU_ASSERT_EQUAL(ABT_xstream_create_with_rank(ABT_SCHED_NULL, 5, &c),
+                    ABT_ERR_INV_XSTREAM_RANK);
+    int num = 0;
+    AT_OK(ABT_xstream_get_num(&num));
+    CU_ASSERT_EQUAL(num, 3);
+    /* A ULT on a sees rank 5. */
+    int seen = -1;
+    ABT_thread t;
+    AT_OK(ABT_thread_create_on_xstream(a, rank_probe, &seen,
+                                       ABT_THREAD_ATTR_NULL, &t));
+    wait_seen(&seen);
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(seen, 5);
+    CU_ASSERT_PTR_NULL(t);
+    AT_OK(ABT_xstream_set_rank(b, 7));
+    AT_OK(ABT_xstream_get_rank(b, &rank));
+    CU_ASSERT_EQUAL(rank, 7);
+    /* The primary can be neither joined nor freed. */
+    CU_ASSERT_EQUAL(ABT_xstream_join(self), ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(ABT_xstream_free(&self), ABT_ERR_INV_XSTREAM);
+    AT_OK(ABT_xstream_join(a));
+    ABT_xstream_state st;
+    AT_OK(ABT_xstream_get_state(a, &st));
+    CU_ASSERT_EQUAL(st, ABT_XSTREAM_STATE_TERMINATED);
+    /* Revived, it runs units again, with the same rank. */
+    AT_OK(ABT_xstream_revive(a));
+    AT_OK(ABT_xstream_get_state(a, &st));
+    CU_ASSERT_EQUAL(st, ABT_XSTREAM_STATE_RUNNING);
+    seen = -1;
+    AT_OK(ABT_thread_create_on_xstream(a, rank_probe, &seen,
+                                       ABT_THREAD_ATTR_NULL, &t));
+    wait_seen(&seen);
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(seen, 5);
+    AT_OK(ABT_xstream_free(&a));
+    AT_OK(ABT_xstream_free(&b));
+    CU_ASSERT_PTR_NULL(a);
+    /* A freed handle is refused. */
+    ABT_xstream stale = b;
+    CU_ASSERT_EQUAL(ABT_xstream_join(stale), ABT_ERR_INV_XSTREAM);
+    AT_OK(ABT_xstream_get_num(&num));
+    CU_ASSERT_EQUAL(num, 1);
+    AT_OK(ABT_finalize());
+}
+
+static void test_xstream_main_pools(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool pools[2];
+    for (int i = 0; i < 2; i++)
+        AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
+                                    ABT_TRUE, &pools[i]));
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create_basic(ABT_SCHED_BASIC, 2, pools,
+                                   ABT_SCHED_CONFIG_NULL, &xs));
+    ABT_pool got[2] = {NULL, NULL};
+    AT_OK(ABT_xstream_get_main_pools(xs, 2, got));
+    CU_ASSERT_PTR_EQUAL(got[0], pools[0]);
+    CU_ASSERT_PTR_EQUAL(got[1], pools[1]);
+    ABT_sched sched;
+    AT_OK(ABT_xstream_get_main_sched(xs, &sched));
+    int n = 0;
+    AT_OK(ABT_sched_get_num_pools(sched, &n));
+    CU_ASSERT_EQUAL(n, 2);
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t xstream_tests[] = {
+    {"ranks", test_xstream_ranks},
+    {"main_pools", test_xstream_main_pools},
+    {NULL, NULL}};
+
+/* ---- thread ------------------------------------------------------------------ */
+
+#define ORDER_N 4
+static int order_log[ORDER_N * 3];
+static int order_len;
+
+static void order_ult(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < 3; i++) {
+        order_log[order_len++] = id;
+        AT_CHECK_OK(ABT_thread_yield());
+    }
+}
+
+static void test_thread_yield_order(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool pool;
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_TRUE,
+                                &pool));
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create_basic(ABT_SCHED_BASIC, 1, &pool,
+                                   ABT_SCHED_CONFIG_NULL, &xs));
+    /* Created from the main ULT, which does not yield to them: the stream
+     * runs them in FIFO order, and each yield goes behind the others. */
+    ABT_thread t[ORDER_N];
+    order_len = 0;
+    for (int i = 0; i < ORDER_N; i++)
+        AT_OK(ABT_thread_create(pool, order_ult, (void *)(intptr_t)i,
+                                ABT_THREAD_ATTR_NULL, &t[i]));
+    AT_OK(ABT_thread_join_many(ORDER_N, t));
+    CU_ASSERT_EQUAL(order_len, ORDER_N * 3);
+    int in_order = 1;
+    for (int i = 0; i < ORDER_N * 3; i++)
+        in_order &= order_log[i] == i % ORDER_N;
+    CU_ASSERT(in_order);
+    AT_OK(ABT_thread_free_many(ORDER_N, t));
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static atomic_int counter;
+
+static void add_one(void *arg)
+{
+    atomic_fetch_add(&counter, 1 + (int)(intptr_t)arg);
+}
+
+static void test_thread_many_streams(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream xs[3];
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs[i]));
+    enum { N = 300 };
+    ABT_thread *t = calloc(N, sizeof(*t));
+    atomic_store(&counter, 0);
+    for (int i = 0; i < N; i++)
+        AT_OK(ABT_thread_create_on_xstream(xs[i % 3], add_one,
+                                           (void *)(intptr_t)(i & 1),
+                                           ABT_THREAD_ATTR_NULL, &t[i]));
+    /* Unnamed ULTs free themselves. */
+    for (int i = 0; i < N; i++)
+        AT_OK(ABT_thread_create_on_xstream(xs[i % 3], add_one, NULL,
+                                           ABT_THREAD_ATTR_NULL, NULL));
+    for (int i = 0; i < N; i++) {
+        ABT_thread_state st;
+        AT_OK(ABT_thread_join(t[i]));
+        AT_OK(ABT_thread_get_state(t[i], &st));
+        CU_ASSERT_EQUAL(st, ABT_THREAD_STATE_TERMINATED);
+        AT_OK(ABT_thread_free(&t[i]));
+    }
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+    CU_ASSERT_EQUAL(atomic_load(&counter), N + N / 2 + N);
+    free(t);
+    AT_OK(ABT_finalize());
+}
+
+static void test_thread_revive_attr(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream self;
+    ABT_pool pool;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_thread_attr attr;
+    AT_OK(ABT_thread_attr_create(&attr));
+    AT_OK(ABT_thread_attr_set_stacksize(attr, 65536));
+    AT_OK(ABT_thread_attr_set_migratable(attr, ABT_FALSE));
+    atomic_store(&counter, 0);
+    ABT_thread t;
+    AT_OK(ABT_thread_create(pool, add_one, NULL, attr, &t));
+    AT_OK(ABT_thread_attr_free(&attr));
+    size_t ss = 0;
+    AT_OK(ABT_thread_get_stacksize(t, &ss));
+    CU_ASSERT_EQUAL(ss, 65536);
+    ABT_bool mig = ABT_TRUE;
+    AT_OK(ABT_thread_is_migratable(t, &mig));
+    CU_ASSERT_EQUAL(mig, ABT_FALSE);
+    void *arg = (void *)1;
+    AT_OK(ABT_thread_get_arg(t, &arg));
+    CU_ASSERT_PTR_NULL(arg);
+    AT_OK(ABT_thread_join(t));
+    /* Revive: the same handle runs again, with a new argument. */
+    AT_OK(ABT_thread_revive(pool, add_one, (void *)(intptr_t)9, &t));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 1 + 10);
+    AT_OK(ABT_finalize());
+}
+
+static void test_thread_errors(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_thread self, t = ABT_THREAD_NULL;
+    AT_OK(ABT_thread_self(&self));
+    ABT_bool primary = ABT_FALSE;
+    AT_OK(ABT_thread_is_primary(self, &primary));
+    CU_ASSERT_EQUAL(primary, ABT_TRUE);
+    /* The main ULT cannot be joined or freed; nor can a null handle. */
+    CU_ASSERT_EQUAL(ABT_thread_join(self), ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_thread_free(&self), ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_thread_join(t), ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_thread_create(ABT_POOL_NULL, add_one, NULL,
+                                      ABT_THREAD_ATTR_NULL, &t),
+                    ABT_ERR_INV_POOL);
+    AT_OK(ABT_finalize());
+}
+
+static void migrate_probe(void *arg)
+{
+    int *rank = arg;
+    AT_CHECK_OK(ABT_xstream_self_rank(&rank[0]));
+    AT_CHECK_OK(ABT_thread_yield());
+    AT_CHECK_OK(ABT_xstream_self_rank(&rank[1]));
+}
+
+static void test_thread_migrate(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream a, b;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &a));
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &b));
+    int rank[2] = {-1, -1};
+    ABT_thread t;
+    ABT_pool pb;
+    AT_OK(ABT_xstream_get_main_pools(b, 1, &pb));
+    AT_OK(ABT_thread_create_on_xstream(a, migrate_probe, rank,
+                                       ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_migrate_to_pool(t, pb));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(rank[1], 2); /* it ends on b */
+    AT_OK(ABT_xstream_free(&a));
+    AT_OK(ABT_xstream_free(&b));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t thread_tests[] = {
+    {"yield_order", test_thread_yield_order},
+    {"many_streams", test_thread_many_streams},
+    {"revive_attr", test_thread_revive_attr},
+    {"errors", test_thread_errors},
+    {"migrate", test_thread_migrate},
+    {NULL, NULL}};
+
+/* ---- task ------------------------------------------------------------------ */
+
+static void task_probe(void *arg)
+{
+    ABT_unit_type type = ABT_UNIT_TYPE_EXT;
+    AT_CHECK_OK(ABT_self_get_type(&type));
+    CH_CHECK_EQ(type, ABT_UNIT_TYPE_TASK);
+    ABT_thread me = ABT_THREAD_NULL;
+    /* 1.x: a tasklet is not a ULT for ABT_thread_self. */
+    CH_CHECK_EQ(ABT_thread_self(&me), ABT_ERR_INV_THREAD);
+    ABT_task task;
+    AT_CHECK_OK(ABT_task_self(&task));
+    ABT_task_state st;
+    AT_CHECK_OK(ABT_task_get_state(task, &st));
+    CH_CHECK_EQ(st, ABT_TASK_STATE_RUNNING);
+    /* A yield in a tasklet does nothing (1.x). */
+    AT_CHECK_OK(ABT_thread_yield());
+    atomic_fetch_add(&counter, (int)(intptr_t)arg);
+}
+
+static void test_task_run(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs));
+    atomic_store(&counter, 0);
+    ABT_task k[8];
+    for (int i = 0; i < 8; i++)
+        AT_OK(ABT_task_create_on_xstream(xs, task_probe, (void *)(intptr_t)1,
+                                         &k[i]));
+    for (int i = 0; i < 8; i++) {
+        AT_OK(ABT_task_join(k[i]));
+        ABT_task_state st;
+        AT_OK(ABT_task_get_state(k[i], &st));
+        CU_ASSERT_EQUAL(st, ABT_TASK_STATE_TERMINATED);
+    }
+    ABT_pool pool;
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &pool));
+    AT_OK(ABT_task_revive(pool, task_probe, (void *)(intptr_t)100, &k[0]));
+    for (int i = 0; i < 8; i++)
+        AT_OK(ABT_task_free(&k[i]));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 8 + 100);
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t task_tests[] = {{"run", test_task_run}, {NULL, NULL}};
+
+/* ---- self ------------------------------------------------------------------ */
+
+static void *ext_probe(void *arg)
+{
+    ABT_unit_type type = ABT_UNIT_TYPE_THREAD;
+    int *rc = arg;
+    rc[0] = ABT_self_get_type(&type);
+    rc[1] = type;
+    ABT_thread t;
+    rc[2] = ABT_thread_self(&t);
+    return NULL;
+}
+
+static void ult_self_probe(void *arg)
+{
+    ABT_bool b = ABT_TRUE;
+    AT_CHECK_OK(ABT_self_is_primary(&b));
+    CH_CHECK_EQ(b, ABT_FALSE);
+    AT_CHECK_OK(ABT_self_on_primary_xstream(&b));
+    CH_CHECK_EQ(b, ABT_TRUE);
+    AT_CHECK_OK(ABT_self_is_unnamed(&b));
+    CH_CHECK_EQ(b, ABT_FALSE);
+    void *a = NULL;
+    AT_CHECK_OK(ABT_self_get_arg(&a));
+    CH_CHECK(a == arg);
+    ABT_thread me, me2;
+    AT_CHECK_OK(ABT_thread_self(&me));
+    AT_CHECK_OK(ABT_self_get_thread(&me2));
+    CH_CHECK(me == me2);
+    ABT_thread_id id = 0;
+    AT_CHECK_OK(ABT_self_get_thread_id(&id));
+    CH_CHECK(id != 0);
+    *(ABT_thread *)arg = me;
+}
+
+static void test_self_queries(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_bool b = ABT_FALSE;
+    AT_OK(ABT_self_is_primary(&b));
+    CU_ASSERT_EQUAL(b, ABT_TRUE);
+    ABT_xstream self;
+    ABT_pool pool;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_thread seen = ABT_THREAD_NULL, t;
+    AT_OK(ABT_thread_create(pool, ult_self_probe, &seen, ABT_THREAD_ATTR_NULL,
+                            &t));
+    AT_OK(ABT_thread_join(t));
+    CU_ASSERT_PTR_EQUAL(seen, t);
+    ABT_thread_id id1 = 0, id2 = 0;
+    AT_OK(ABT_thread_get_id(t, &id1));
+    AT_OK(ABT_self_get_thread_id(&id2));
+    CU_ASSERT_NOT_EQUAL(id1, id2);
+    AT_OK(ABT_thread_free(&t));
+    int rc[3] = {-1, -1, -1};
+    pthread_t pt;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&pt, NULL, ext_probe, rc), 0);
+    pthread_join(pt, NULL);
+    CU_ASSERT_EQUAL(rc[0], ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(rc[1], ABT_UNIT_TYPE_EXT);
+    CU_ASSERT_EQUAL(rc[2], ABT_ERR_INV_XSTREAM);
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t self_tests[] = {{"queries", test_self_queries},
+                                       {NULL, NULL}};
+
+/* ---- pool ------------------------------------------------------------------ */
+
+static void test_pool_basic(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool pool;
+    CU_ASSERT_EQUAL(ABT_pool_create_basic((ABT_pool_kind)42,
+                                          ABT_POOL_ACCESS_MPMC, ABT_TRUE,
+                                          &pool),
+                    ABT_ERR_INV_POOL_KIND);
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_SPSC, ABT_FALSE,
+                                &pool));
+    ABT_pool_access acc;
+    AT_OK(ABT_pool_get_access(pool, &acc));
+    CU_ASSERT_EQUAL(acc, ABT_POOL_ACCESS_SPSC);
+    int data = 3;
+    void *d = NULL;
+    AT_OK(ABT_pool_set_data(pool, &data));
+    AT_OK(ABT_pool_get_data(pool, &d));
+    CU_ASSERT_PTR_EQUAL(d, &data);
+    /* Units pushed by creation come back out of pop in FIFO order. */
+    ABT_thread t[3];
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL,
+                                &t[i]));
+    size_t n = 0;
+    AT_OK(ABT_pool_get_size(pool, &n));
+    CU_ASSERT_EQUAL(n, 3);
+    ABT_unit u;
+    ABT_thread got;
+    AT_OK(ABT_pool_pop(pool, &u));
+    AT_OK(ABT_unit_get_thread(u, &got));
+    CU_ASSERT_PTR_EQUAL(got, t[0]);
+    AT_OK(ABT_pool_push(pool, u));
+    AT_OK(ABT_pool_pop_thread(pool, &got));
+    CU_ASSERT_PTR_EQUAL(got, t[1]);
+    AT_OK(ABT_pool_push_thread(pool, got));
+    int id = -1;
+    AT_OK(ABT_pool_get_id(pool, &id));
+    CU_ASSERT(id >= 0);
+    /* Run them on the primary: its main pool takes them over. */
+    ABT_xstream self;
+    ABT_pool main_pool;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &main_pool));
+    atomic_store(&counter, 0);
+    while (ABT_pool_pop_thread(pool, &got) == ABT_SUCCESS && got)
+        AT_OK(ABT_thread_migrate_to_pool(got, main_pool));
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_free(&t[i]));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 3);
+    AT_OK(ABT_pool_free(&pool));
+    CU_ASSERT_PTR_NULL(pool);
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t pool_tests[] = {{"basic", test_pool_basic},
+                                       {NULL, NULL}};
+
+/* ---- sched ------------------------------------------------------------------ */
+
+static void test_sched_predef(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_sched_predef kinds[] = {ABT_SCHED_DEFAULT, ABT_SCHED_BASIC,
+                                ABT_SCHED_BASIC_WAIT, ABT_SCHED_PRIO,
+                                ABT_SCHED_RANDWS};
+    for (unsigned k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        ABT_sched_config config;
+        AT_OK(ABT_sched_config_create(&config, ABT_sched_basic_freq, 8,
+                                      ABT_sched_config_var_end));
+        ABT_sched sched;
+        AT_OK(ABT_sched_create_basic(kinds[k], 0, NULL, config, &sched));
+        ABT_xstream xs;
+        AT_OK(ABT_xstream_create(sched, &xs));
+        /* A scheduler in use cannot be given to another stream. */
+        ABT_xstream other;
+        CU_ASSERT_EQUAL(ABT_xstream_create(sched, &other), ABT_ERR_INV_SCHED);
+        atomic_store(&counter, 0);
+        ABT_thread t[16];
+        for (int i = 0; i < 16; i++)
+            AT_OK(ABT_thread_create_on_xstream(xs, add_one, NULL,
+                                               ABT_THREAD_ATTR_NULL, &t[i]));
+        AT_OK(ABT_thread_free_many(16, t));
+        CU_ASSERT_EQUAL(atomic_load(&counter), 16);
+        AT_OK(ABT_xstream_free(&xs)); /* frees the automatic scheduler */
+        AT_OK(ABT_sched_config_free(&config));
+    }
+    CU_ASSERT_EQUAL(ABT_sched_create_basic((ABT_sched_predef)99, 0, NULL,
+                                           ABT_SCHED_CONFIG_NULL, NULL),
+                    ABT_ERR_INV_ARG);
+    AT_OK(ABT_finalize());
+}
+
+static void test_sched_config(void)
+{
+    ABT_sched_config_var v0 = {0, ABT_SCHED_CONFIG_INT};
+    ABT_sched_config_var v1 = {1, ABT_SCHED_CONFIG_DOUBLE};
+    ABT_sched_config_var v2 = {2, ABT_SCHED_CONFIG_PTR};
+    ABT_sched_config config;
+    AT_OK(ABT_sched_config_create(&config, v0, 5, v1, 2.5, v2, (void *)&v0,
+                                  ABT_sched_config_var_end));
+    int i = 0;
+    double d = 0;
+    void *p = NULL;
+    AT_OK(ABT_sched_config_read(config, 3, &i, &d, &p));
+    CU_ASSERT_EQUAL(i, 5);
+    CU_ASSERT_DOUBLE_EQUAL(d, 2.5, 1e-12);
+    CU_ASSERT_PTR_EQUAL(p, &v0);
+    int seven = 7;
+    AT_OK(ABT_sched_config_set(config, 0, ABT_SCHED_CONFIG_INT, &seven));
+    ABT_sched_config_type type;
+    AT_OK(ABT_sched_config_get(config, 0, &type, &i));
+    CU_ASSERT_EQUAL(type, ABT_SCHED_CONFIG_INT);
+    CU_ASSERT_EQUAL(i, 7);
+    AT_OK(ABT_sched_config_free(&config));
+    CU_ASSERT_PTR_NULL(config);
+}
+
+static void test_sched_set_main(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs));
+    ABT_pool pool;
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_TRUE,
+                                &pool));
+    AT_OK(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC, 1, &pool));
+    ABT_pool got;
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &got));
+    CU_ASSERT_PTR_EQUAL(got, pool);
+    atomic_store(&counter, 0);
+    ABT_thread t;
+    AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 1);
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t sched_tests[] = {
+    {"predef", test_sched_predef},
+    {"config", test_sched_config},
+    {"set_main", test_sched_set_main},
+    {NULL, NULL}};
+
+/* ---- user-defined pool and scheduler ------------------------------------------ */
+
+/* A LIFO stack of units under a mutex: the program's own pool. */
+typedef struct up_unit {
+    struct up_unit *next;
+    ABT_thread thread;
+} up_unit;
+
+typedef struct {
+    pthread_mutex_t lock;
+    up_unit *top;
+    size_t n;
+    int pushes;
+} up_pool;
+
+static ABT_unit_type up_get_type(ABT_unit u)
+{
+    return ABT_UNIT_TYPE_THREAD;
+}
+static ABT_thread up_get_thread(ABT_unit u)
+{
+    return ((up_unit *)u)->thread;
+}
+static ABT_bool up_is_in_pool(ABT_unit u)
+{
+    return ABT_FALSE;
+}
+static ABT_unit up_create(ABT_thread t)
+{
+    up_unit *u = calloc(1, sizeof(*u));
+    u->thread = t;
+    return (ABT_unit)u;
+}
+static void up_free(ABT_unit *u)
+{
+    free(*u);
+    *u = ABT_UNIT_NULL;
+}
+static int up_init(ABT_pool pool, ABT_pool_config config)
+{
+    up_pool *p = calloc(1, sizeof(*p));
+    pthread_mutex_init(&p->lock, NULL);
+    return ABT_pool_set_data(pool, p);
+}
+static up_pool *up_of(ABT_pool pool)
+{
+    void *d = NULL;
+    (void)ABT_pool_get_data(pool, &d);
+    return d;
+}
+static size_t up_size(ABT_pool pool)
+{
+    return up_of(pool)->n;
+}
+static void up_push(ABT_pool pool, ABT_unit unit)
+{
+    up_pool *p = up_of(pool);
+    up_unit *u = (up_unit *)unit;
+    pthread_mutex_lock(&p->lock);
+    u->next = p->top;
+    p->top = u;
+    p->n++;
+    p->pushes++;
+    pthread_mutex_unlock(&p->lock);
+}
+static ABT_unit up_pop(ABT_pool pool)
+{
+    up_pool *p = up_of(pool);
+    pthread_mutex_lock(&p->lock);
+    up_unit *u = p->top;
+    if (u) {
+        p->top = u->next;
+        p->n--;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return u ? (ABT_unit)u : ABT_UNIT_NULL;
+}
+static int up_fini(ABT_pool pool)
+{
+    up_pool *p = up_of(pool);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    return ABT_SUCCESS;
+}
+
+/* The scheduler: pops its one pool, runs the unit, checks for the end. */
+static atomic_int sched_runs;
+
+static void us_run(ABT_sched sched)
+{
+    ABT_pool pool;
+    AT_CHECK_OK(ABT_sched_get_pools(sched, 1, 0, &pool));
+    for (unsigned n = 0;; n++) {
+        ABT_unit unit;
+        AT_CHECK_OK(ABT_pool_pop(pool, &unit));
+        if (unit != ABT_UNIT_NULL) {
+            atomic_fetch_add(&sched_runs, 1);
+            AT_CHECK_OK(ABT_xstream_run_unit(unit, pool));
+        }
+        if ((n & 15) == 0) {
+            ABT_bool stop = ABT_FALSE;
+            AT_CHECK_OK(ABT_sched_has_to_stop(sched, &stop));
+            if (stop)
+                break;
+            AT_CHECK_OK(ABT_xstream_check_events(sched));
+        }
+    }
+}
+
+static int order_pos;
+static int lifo_order[4];
+
+static void record_ult(void *arg)
+{
+    lifo_order[order_pos++] = (int)(intptr_t)arg;
+}
+
+static void test_user_pool_sched(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool_def def = {
+        .access = ABT_POOL_ACCESS_MPMC,
+        .u_get_type = up_get_type,
+        .u_get_thread = up_get_thread,
+        .u_is_in_pool = up_is_in_pool,
+        .u_create_from_thread = up_create,
+        .u_free = up_free,
+        .p_init = up_init,
+        .p_get_size = up_size,
+        .p_push = up_push,
+        .p_pop = up_pop,
+        .p_free = up_fini,
+    };
+    ABT_pool pool;
+    AT_OK(ABT_pool_create(&def, ABT_POOL_CONFIG_NULL, &pool));
+    /* Four ULTs queued before any stream runs the pool: LIFO order. */
+    ABT_thread t[4];
+    order_pos = 0;
+    for (int i = 0; i < 4; i++)
+        AT_OK(ABT_thread_create(pool, record_ult, (void *)(intptr_t)i,
+                                ABT_THREAD_ATTR_NULL, &t[i]));
+    size_t n = 0;
+    AT_OK(ABT_pool_get_size(pool, &n));
+    CU_ASSERT_EQUAL(n, 4);
+    CU_ASSERT_EQUAL(up_of(pool)->pushes, 4);
+    ABT_sched_def sdef = {.type = ABT_SCHED_TYPE_ULT, .run = us_run};
+    ABT_sched sched;
+    AT_OK(ABT_sched_create(&sdef, 1, &pool, ABT_SCHED_CONFIG_NULL, &sched));
+    atomic_store(&sched_runs, 0);
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create(sched, &xs));
+    AT_OK(ABT_thread_free_many(4, t));
+    CU_ASSERT_EQUAL(order_pos, 4);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(lifo_order[i], 3 - i);
+    CU_ASSERT_EQUAL(atomic_load(&sched_runs), 4);
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_sched_free(&sched));
+    AT_OK(ABT_pool_free(&pool));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t user_pool_tests[] = {
+    {"def_and_sched", test_user_pool_sched}, {NULL, NULL}};
+
+/* ---- timer ------------------------------------------------------------------ */
+
+static void test_timer(void)
+{
+    ABT_timer t, t2;
+    AT_OK(ABT_timer_create(&t));
+    double w0 = ABT_get_wtime();
+    AT_OK(ABT_timer_start(t));
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+    double secs = 0;
+    AT_OK(ABT_timer_stop_and_read(t, &secs));
+    CU_ASSERT(secs >= 0.002 && secs < 1.0);
+    CU_ASSERT(ABT_get_wtime() - w0 >= 0.002);
+    AT_OK(ABT_timer_dup(t, &t2));
+    double again = 0;
+    AT_OK(ABT_timer_read(t2, &again));
+    CU_ASSERT_DOUBLE_EQUAL(again, secs, 1e-12);
+    AT_OK(ABT_timer_free(&t));
+    AT_OK(ABT_timer_free(&t2));
+    CU_ASSERT_EQUAL(ABT_timer_free(&t), ABT_ERR_INV_TIMER);
+}
+
+static const ch_test_t timer_tests[] = {{"timer", test_timer}, {NULL, NULL}};
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static void test_errors(void)
+{
+    char buf[64];
+    size_t len = 0;
+    AT_OK(ABT_error_get_str(ABT_ERR_FEATURE_NA, NULL, &len));
+    AT_OK(ABT_error_get_str(ABT_ERR_FEATURE_NA, buf, NULL));
+    CU_ASSERT_STRING_EQUAL(buf, "ABT_ERR_FEATURE_NA");
+    CU_ASSERT_EQUAL(len, strlen("ABT_ERR_FEATURE_NA"));
+    AT_OK(ABT_error_get_str(ABT_ERR_INV_POOL_USER_DEF, buf, NULL));
+    CU_ASSERT_STRING_EQUAL(buf, "ABT_ERR_INV_POOL_USER_DEF");
+    CU_ASSERT_NOT_EQUAL(ABT_error_get_str(1000, buf, NULL), ABT_SUCCESS);
+    AT_OK(ABT_init(0, NULL));
+    ABT_bool b = ABT_TRUE;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_TOOL, &b));
+    CU_ASSERT_EQUAL(b, ABT_FALSE);
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_EXTERNAL_THREAD,
+                                &b));
+    CU_ASSERT_EQUAL(b, ABT_TRUE);
+    CU_ASSERT_EQUAL(ABT_info_query_config((ABT_info_query_kind)999, &b),
+                    ABT_ERR_INV_QUERY_KIND);
+    /* A call not supported yet answers ABT_ERR_FEATURE_NA, every time. */
+    ABT_thread self;
+    AT_OK(ABT_thread_self(&self));
+    CU_ASSERT_EQUAL(ABT_thread_cancel(self), ABT_ERR_FEATURE_NA);
+    CU_ASSERT_EQUAL(ABT_thread_cancel(self), ABT_ERR_FEATURE_NA);
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t errors_tests[] = {{"codes", test_errors},
+                                         {NULL, NULL}};
+
+static const ch_suite_t suites[] = {
+    {"init", init_tests},         {"xstream", xstream_tests},
+    {"thread", thread_tests},     {"task", task_tests},
+    {"self", self_tests},         {"pool", pool_tests},
+    {"sched", sched_tests},       {"user_pool", user_pool_tests},
+    {"eventual", abt_eventual_tests}, {"future", abt_future_tests},
+    {"mutex", abt_mutex_tests},   {"cond", abt_cond_tests},
+    {"rwlock", abt_rwlock_tests}, {"barrier", abt_barrier_tests},
+    {"key", abt_key_tests},       {"timer", timer_tests},
+    {"errors", errors_tests},     {NULL, NULL}};
+
+int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

@@ -1,0 +1,420 @@
+/*
+ * tests/abt/test_abt_sync.c: the synchronization suites of test_abt.
+ *
+ *   eventual  ping-pong between two streams, values copied, test/reset,
+ *             static memory, timed wait expiring, a second set refused
+ *   future    callback sees every value once the last compartment is set
+ *   mutex     exclusion across streams (plain, static, recursive), trylock
+ *   cond      signal/wait hand-off, timed wait expiring
+ *   rwlock    readers share, writers exclude
+ *   barrier   phases across streams, reinit
+ *   key       per-ULT values and the destructor
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "abt_test.h"
+
+/* Two streams: the primary and one more, freed by at_down. */
+static ABT_xstream at_xs;
+
+static void at_up(void)
+{
+    CU_ASSERT_EQUAL_FATAL(ABT_init(0, NULL), ABT_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(ABT_xstream_create(ABT_SCHED_NULL, &at_xs),
+                          ABT_SUCCESS);
+}
+
+static void at_down(void)
+{
+    AT_OK(ABT_xstream_free(&at_xs));
+    AT_OK(ABT_finalize());
+}
+
+static struct timespec in_ms(long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += ms * 1000000;
+    ts.tv_sec += ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    return ts;
+}
+
+/* ---- eventual ------------------------------------------------------------------ */
+
+enum { PINGS = 200 };
+static ABT_eventual ping, pong;
+
+static void ponger(void *arg)
+{
+    for (int i = 0; i < PINGS; i++) {
+        int *v = NULL;
+        AT_CHECK_OK(ABT_eventual_wait(ping, (void **)&v));
+        CH_CHECK_EQ(*v, i);
+        AT_CHECK_OK(ABT_eventual_reset(ping));
+        int back = i * 2;
+        AT_CHECK_OK(ABT_eventual_set(pong, &back, sizeof(back)));
+    }
+}
+
+static void test_eventual_pingpong(void)
+{
+    at_up();
+    AT_OK(ABT_eventual_create(sizeof(int), &ping));
+    AT_OK(ABT_eventual_create(sizeof(int), &pong));
+    ABT_thread t;
+    AT_OK(ABT_thread_create_on_xstream(at_xs, ponger, NULL,
+                                       ABT_THREAD_ATTR_NULL, &t));
+    int ok = 1;
+    for (int i = 0; i < PINGS; i++) {
+        AT_OK(ABT_eventual_set(ping, &i, sizeof(i)));
+        int *v = NULL;
+        AT_OK(ABT_eventual_wait(pong, (void **)&v));
+        ok &= *v == i * 2;
+        AT_OK(ABT_eventual_reset(pong));
+    }
+    CU_ASSERT(ok);
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(ABT_eventual_free(&ping));
+    AT_OK(ABT_eventual_free(&pong));
+    CU_ASSERT_PTR_NULL(ping);
+    at_down();
+}
+
+static void test_eventual_states(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_eventual ev;
+    AT_OK(ABT_eventual_create(sizeof(double), &ev));
+    int ready = ABT_TRUE;
+    void *v = NULL;
+    AT_OK(ABT_eventual_test(ev, &v, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_FALSE);
+    struct timespec ts = in_ms(5);
+    CU_ASSERT_EQUAL(ABT_eventual_timedwait(ev, &v, &ts), ABT_ERR_COND_TIMEDOUT);
+    double x = 1.5;
+    CU_ASSERT_EQUAL(ABT_eventual_set(ev, &x, 64), ABT_ERR_INV_EVENTUAL);
+    AT_OK(ABT_eventual_set(ev, &x, sizeof(x)));
+    CU_ASSERT_EQUAL(ABT_eventual_set(ev, &x, sizeof(x)), ABT_ERR_EVENTUAL);
+    x = 0;
+    AT_OK(ABT_eventual_test(ev, &v, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_TRUE);
+    CU_ASSERT_DOUBLE_EQUAL(*(double *)v, 1.5, 0); /* a copy was kept */
+    AT_OK(ABT_eventual_reset(ev));
+    AT_OK(ABT_eventual_test(ev, &v, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_FALSE);
+    AT_OK(ABT_eventual_free(&ev));
+    /* Static memory: usable at once, with no value. */
+    ABT_eventual_memory mem = ABT_EVENTUAL_INITIALIZER;
+    ABT_eventual sev = ABT_EVENTUAL_MEMORY_GET_HANDLE(&mem);
+    AT_OK(ABT_eventual_set(sev, NULL, 0));
+    AT_OK(ABT_eventual_wait(sev, NULL));
+    AT_OK(ABT_eventual_free(&sev));
+    AT_OK(ABT_finalize());
+}
+
+const ch_test_t abt_eventual_tests[] = {
+    {"pingpong", test_eventual_pingpong},
+    {"states", test_eventual_states},
+    {NULL, NULL}};
+
+/* ---- future ------------------------------------------------------------------ */
+
+static long future_sum;
+
+static void future_cb(void **values)
+{
+    for (int i = 0; i < 4; i++)
+        future_sum += (long)(intptr_t)values[i];
+}
+
+static ABT_future fut;
+
+static void future_setter(void *arg)
+{
+    AT_CHECK_OK(ABT_future_set(fut, arg));
+}
+
+static void test_future_all(void)
+{
+    at_up();
+    future_sum = 0;
+    AT_OK(ABT_future_create(4, future_cb, &fut));
+    ABT_thread t[4];
+    for (int i = 0; i < 4; i++)
+        AT_OK(ABT_thread_create_on_xstream(at_xs, future_setter,
+                                           (void *)(intptr_t)(i + 1),
+                                           ABT_THREAD_ATTR_NULL, &t[i]));
+    AT_OK(ABT_future_wait(fut));
+    ABT_bool ready = ABT_FALSE;
+    AT_OK(ABT_future_test(fut, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_TRUE);
+    CU_ASSERT_EQUAL(future_sum, 1 + 2 + 3 + 4);
+    AT_OK(ABT_thread_free_many(4, t));
+    AT_OK(ABT_future_reset(fut));
+    AT_OK(ABT_future_test(fut, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_FALSE);
+    AT_OK(ABT_future_free(&fut));
+    at_down();
+}
+
+const ch_test_t abt_future_tests[] = {{"all", test_future_all},
+                                      {NULL, NULL}};
+
+/* ---- mutex ------------------------------------------------------------------ */
+
+enum { LOCKERS = 8, ROUNDS = 200 };
+static ABT_mutex_memory static_mem = ABT_MUTEX_INITIALIZER;
+static ABT_mutex shared_mutex;
+static long shared_count;
+static int recursion;
+
+static void locker(void *arg)
+{
+    for (int i = 0; i < ROUNDS; i++) {
+        for (int k = 0; k < recursion; k++)
+            AT_CHECK_OK(ABT_mutex_lock(shared_mutex));
+        long v = shared_count;
+        if ((i & 7) == 0)
+            AT_CHECK_OK(ABT_thread_yield()); /* held across a yield */
+        shared_count = v + 1;
+        for (int k = 0; k < recursion; k++)
+            AT_CHECK_OK(ABT_mutex_unlock(shared_mutex));
+    }
+}
+
+static void run_lockers(ABT_mutex m, int depth)
+{
+    shared_mutex = m;
+    shared_count = 0;
+    recursion = depth;
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    ABT_thread t[LOCKERS];
+    for (int i = 0; i < LOCKERS; i++)
+        AT_OK(ABT_thread_create_on_xstream(i & 1 ? at_xs : self, locker, NULL,
+                                           ABT_THREAD_ATTR_NULL, &t[i]));
+    AT_OK(ABT_thread_free_many(LOCKERS, t));
+    CU_ASSERT_EQUAL(shared_count, LOCKERS * ROUNDS);
+}
+
+static void test_mutex_exclusion(void)
+{
+    at_up();
+    ABT_mutex m;
+    AT_OK(ABT_mutex_create(&m));
+    run_lockers(m, 1);
+    AT_OK(ABT_mutex_trylock(m));
+    CU_ASSERT_EQUAL(ABT_mutex_trylock(m), ABT_ERR_MUTEX_LOCKED);
+    AT_OK(ABT_mutex_unlock(m));
+    AT_OK(ABT_mutex_free(&m));
+    CU_ASSERT_PTR_NULL(m);
+    run_lockers(ABT_MUTEX_MEMORY_GET_HANDLE(&static_mem), 1);
+    ABT_mutex_attr attr;
+    AT_OK(ABT_mutex_attr_create(&attr));
+    AT_OK(ABT_mutex_attr_set_recursive(attr, ABT_TRUE));
+    AT_OK(ABT_mutex_create_with_attr(attr, &m));
+    AT_OK(ABT_mutex_attr_free(&attr));
+    run_lockers(m, 3);
+    ABT_mutex_attr got;
+    ABT_bool rec = ABT_FALSE;
+    AT_OK(ABT_mutex_get_attr(m, &got));
+    AT_OK(ABT_mutex_attr_get_recursive(got, &rec));
+    CU_ASSERT_EQUAL(rec, ABT_TRUE);
+    AT_OK(ABT_mutex_attr_free(&got));
+    AT_OK(ABT_mutex_free(&m));
+    ABT_mutex_memory rmem = ABT_RECURSIVE_MUTEX_INITIALIZER;
+    run_lockers(ABT_MUTEX_MEMORY_GET_HANDLE(&rmem), 2);
+    at_down();
+}
+
+const ch_test_t abt_mutex_tests[] = {{"exclusion", test_mutex_exclusion},
+                                     {NULL, NULL}};
+
+/* ---- cond ------------------------------------------------------------------ */
+
+static ABT_mutex cv_mutex;
+static ABT_cond cv;
+static int cv_turn;
+
+static void cv_player(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    for (int i = 0; i < 50; i++) {
+        AT_CHECK_OK(ABT_mutex_lock(cv_mutex));
+        while (cv_turn % 2 != me)
+            AT_CHECK_OK(ABT_cond_wait(cv, cv_mutex));
+        cv_turn++;
+        AT_CHECK_OK(ABT_cond_signal(cv));
+        AT_CHECK_OK(ABT_mutex_unlock(cv_mutex));
+    }
+}
+
+static void test_cond_alternate(void)
+{
+    at_up();
+    AT_OK(ABT_mutex_create(&cv_mutex));
+    AT_OK(ABT_cond_create(&cv));
+    cv_turn = 0;
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    ABT_thread a, b;
+    AT_OK(ABT_thread_create_on_xstream(self, cv_player, (void *)0,
+                                       ABT_THREAD_ATTR_NULL, &a));
+    AT_OK(ABT_thread_create_on_xstream(at_xs, cv_player, (void *)1,
+                                       ABT_THREAD_ATTR_NULL, &b));
+    AT_OK(ABT_thread_free(&a));
+    AT_OK(ABT_thread_free(&b));
+    CU_ASSERT_EQUAL(cv_turn, 100);
+    /* Nobody signals: the timed wait expires with the mutex held again. */
+    AT_OK(ABT_mutex_lock(cv_mutex));
+    struct timespec ts = in_ms(5);
+    CU_ASSERT_EQUAL(ABT_cond_timedwait(cv, cv_mutex, &ts),
+                    ABT_ERR_COND_TIMEDOUT);
+    CU_ASSERT_EQUAL(ABT_mutex_trylock(cv_mutex), ABT_ERR_MUTEX_LOCKED);
+    AT_OK(ABT_mutex_unlock(cv_mutex));
+    AT_OK(ABT_cond_free(&cv));
+    AT_OK(ABT_mutex_free(&cv_mutex));
+    at_down();
+}
+
+const ch_test_t abt_cond_tests[] = {{"alternate", test_cond_alternate},
+                                    {NULL, NULL}};
+
+/* ---- rwlock ------------------------------------------------------------------ */
+
+static ABT_rwlock rw;
+static atomic_int readers_in, max_readers, writer_overlap;
+
+static void rw_reader(void *arg)
+{
+    AT_CHECK_OK(ABT_rwlock_rdlock(rw));
+    int n = atomic_fetch_add(&readers_in, 1) + 1;
+    int m = atomic_load(&max_readers);
+    while (n > m && !atomic_compare_exchange_weak(&max_readers, &m, n))
+        ;
+    AT_CHECK_OK(ABT_thread_yield());
+    atomic_fetch_sub(&readers_in, 1);
+    AT_CHECK_OK(ABT_rwlock_unlock(rw));
+}
+
+static void rw_writer(void *arg)
+{
+    AT_CHECK_OK(ABT_rwlock_wrlock(rw));
+    if (atomic_load(&readers_in) != 0)
+        atomic_fetch_add(&writer_overlap, 1);
+    AT_CHECK_OK(ABT_thread_yield());
+    AT_CHECK_OK(ABT_rwlock_unlock(rw));
+}
+
+static void test_rwlock_share(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    AT_OK(ABT_rwlock_create(&rw));
+    atomic_store(&readers_in, 0);
+    atomic_store(&max_readers, 0);
+    atomic_store(&writer_overlap, 0);
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    ABT_thread t[6];
+    for (int i = 0; i < 6; i++)
+        AT_OK(ABT_thread_create_on_xstream(self, i == 3 ? rw_writer : rw_reader,
+                                           NULL, ABT_THREAD_ATTR_NULL, &t[i]));
+    AT_OK(ABT_thread_free_many(6, t));
+    CU_ASSERT(atomic_load(&max_readers) >= 2); /* readers shared the lock */
+    CU_ASSERT_EQUAL(atomic_load(&writer_overlap), 0);
+    AT_OK(ABT_rwlock_free(&rw));
+    AT_OK(ABT_finalize());
+}
+
+const ch_test_t abt_rwlock_tests[] = {{"share", test_rwlock_share},
+                                      {NULL, NULL}};
+
+/* ---- barrier ------------------------------------------------------------------ */
+
+static ABT_barrier bar;
+static atomic_int phase_count[3];
+static atomic_int phase_bad;
+
+static void bar_member(void *arg)
+{
+    for (int p = 0; p < 3; p++) {
+        atomic_fetch_add(&phase_count[p], 1);
+        AT_CHECK_OK(ABT_barrier_wait(bar));
+        /* Past the barrier every member has counted this phase. */
+        if (atomic_load(&phase_count[p]) != 4)
+            atomic_fetch_add(&phase_bad, 1);
+    }
+}
+
+static void test_barrier_phases(void)
+{
+    at_up();
+    AT_OK(ABT_barrier_create(4, &bar));
+    uint32_t n = 0;
+    AT_OK(ABT_barrier_get_num_waiters(bar, &n));
+    CU_ASSERT_EQUAL(n, 4);
+    for (int p = 0; p < 3; p++)
+        atomic_store(&phase_count[p], 0);
+    atomic_store(&phase_bad, 0);
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    ABT_thread t[4];
+    for (int i = 0; i < 4; i++)
+        AT_OK(ABT_thread_create_on_xstream(i & 1 ? at_xs : self, bar_member,
+                                           NULL, ABT_THREAD_ATTR_NULL, &t[i]));
+    AT_OK(ABT_thread_free_many(4, t));
+    CU_ASSERT_EQUAL(atomic_load(&phase_bad), 0);
+    AT_OK(ABT_barrier_reinit(bar, 1));
+    AT_OK(ABT_barrier_wait(bar)); /* alone: passes at once */
+    AT_OK(ABT_barrier_free(&bar));
+    at_down();
+}
+
+const ch_test_t abt_barrier_tests[] = {{"phases", test_barrier_phases},
+                                       {NULL, NULL}};
+
+/* ---- key ------------------------------------------------------------------ */
+
+static ABT_key key;
+static atomic_int destroyed;
+
+static void key_dtor(void *v)
+{
+    atomic_fetch_add(&destroyed, (int)(intptr_t)v);
+}
+
+static void key_user(void *arg)
+{
+    void *v = (void *)1;
+    AT_CHECK_OK(ABT_key_get(key, &v));
+    CH_CHECK(v == NULL); /* a new ULT sees NULL */
+    AT_CHECK_OK(ABT_key_set(key, arg));
+    AT_CHECK_OK(ABT_thread_yield());
+    AT_CHECK_OK(ABT_self_get_specific(key, &v));
+    CH_CHECK(v == arg); /* its own value, across a yield */
+}
+
+static void test_key_values(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&destroyed, 0);
+    AT_OK(ABT_key_create(key_dtor, &key));
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    ABT_thread t[3];
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_create_on_xstream(self, key_user,
+                                           (void *)(intptr_t)(10 << i),
+                                           ABT_THREAD_ATTR_NULL, &t[i]));
+    AT_OK(ABT_thread_free_many(3, t));
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 10 + 20 + 40);
+    AT_OK(ABT_key_free(&key));
+    CU_ASSERT_PTR_NULL(key);
+    CU_ASSERT_EQUAL(ABT_key_set(key, NULL), ABT_ERR_INV_KEY);
+    AT_OK(ABT_finalize());
+}
+
+const ch_test_t abt_key_tests[] = {{"values", test_key_values},
+                                   {NULL, NULL}};
