@@ -211,6 +211,11 @@ ABT_thread abtx_thread_of(coexec_unit_t u);
 /* Pushes t into p the Argobots way (a user-defined pool gets its unit). */
 int abtx_pool_push_thread(ABT_pool p, ABT_thread t);
 
+/* The ULT or tasklet of a unit (of any pool), or NULL (pool.c). */
+ABT_thread abtx_thread_of_unit(ABT_unit u);
+/* Releases t's unit in a user-defined pool, if it has one (pool.c). */
+void abtx_unit_release(ABT_thread t);
+
 /* Records of units (src/abt/thread.c). */
 void abtx_thread_cache_drain(void);
 

@@ -138,7 +138,81 @@ int ABT_pool_free(ABT_pool *pool)
     return rc;
 }
 
-/* ---- user-defined pools ------------------------------------------------------ */
+/* ---- units of user-defined pools ---------------------------------------------- */
+
+/*
+ * The units a user-defined pool makes are the program's own values; as in
+ * Argobots 1.1 and later, the pool's u_get_thread (often left unset) is not
+ * called: a hash table maps each live unit to its ULT or tasklet. A unit is
+ * made when its unit first enters the pool and released when it moves to
+ * another pool or is freed.
+ */
+#define UMAP_BUCKETS 4096
+#define UMAP_LOCKS 64
+
+struct umap_node {
+    ABT_unit unit;
+    ABT_thread thread;
+    struct umap_node *next;
+};
+
+static struct umap_node *umap[UMAP_BUCKETS];
+static pthread_mutex_t umap_lock[UMAP_LOCKS] = {
+    [0 ... UMAP_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t umap_hash(ABT_unit u)
+{
+    uintptr_t x = (uintptr_t)u;
+    return (size_t)((x >> 4) ^ (x >> 16)) & (UMAP_BUCKETS - 1);
+}
+
+static void umap_put(ABT_unit u, ABT_thread t)
+{
+    struct umap_node *n = malloc(sizeof(*n));
+    if (!n)
+        return; /* the unit is then unknown: ABT_unit_get_thread fails */
+    size_t h = umap_hash(u);
+    n->unit = u;
+    n->thread = t;
+    pthread_mutex_lock(&umap_lock[h % UMAP_LOCKS]);
+    n->next = umap[h];
+    umap[h] = n;
+    pthread_mutex_unlock(&umap_lock[h % UMAP_LOCKS]);
+}
+
+static ABT_thread umap_get(ABT_unit u, bool remove)
+{
+    size_t h = umap_hash(u);
+    ABT_thread t = NULL;
+    pthread_mutex_lock(&umap_lock[h % UMAP_LOCKS]);
+    for (struct umap_node **pp = &umap[h]; *pp; pp = &(*pp)->next) {
+        if ((*pp)->unit != u)
+            continue;
+        struct umap_node *n = *pp;
+        t = n->thread;
+        if (remove) {
+            *pp = n->next;
+            free(n);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&umap_lock[h % UMAP_LOCKS]);
+    return t;
+}
+
+void abtx_unit_release(ABT_thread t)
+{
+    if (t->unit && t->unit_pool && t->unit_pool->def) {
+        struct abtx_pool_def *d = t->unit_pool->def;
+        (void)umap_get(t->unit, true);
+        if (d->free_unit)
+            d->free_unit(t->unit_pool, t->unit);
+        else if (d->d.u_free)
+            d->d.u_free(&t->unit);
+    }
+    t->unit = NULL;
+    t->unit_pool = NULL;
+}
 
 /* The program's unit of t in pool p, made (and an older one released) if
  * t last belonged to another pool. */
@@ -147,27 +221,24 @@ static ABT_unit unit_for(ABT_pool p, ABT_thread t)
     struct abtx_pool_def *d = p->def;
     if (t->unit && t->unit_pool == p)
         return t->unit;
-    if (t->unit && t->unit_pool && t->unit_pool->def) {
-        struct abtx_pool_def *od = t->unit_pool->def;
-        if (od->free_unit)
-            od->free_unit(t->unit_pool, t->unit);
-        else if (od->d.u_free)
-            od->d.u_free(&t->unit);
-    }
+    abtx_unit_release(t);
     t->unit = d->create_unit ? d->create_unit(p, t)
                              : d->d.u_create_from_thread(t);
     t->unit_pool = p;
+    if (t->unit)
+        umap_put(t->unit, t);
     return t->unit;
 }
 
-static ABT_thread thread_of_unit(ABT_pool p, ABT_unit u)
+ABT_thread abtx_thread_of_unit(ABT_unit u)
 {
     if (!u)
         return NULL;
-    if (!p->def || abtx_thread((ABT_thread)u) == (ABT_thread)u)
-        return abtx_thread((ABT_thread)u);
-    return p->def->d.u_get_thread ? p->def->d.u_get_thread(u) : NULL;
+    ABT_thread t = umap_get(u, false);
+    return t ? t : abtx_thread((ABT_thread)u);
 }
+
+/* ---- user-defined pools ------------------------------------------------------ */
 
 static int up_init(coexec_pool_t cp, void *arg, void **state)
 {
@@ -218,7 +289,7 @@ static coexec_unit_t up_pop(void *state)
         t = abtx_thread(p->def->pop(p, ABT_POOL_CONTEXT_OP_POOL_OTHER));
     } else {
         ABT_unit u = p->def->d.p_pop(p);
-        t = thread_of_unit(p, u);
+        t = abtx_thread_of_unit(u);
     }
     return t ? t->u : (coexec_unit_t){0};
 }
@@ -287,9 +358,19 @@ int ABT_pool_create(ABT_pool_user_def def, ABT_pool_config config,
         d->free = ud->free;
         d->get_size = ud->get_size;
     } else {
-        d->d = *def;
+        /* Only what Argobots 1.x requires is read: u_get_type,
+         * u_get_thread, u_get_task and u_create_from_task may be unset. */
+        d->d.access = def->access;
+        d->d.u_create_from_thread = def->u_create_from_thread;
+        d->d.u_free = def->u_free;
+        d->d.p_init = def->p_init;
+        d->d.p_get_size = def->p_get_size;
+        d->d.p_push = def->p_push;
+        d->d.p_pop = def->p_pop;
+        d->d.p_remove = def->p_remove;
+        d->d.p_free = def->p_free;
         if (!d->d.p_push || !d->d.p_pop || !d->d.u_create_from_thread ||
-            !d->d.u_get_thread) {
+            !d->d.u_free || !d->d.p_get_size) {
             free(d);
             return ABT_ERR_INV_POOL_USER_DEF;
         }
@@ -672,7 +753,7 @@ int ABT_pool_push(ABT_pool pool, ABT_unit unit)
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
-    ABT_thread t = thread_of_unit(pool, unit);
+    ABT_thread t = abtx_thread_of_unit(unit);
     if (!t)
         return ABT_ERR_INV_UNIT;
     return abtx_pool_push_thread(pool, t);
@@ -682,15 +763,7 @@ int ABT_unit_get_thread(ABT_unit unit, ABT_thread *thread)
 {
     if (!unit)
         return ABT_ERR_INV_UNIT;
-    ABT_thread t = abtx_thread((ABT_thread)unit);
-    if (!t) {
-        /* A unit of a user-defined pool: ask the first pool that can. */
-        pthread_mutex_lock(&abtx_lock);
-        for (ABT_pool p = abtx_g.pools; p && !t; p = p->next)
-            if (p->magic == ABTX_POOL && p->def && p->def->d.u_get_thread)
-                t = p->def->d.u_get_thread(unit);
-        pthread_mutex_unlock(&abtx_lock);
-    }
+    ABT_thread t = abtx_thread_of_unit(unit);
     if (!t)
         return ABT_ERR_INV_UNIT;
     *thread = t;
@@ -718,6 +791,10 @@ int ABT_pool_get_size(ABT_pool pool, size_t *size)
 {
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
+    if (pool->def && (pool->def->get_size || pool->def->d.p_get_size)) {
+        *size = up_get_size(pool);
+        return ABT_SUCCESS;
+    }
     int rc = coexec_pool_get_size(pool->cp, size);
     return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
 }
@@ -730,6 +807,10 @@ int ABT_pool_get_total_size(ABT_pool pool, size_t *size)
 
 int ABT_pool_is_empty(ABT_pool pool, ABT_bool *is_empty)
 {
+    if (abtx_pool(pool) && pool->def && pool->def->is_empty) {
+        *is_empty = pool->def->is_empty(pool) ? ABT_TRUE : ABT_FALSE;
+        return ABT_SUCCESS;
+    }
     size_t n = 0;
     int rc = ABT_pool_get_size(pool, &n);
     if (!rc)

@@ -498,12 +498,7 @@ int ABT_xstream_run_unit(ABT_unit unit, ABT_pool pool)
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
-    ABT_thread t = NULL;
-    if (pool->def && !abtx_thread((ABT_thread)unit))
-        t = pool->def->d.u_get_thread ? pool->def->d.u_get_thread(unit)
-                                      : NULL;
-    else
-        t = abtx_thread((ABT_thread)unit);
+    ABT_thread t = abtx_thread_of_unit(unit);
     if (!t)
         return ABT_ERR_INV_UNIT;
     coexec_sched_t cs;

@@ -88,28 +88,13 @@ ABT_thread abtx_thread_of(coexec_unit_t u)
 
 /* ---- trampolines ------------------------------------------------------ */
 
-/* Releases what a unit holds besides its coexec unit: its unit in a
- * user-defined pool. */
-static void unit_release(ABT_thread t)
-{
-    if (t->unit && t->unit_pool && t->unit_pool->def) {
-        struct abtx_pool_def *d = t->unit_pool->def;
-        if (d->free_unit)
-            d->free_unit(t->unit_pool, t->unit);
-        else if (d->d.u_free)
-            d->d.u_free(&t->unit);
-    }
-    t->unit = NULL;
-    t->unit_pool = NULL;
-}
-
 static void ult_main(void *a)
 {
     ABT_thread t = a;
     abtx_cur_set(t);
     t->fn(t->arg);
     if (t->detached) {
-        unit_release(t);
+        abtx_unit_release(t);
         rec_free(t);
     }
 }
@@ -123,7 +108,7 @@ static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
     t->fn(t->arg);
     abtx_cur_set(prev);
     if (t->detached) {
-        unit_release(t);
+        abtx_unit_release(t);
         rec_free(t);
     }
     return COEXEC_READY;
@@ -388,7 +373,7 @@ static int unit_free(ABT_thread *tp, int inv)
     int rc = unit_wait(t, true);
     if (rc && rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
-    unit_release(t);
+    abtx_unit_release(t);
     rec_free(t);
     *tp = ABT_THREAD_NULL;
     return ABT_SUCCESS;
@@ -750,7 +735,7 @@ static int self_exit(void)
     if (!self->is_ult || self->is_main)
         return ABT_ERR_INV_THREAD;
     if (self->detached) {
-        unit_release(self);
+        abtx_unit_release(self);
         rec_free(self);
     }
     rc = coexec_thread_exit();
