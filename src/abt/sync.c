@@ -64,12 +64,27 @@ static coexec_cond_t *cond_of(ABT_cond c)
     return lazy_init(c, tag_of(&cond_init), 0);
 }
 
-/* Polls op(obj) from a tasklet until it stops answering EBUSY. */
+/* Lets others run between two polls: a ULT yields (the owner of what it
+ * polls may be queued on its own stream: a mutex is handed over to the
+ * next waiter, which must get to run), anything else yields its OS
+ * thread. */
+static void backoff(void)
+{
+    if (coexec_self_caller() == COEXEC_CALLER_ULT) {
+        ABT_thread self = abtx_cur_get();
+        ABTX_IGNORE(coexec_yield());
+        abtx_cur_set(self);
+    } else {
+        sched_yield();
+    }
+}
+
+/* Polls op(obj) until it stops answering EBUSY. */
 static int tasklet_poll(int (*op)(void *), void *obj)
 {
     int rc;
     while ((rc = op(obj)) == COEXEC_EBUSY)
-        sched_yield();
+        backoff();
     return rc;
 }
 
@@ -196,7 +211,13 @@ int ABT_mutex_trylock(ABT_mutex mutex)
     if (!mutex)
         return ABT_ERR_INV_MUTEX;
     int rc = coexec_mutex_trylock(mutex_of(mutex));
-    return rc == COEXEC_EBUSY ? ABT_ERR_MUTEX_LOCKED : mutex_error(rc);
+    if (rc == COEXEC_EBUSY) {
+        /* Programs spin on trylock: give the owner (perhaps handed the
+         * mutex and queued behind the caller) its turn. */
+        backoff();
+        return ABT_ERR_MUTEX_LOCKED;
+    }
+    return mutex_error(rc);
 }
 
 int ABT_mutex_unlock(ABT_mutex mutex)
@@ -548,7 +569,7 @@ static int eventual_poll(struct ev_rec *r, void **value)
     int rc;
     while ((rc = coexec_eventual_test(&r->ev, value, &set)) == COEXEC_OK &&
            !set)
-        sched_yield();
+        backoff();
     return rc;
 }
 
@@ -695,7 +716,7 @@ int ABT_future_wait(ABT_future future)
         int ready = 0;
         while ((rc = coexec_future_test(&future->f, &ready)) == COEXEC_OK &&
                !ready)
-            sched_yield();
+            backoff();
     }
     return future_error(rc);
 }
