@@ -109,6 +109,9 @@ struct ABT_sched_opaque {
     ABT_sched_config config;
     int num_pools;
     ABT_pool *pools;
+    /* The handle ABT_self_get_thread gives inside a user scheduler's run
+     * function (Argobots runs schedulers as ULTs). */
+    struct ABT_thread_opaque ult;
     struct ABT_sched_opaque *next;
 };
 

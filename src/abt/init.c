@@ -194,6 +194,22 @@ int ABT_init(int argc, char **argv)
     return rc;
 }
 
+/* Yields until the pools of the primary's main scheduler are empty. */
+static void drain_primary(ABT_thread self)
+{
+    ABT_xstream x = abtx_g.primary;
+    for (;;) {
+        ABT_sched s = abtx_xstream(x) ? x->sched : NULL;
+        size_t queued = 0;
+        if (abtx_sched(s))
+            ABTX_IGNORE(ABT_sched_get_size(s, &queued));
+        if (queued == 0)
+            return;
+        ABTX_IGNORE(coexec_yield());
+        abtx_cur_set(self);
+    }
+}
+
 int ABT_finalize(void)
 {
     ABTX_CHECK_INIT();
@@ -204,6 +220,9 @@ int ABT_finalize(void)
         abtx_g.refcount++;
         return ABT_ERR_INV_XSTREAM;
     }
+    /* As in Argobots, what is still queued in the primary's pools runs
+     * before the runtime stops. */
+    drain_primary(self);
     int rc = coexec_finalize();
     abtx_cur_set(NULL);
     abtx_thread_cache_drain();

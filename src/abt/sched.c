@@ -322,7 +322,10 @@ static void us_run(coexec_sched_t cs, void *state)
     (void)cs;
     ABT_sched s = state;
     ABT_thread prev = abtx_cur_get();
-    abtx_cur_set(NULL);
+    s->ult.magic = ABTX_THREAD;
+    s->ult.is_ult = 1;
+    s->ult.pool = s->num_pools > 0 ? s->pools[0] : NULL;
+    abtx_cur_set(&s->ult);
     s->def.run(s);
     abtx_cur_set(prev);
 }

@@ -8,9 +8,15 @@
  * ranks and ABT ranks to records. A revived stream is a new coexec stream
  * behind the same record and rank.
  */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "abt_internal.h"
+
+/* Streams being started: their record is filled in once
+ * coexec_xstream_create has returned, while their scheduler may already
+ * run and ask for it. */
+static atomic_int starting;
 
 ABT_xstream abtx_xstream_self(void)
 {
@@ -18,7 +24,11 @@ ABT_xstream abtx_xstream_self(void)
     if (coexec_xstream_self_rank(&crank) != COEXEC_OK || crank < 0 ||
         crank >= ABTX_MAX_XSTREAMS)
         return NULL;
-    return abtx_g.by_crank[crank];
+    ABT_xstream x;
+    while (!(x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE)) &&
+           atomic_load(&starting) > 0)
+        sched_yield();
+    return x;
 }
 
 /* The lowest free ABT rank (under abtx_lock). */
@@ -36,15 +46,19 @@ static int xstream_start(ABT_xstream x, ABT_sched sched)
     coexec_xstream_attr_t attr;
     ABTX_IGNORE(coexec_xstream_attr_init(&attr));
     attr.sched = sched->cs;
+    atomic_fetch_add(&starting, 1);
     int rc = coexec_xstream_create(&attr, &x->cx);
-    if (rc)
+    if (rc) {
+        atomic_fetch_sub(&starting, 1);
         return rc == COEXEC_EBUSY ? ABT_ERR_INV_SCHED
                                   : abtx_err(rc, ABT_ERR_INV_SCHED,
                                              ABT_ERR_XSTREAM);
+    }
     ABTX_IGNORE(coexec_xstream_get_rank(x->cx, &x->crank));
     pthread_mutex_lock(&abtx_lock);
-    abtx_g.by_crank[x->crank] = x;
+    __atomic_store_n(&abtx_g.by_crank[x->crank], x, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&abtx_lock);
+    atomic_fetch_sub(&starting, 1);
     return ABT_SUCCESS;
 }
 
