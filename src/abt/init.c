@@ -213,17 +213,19 @@ static void drain_primary(ABT_thread self)
 int ABT_finalize(void)
 {
     ABTX_CHECK_INIT();
-    if (--abtx_g.refcount > 0)
+    if (abtx_g.refcount > 1) {
+        abtx_g.refcount--;
         return ABT_SUCCESS;
-    ABT_thread self = abtx_cur_get();
-    if (self != &abtx_g.main_ult) {
-        abtx_g.refcount++;
-        return ABT_ERR_INV_XSTREAM;
     }
+    ABT_thread self = abtx_cur_get();
+    if (self != &abtx_g.main_ult)
+        return ABT_ERR_INV_XSTREAM;
     /* As in Argobots, what is still queued in the primary's pools runs
-     * before the runtime stops. */
+     * before the runtime stops; units that run meanwhile (and during
+     * coexec_finalize) still see an initialised runtime. */
     drain_primary(self);
     int rc = coexec_finalize();
+    abtx_g.refcount = 0;
     abtx_cur_set(NULL);
     abtx_thread_cache_drain();
     abtx_registry_free();
