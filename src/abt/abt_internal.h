@@ -112,6 +112,7 @@ struct ABT_sched_opaque {
     /* The handle ABT_self_get_thread gives inside a user scheduler's run
      * function (Argobots runs schedulers as ULTs). */
     struct ABT_thread_opaque ult;
+    struct ABT_sched_opaque *retired_next; /* the stream's replaced ones */
     struct ABT_sched_opaque *next;
 };
 
@@ -123,6 +124,8 @@ struct ABT_xstream_opaque {
     bool joined;
     coexec_xstream_t cx;
     ABT_sched sched;         /* main scheduler */
+    ABT_sched retired;       /* automatic schedulers it replaced, freed
+                                with the stream */
     struct ABT_xstream_opaque *next;
 };
 

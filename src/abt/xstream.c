@@ -196,6 +196,12 @@ int ABT_xstream_free(ABT_xstream *xstream)
         abtx_g.by_crank[x->crank] = NULL;
     x->magic = ABTX_FREED;
     pthread_mutex_unlock(&abtx_lock);
+    for (ABT_sched r = x->retired, n; r; r = n) {
+        n = r->retired_next;
+        if (abtx_sched(r) && !r->used)
+            (void)abtx_sched_release(r);
+    }
+    x->retired = NULL;
     ABT_sched s = x->sched;
     x->sched = NULL;
     if (abtx_sched(s)) {
@@ -316,10 +322,16 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
         return ABT_ERR_INV_SCHED;
     if (rc)
         return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM_STATE);
-    /* The old scheduler is switched out at the stream's next event check;
-     * it is not freed here but stays registered until ABT_finalize. */
-    if (abtx_sched(xstream->sched))
-        xstream->sched->used = false;
+    /* The old scheduler is switched out at the stream's next event check,
+     * later: an automatic one is freed with the stream. */
+    ABT_sched old = xstream->sched;
+    if (abtx_sched(old)) {
+        old->used = false;
+        if (old->automatic && !old->borrowed) {
+            old->retired_next = xstream->retired;
+            xstream->retired = old;
+        }
+    }
     sched->used = true;
     xstream->sched = sched;
     /* A caller on that stream gives it the chance to switch now. */
