@@ -209,6 +209,24 @@ int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
 ABT_xstream abtx_xstream_self(void);
 void abtx_registry_free(void);
 
+/* Key/value tables of the configurations (src/abt/kv.c); type 0 int,
+ * 1 double, 2 pointer. */
+#define ABTX_KV_MAX 16
+struct abtx_kv {
+    int n;
+    struct {
+        int key;
+        int type;
+        union {
+            int i;
+            double d;
+            void *p;
+        } v;
+    } e[ABTX_KV_MAX];
+};
+int abtx_kv_set(struct abtx_kv *c, int key, int type, const void *val);
+int abtx_kv_get(const struct abtx_kv *c, int key, int *type, void *val);
+
 /* Scheduler configuration values (src/abt/sched.c). */
 int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt);
 

@@ -21,14 +21,7 @@
 
 struct user_def {
     int magic;
-    ABT_pool_user_create_unit_fn create_unit;
-    ABT_pool_user_free_unit_fn free_unit;
-    ABT_pool_user_is_empty_fn is_empty;
-    ABT_pool_user_pop_fn pop;
-    ABT_pool_user_push_fn push;
-    ABT_pool_user_init_fn init;
-    ABT_pool_user_free_fn free;
-    ABT_pool_user_get_size_fn get_size;
+    struct abtx_pool_def def; /* its callbacks, copied into each pool */
 };
 
 /* ---- registry ------------------------------------------------------------ */
@@ -348,15 +341,8 @@ int ABT_pool_create(ABT_pool_user_def def, ABT_pool_config config,
         return ABT_ERR_MEM;
     const struct user_def *ud = (const struct user_def *)(void *)def;
     if (ud->magic == USER_DEF_MAGIC) {
+        *d = ud->def;
         d->d.access = ABT_POOL_ACCESS_MPMC;
-        d->create_unit = ud->create_unit;
-        d->free_unit = ud->free_unit;
-        d->is_empty = ud->is_empty;
-        d->pop = ud->pop;
-        d->push = ud->push;
-        d->init = ud->init;
-        d->free = ud->free;
-        d->get_size = ud->get_size;
     } else {
         /* Only what Argobots 1.x requires is read: u_get_type,
          * u_get_thread, u_get_task and u_create_from_task may be unset. */
@@ -417,11 +403,11 @@ int ABT_pool_user_def_create(ABT_pool_user_create_unit_fn p_create_unit,
     if (!ud)
         return ABT_ERR_MEM;
     ud->magic = USER_DEF_MAGIC;
-    ud->create_unit = p_create_unit;
-    ud->free_unit = p_free_unit;
-    ud->is_empty = p_is_empty;
-    ud->pop = p_pop;
-    ud->push = p_push;
+    ud->def.create_unit = p_create_unit;
+    ud->def.free_unit = p_free_unit;
+    ud->def.is_empty = p_is_empty;
+    ud->def.pop = p_pop;
+    ud->def.push = p_push;
     *newdef = (ABT_pool_user_def)(void *)ud;
     return ABT_SUCCESS;
 }
@@ -449,7 +435,7 @@ int ABT_pool_user_def_free(ABT_pool_user_def *def)
         struct user_def *ud = user_def(def);                                   \
         if (!ud)                                                               \
             return ABT_ERR_INV_POOL_USER_DEF;                                  \
-        ud->field = f;                                                         \
+        ud->def.field = f;                                                     \
         return ABT_SUCCESS;                                                    \
     }
 USER_DEF_SETTER(ABT_pool_user_def_set_init, init, ABT_pool_user_init_fn)
@@ -488,19 +474,8 @@ int ABT_pool_user_def_set_print_all(ABT_pool_user_def def,
 
 /* ---- pool configuration ------------------------------------------------------ */
 
-#define POOL_CONFIG_MAX 16
-
 struct ABT_pool_config_opaque {
-    int n;
-    struct {
-        int key;
-        ABT_pool_config_type type;
-        union {
-            int i;
-            double d;
-            void *p;
-        } v;
-    } e[POOL_CONFIG_MAX];
+    struct abtx_kv kv;
 };
 
 const ABT_pool_config_var ABT_pool_config_automatic = {
@@ -528,31 +503,7 @@ int ABT_pool_config_set(ABT_pool_config config, int key,
 {
     if (!config)
         return ABT_ERR_INV_POOL_CONFIG;
-    if ((unsigned)type > ABT_POOL_CONFIG_PTR)
-        return ABT_ERR_INV_ARG;
-    int i;
-    for (i = 0; i < config->n && config->e[i].key != key; i++)
-        ;
-    if (!val) {
-        /* Removes the key. */
-        if (i < config->n)
-            config->e[i] = config->e[--config->n];
-        return ABT_SUCCESS;
-    }
-    if (i == config->n) {
-        if (config->n == POOL_CONFIG_MAX)
-            return ABT_ERR_MEM;
-        config->n++;
-    }
-    config->e[i].key = key;
-    config->e[i].type = type;
-    if (type == ABT_POOL_CONFIG_INT)
-        config->e[i].v.i = *(const int *)val;
-    else if (type == ABT_POOL_CONFIG_DOUBLE)
-        config->e[i].v.d = *(const double *)val;
-    else
-        config->e[i].v.p = *(void *const *)val;
-    return ABT_SUCCESS;
+    return abtx_kv_set(&config->kv, key, (int)type, val);
 }
 
 int ABT_pool_config_get(ABT_pool_config config, int key,
@@ -560,22 +511,11 @@ int ABT_pool_config_get(ABT_pool_config config, int key,
 {
     if (!config)
         return ABT_ERR_INV_POOL_CONFIG;
-    for (int i = 0; i < config->n; i++) {
-        if (config->e[i].key != key)
-            continue;
-        if (p_type)
-            *p_type = config->e[i].type;
-        if (val) {
-            if (config->e[i].type == ABT_POOL_CONFIG_INT)
-                *(int *)val = config->e[i].v.i;
-            else if (config->e[i].type == ABT_POOL_CONFIG_DOUBLE)
-                *(double *)val = config->e[i].v.d;
-            else
-                *(void **)val = config->e[i].v.p;
-        }
-        return ABT_SUCCESS;
-    }
-    return ABT_ERR_INV_ARG;
+    int type;
+    int rc = abtx_kv_get(&config->kv, key, &type, val);
+    if (!rc && p_type)
+        *p_type = (ABT_pool_config_type)type;
+    return rc;
 }
 
 /* ---- push and pop ---------------------------------------------------------- */

@@ -17,19 +17,8 @@
 
 /* ---- configuration --------------------------------------------------------- */
 
-#define SCHED_CONFIG_MAX 16
-
 struct ABT_sched_config_opaque {
-    int n;
-    struct {
-        int idx;
-        ABT_sched_config_type type;
-        union {
-            int i;
-            double d;
-            void *p;
-        } v;
-    } e[SCHED_CONFIG_MAX];
+    struct abtx_kv kv;
 };
 
 ABT_sched_config_var ABT_sched_config_var_end = {.idx = -1,
@@ -46,30 +35,7 @@ int ABT_sched_config_set(ABT_sched_config config, int idx,
 {
     if (!config)
         return ABT_ERR_INV_SCHED_CONFIG;
-    if ((unsigned)type > ABT_SCHED_CONFIG_PTR)
-        return ABT_ERR_INV_ARG;
-    int i;
-    for (i = 0; i < config->n && config->e[i].idx != idx; i++)
-        ;
-    if (!val) {
-        if (i < config->n)
-            config->e[i] = config->e[--config->n];
-        return ABT_SUCCESS;
-    }
-    if (i == config->n) {
-        if (config->n == SCHED_CONFIG_MAX)
-            return ABT_ERR_MEM;
-        config->n++;
-    }
-    config->e[i].idx = idx;
-    config->e[i].type = type;
-    if (type == ABT_SCHED_CONFIG_INT)
-        config->e[i].v.i = *(const int *)val;
-    else if (type == ABT_SCHED_CONFIG_DOUBLE)
-        config->e[i].v.d = *(const double *)val;
-    else
-        config->e[i].v.p = *(void *const *)val;
-    return ABT_SUCCESS;
+    return abtx_kv_set(&config->kv, idx, (int)type, val);
 }
 
 int ABT_sched_config_get(ABT_sched_config config, int idx,
@@ -77,22 +43,11 @@ int ABT_sched_config_get(ABT_sched_config config, int idx,
 {
     if (!config)
         return ABT_ERR_INV_SCHED_CONFIG;
-    for (int i = 0; i < config->n; i++) {
-        if (config->e[i].idx != idx)
-            continue;
-        if (p_type)
-            *p_type = config->e[i].type;
-        if (val) {
-            if (config->e[i].type == ABT_SCHED_CONFIG_INT)
-                *(int *)val = config->e[i].v.i;
-            else if (config->e[i].type == ABT_SCHED_CONFIG_DOUBLE)
-                *(double *)val = config->e[i].v.d;
-            else
-                *(void **)val = config->e[i].v.p;
-        }
-        return ABT_SUCCESS;
-    }
-    return ABT_ERR_INV_ARG;
+    int type;
+    int rc = abtx_kv_get(&config->kv, idx, &type, val);
+    if (!rc && p_type)
+        *p_type = (ABT_sched_config_type)type;
+    return rc;
 }
 
 int ABT_sched_config_create(ABT_sched_config *config, ...)
