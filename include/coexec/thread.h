@@ -67,7 +67,9 @@ coexec_thread_attr_init(coexec_thread_attr_t *attr);
 
 /*
  * Creates a ULT running fn(arg) and queues it into pool. attr may be NULL.
- * out NULL makes the ULT detached. Its stack is taken when it first runs:
+ * out NULL makes the ULT detached; otherwise *out is written before the
+ * ULT is queued, so the ULT itself, or a stream that takes it from the
+ * pool, may read the handle from memory it shares with the creator. Its stack is taken when it first runs:
  * a runtime-owned stack has a guard region below it (cfg.guard_size), so
  * an overflow stops the process with "coexec: stack overflow in ULT N on
  * xstream X (...)" rather than corrupting other memory. If no stack can be
@@ -281,6 +283,7 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_get_priority(coexec_unit_t unit,
 /*
  * The argument a unit was created with, and its kind (1 for a ULT, 0 for
  * a tasklet): what a user pool or scheduler may look at to order units.
+ * The main ULT and a stacked scheduler's unit have no argument (NULL).
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL); COEXEC_EHANDLE;
  * COEXEC_ENOTINIT.
@@ -289,6 +292,17 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_get_arg(coexec_unit_t unit,
                                                     void **arg);
 COEXEC_API COEXEC_NODISCARD int coexec_unit_is_thread(coexec_unit_t unit,
                                                       int *is_thread);
+
+/*
+ * The scheduler a unit runs, when the unit is a stacked scheduler's (one
+ * coexec_pool_add_sched queued): a user pool that keeps records of its
+ * own per unit can tell such a unit from the ULTs and tasklets it holds.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_ENOENT (a ULT or a tasklet, not a scheduler);
+ * COEXEC_EINVAL (out NULL); COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_unit_get_sched(coexec_unit_t unit,
+                                                      coexec_sched_t *out);
 
 /*
  * The unit handle of a ULT or a tasklet, for coexec_pool_push and
@@ -303,7 +317,8 @@ COEXEC_API coexec_unit_t coexec_tasklet_unit(coexec_tasklet_t k);
 
 /*
  * Creates a tasklet running fn(cx, arg) and queues it into pool. out NULL
- * makes it detached.
+ * makes it detached; otherwise *out is written before the tasklet is
+ * queued, as for coexec_thread_create.
  * Context: any thread the pool's access mode allows to push. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL); COEXEC_EHANDLE;
  * COEXEC_EACCESS; COEXEC_ENOMEM; COEXEC_ENOTINIT.

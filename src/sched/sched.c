@@ -453,6 +453,20 @@ COEXEC_API int coexec_sched_self(coexec_sched_t *out)
     return COEXEC_OK;
 }
 
+COEXEC_API int coexec_unit_get_sched(coexec_unit_t unit, coexec_sched_t *out)
+{
+    if (!out)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = CHECK_HANDLE(unit);
+    if (rc)
+        return rc;
+    if (!(unit.p->flags & UF_SCHED))
+        return COEXEC_ENOENT;
+    set_out_sched(out, unit.p->arg);
+    return COEXEC_OK;
+}
+
 /* Would putting s into pool p make a scheduler run inside itself? True if
  * p is a pool of s or of a scheduler stacked (transitively) inside s.
  * Under coexec__g.lock. */

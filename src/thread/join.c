@@ -304,21 +304,15 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
 /* ---- public ULT and tasklet calls ------------------------------------- */
 
 
-/* Makes a unit and queues it in p. */
-static ALWAYS_INLINE int create_unit(struct coexec_pool_rec *p, int kind,
-                                     void *fn, void *arg,
-                                     const coexec_thread_attr_t *attr,
-                                     bool detached,
-                                     struct coexec_unit_rec **out)
+/* Queues the new unit u in p. Its handle is written to the caller's out
+ * before this, so the unit may read it as soon as it runs. */
+static ALWAYS_INLINE void queue_new(struct coexec_pool_rec *p,
+                                    struct coexec_unit_rec *u)
 {
-    int rc = make_unit(p, kind, fn, arg, attr, detached, out);
     /* A public call's prologue: no switch since entry, the inline
      * thread-local read is the calling stream. */
-    if (LIKELY(rc == COEXEC_OK)) {
-        TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), *out, NULL);
-        coexec__pool_push_as(p, *out, PUSH_NEW, xs_self_entry());
-    }
-    return rc;
+    TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), u, NULL);
+    coexec__pool_push_as(p, u, PUSH_NEW, xs_self_entry());
 }
 
 static int pool_of_xstream(coexec_xstream_t xs, struct coexec_pool_rec **p)
@@ -357,26 +351,21 @@ COEXEC_API int coexec_thread_create(coexec_pool_t pool, coexec_thread_fn_t fn,
     if (rc)
         return rc;
     struct coexec_unit_rec *u;
-    rc = create_unit(pool.p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
+    rc = make_unit(pool.p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
     if (rc)
         return rc;
     SET_OUT(out, u);
+    queue_new(pool.p, u);
     return COEXEC_OK;
 }
 
-/* The _on calls: a unit of kind for stream xs's first pool. */
-static int create_on(coexec_xstream_t xs, int kind, void *fn, void *arg,
-                     const coexec_thread_attr_t *attr, bool detached,
-                     struct coexec_unit_rec **u)
+/* The _on calls: stream xs's first pool, for a unit of function fn. */
+static int pool_on(coexec_xstream_t xs, void *fn, struct coexec_pool_rec **p)
 {
     RT_CHECK();
     if (!fn)
         return COEXEC_EINVAL;
-    struct coexec_pool_rec *p;
-    int rc = pool_of_xstream(xs, &p);
-    if (rc)
-        return rc;
-    return create_unit(p, kind, fn, arg, attr, detached, u);
+    return pool_of_xstream(xs, p);
 }
 
 COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
@@ -384,11 +373,15 @@ COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
                                        const coexec_thread_attr_t *attr,
                                        coexec_thread_t *out)
 {
+    struct coexec_pool_rec *p;
     struct coexec_unit_rec *u;
-    int rc = create_on(xs, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
+    int rc = pool_on(xs, (void *)fn, &p);
+    if (!rc)
+        rc = make_unit(p, UNIT_ULT, (void *)fn, arg, attr, out == NULL, &u);
     if (rc)
         return rc;
     SET_OUT(out, u);
+    queue_new(p, u);
     return COEXEC_OK;
 }
 
@@ -402,11 +395,12 @@ COEXEC_API int coexec_tasklet_create(coexec_pool_t pool, coexec_tasklet_fn_t fn,
     if (rc)
         return rc;
     struct coexec_unit_rec *u;
-    rc = create_unit(pool.p, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL,
-                     &u);
+    rc = make_unit(pool.p, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL,
+                   &u);
     if (rc)
         return rc;
     SET_OUT(out, u);
+    queue_new(pool.p, u);
     return COEXEC_OK;
 }
 
@@ -414,12 +408,16 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
                                         coexec_tasklet_fn_t fn, void *arg,
                                         coexec_tasklet_t *out)
 {
+    struct coexec_pool_rec *p;
     struct coexec_unit_rec *u;
-    int rc = create_on(xs, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL,
+    int rc = pool_on(xs, (void *)fn, &p);
+    if (!rc)
+        rc = make_unit(p, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL,
                        &u);
     if (rc)
         return rc;
     SET_OUT(out, u);
+    queue_new(p, u);
     return COEXEC_OK;
 }
 

@@ -113,17 +113,15 @@ COEXEC_API int coexec_thread_create_child_first(coexec_pool_t pool,
         coexec__unit_release(xs, u);
         return COEXEC_ENOMEM;
     }
+    SET_OUT(out, u);
     if (!here) {
         coexec__enqueue(u, false); /* it runs later instead */
     } else {
-        SET_OUT(out, u);
         release_inplace_joiner(self);
         atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
         /* We go back to our pool as a new unit would. */
         leave_to(xs, self, u, POST_REQUEUE_NEW, 0);
-        return COEXEC_OK;
     }
-    SET_OUT(out, u);
     return COEXEC_OK;
 }
 

@@ -259,7 +259,11 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    *arg = unit.p->kind == UNIT_MAIN ? NULL : unit.p->arg;
+    /* A main ULT has no argument; a scheduler's unit has the runtime's
+     * record, which is nobody's business (coexec_unit_get_sched). */
+    *arg = unit.p->kind == UNIT_MAIN || (unit.p->flags & UF_SCHED)
+               ? NULL
+               : unit.p->arg;
     return COEXEC_OK;
 }
 

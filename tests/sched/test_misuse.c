@@ -1502,7 +1502,13 @@ static void t_unit_args(void)
         CH_ASSERT_RC(coexec_unit_get_priority(bad[i], &v), COEXEC_EHANDLE);
         CH_ASSERT_RC(coexec_unit_get_arg(bad[i], &a), COEXEC_EHANDLE);
         CH_ASSERT_RC(coexec_unit_is_thread(bad[i], &v), COEXEC_EHANDLE);
+        coexec_sched_t bs;
+        CH_ASSERT_RC(coexec_unit_get_sched(bad[i], &bs), COEXEC_EHANDLE);
     }
+    coexec_sched_t us;
+    CH_ASSERT_RC(coexec_unit_get_sched(ut, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_get_sched(ut, &us), COEXEC_ENOENT);
+    CH_ASSERT_RC(coexec_unit_get_sched(uk, &us), COEXEC_ENOENT);
     CH_ASSERT_RC(coexec_unit_get_pinned(ut, NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_unit_get_priority(ut, NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_unit_get_arg(ut, NULL), COEXEC_EINVAL);
@@ -1540,6 +1546,29 @@ static void t_unit_args(void)
     CU_ASSERT(a == NULL);
     CH_ASSERT_OK(coexec_unit_is_thread(um, &v));
     CH_ASSERT_EQ(v, 1);
+    /* A stacked scheduler's unit names its scheduler and has no argument. */
+    coexec_pool_t q2, sp;
+    coexec_sched_t s;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &q2));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &sp));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &sp, 1, NULL, &s));
+    CH_ASSERT_OK_FATAL(coexec_pool_add_sched(q2, s));
+    coexec_unit_t su;
+    CH_ASSERT_OK(coexec_pool_pop(q2, &su));
+    CU_ASSERT_FATAL(!CH_IS_NULL(su));
+    CH_ASSERT_OK(coexec_unit_get_sched(su, &us));
+    CU_ASSERT(us.p == s.p && us.gen == s.gen);
+    a = &v;
+    CH_ASSERT_OK(coexec_unit_get_arg(su, &a));
+    CU_ASSERT(a == NULL);
+    CH_ASSERT_OK(coexec_unit_is_thread(su, &v));
+    CH_ASSERT_EQ(v, 1);
+    CH_ASSERT_RC(coexec_unit_get_sched(um, &us), COEXEC_ENOENT);
+    CH_ASSERT_OK(coexec_sched_finish(s));
+    CH_ASSERT_OK(coexec_pool_push(main_pool(), su));
+    free_when_finished(&s);
+    CH_ASSERT_OK(coexec_pool_free(&q2));
+    CH_ASSERT_OK(coexec_pool_free(&sp));
     /* A finished unit keeps its handle until freed. */
     move_to_main(q);
     move_to_main(q);

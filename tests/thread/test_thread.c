@@ -697,6 +697,71 @@ static void *ident_pthread(void *arg)
     return NULL;
 }
 
+/* A unit that reads its own handle from where its creator asked it to be
+ * written: the creation calls write *out before the unit is queued. */
+typedef struct {
+    coexec_thread_t h;
+    coexec_tasklet_t k;
+    int ok;
+} own_handle_t;
+
+static void own_handle_ult(void *arg)
+{
+    own_handle_t *o = arg;
+    coexec_thread_t me;
+    o->ok = coexec_thread_self(&me) == COEXEC_OK && CH_SAME(o->h, me);
+}
+
+static coexec_poll_status_t own_handle_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    own_handle_t *o = arg;
+    o->ok = o->k.p != NULL && coexec_tasklet_unit(o->k).gen != 0;
+    return COEXEC_READY;
+}
+
+static void t_handle_before_queue(void)
+{
+    ch_init(4);
+    long n = ch_iters(4000, 400);
+    own_handle_t *o = calloc((size_t)n, sizeof *o);
+    CU_ASSERT_FATAL(o != NULL);
+    for (long i = 0; i < n; i++) {
+        int r = (int)(i % 4);
+        switch (i % 4) {
+        case 0:
+            CH_ASSERT_OK_FATAL(coexec_thread_create(ch_main_pool(r), own_handle_ult,
+                                                    &o[i], NULL, &o[i].h));
+            break;
+        case 1:
+            CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(r), own_handle_ult,
+                                                       &o[i], NULL, &o[i].h));
+            break;
+        case 2:
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create(ch_main_pool(r), own_handle_tasklet,
+                                                     &o[i], &o[i].k));
+            break;
+        default:
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(ch_xstream(r), own_handle_tasklet,
+                                                        &o[i], &o[i].k));
+        }
+    }
+    long bad = 0;
+    for (long i = 0; i < n; i++) {
+        if (i % 4 < 2) {
+            CH_ASSERT_OK(coexec_thread_join(o[i].h));
+            CH_ASSERT_OK(coexec_thread_free(&o[i].h));
+        } else {
+            CH_ASSERT_OK(coexec_tasklet_join(o[i].k));
+            CH_ASSERT_OK(coexec_tasklet_free(&o[i].k));
+        }
+        bad += !o[i].ok;
+    }
+    CH_ASSERT_EQ(bad, 0);
+    free(o);
+    ch_finalize();
+}
+
 static void t_ident(void)
 {
     ch_init(2);
@@ -1415,7 +1480,9 @@ static const ch_test_t yield_tests[] = {
     {"yield_alone", t_yield_alone},
     {NULL, NULL}};
 static const ch_test_t exit_tests[] = {{"exit", t_exit}, {NULL, NULL}};
-static const ch_test_t ident_tests[] = {{"self_and_ids", t_ident}, {NULL, NULL}};
+static const ch_test_t ident_tests[] = {{"self_and_ids", t_ident},
+                                        {"handle_before_queue", t_handle_before_queue},
+                                        {NULL, NULL}};
 static const ch_test_t state_tests[] = {{"states", t_states}, {NULL, NULL}};
 static const ch_test_t suspend_tests[] = {
     {"resume_from_stream_pthread_ult_tasklet", t_suspend_resume},
