@@ -53,7 +53,8 @@ struct ABT_thread_opaque {
     uint8_t is_main;     /* the primary's main ULT */
     uint8_t migratable;
     union {              /* the coexec ULT or tasklet, written by its
-                            creation call itself (the unit may run at once) */
+                            creation call before the unit is queued (a
+                            detached one: at its first push) */
         coexec_unit_t u;
         coexec_thread_t th;
         coexec_tasklet_t tk;
@@ -194,6 +195,18 @@ static inline ABT_xstream abtx_xstream(ABT_xstream x)
     return x && x->magic == ABTX_XSTREAM ? x : NULL;
 }
 
+/* Records that the unit of t is cu, seen where cu was pushed or popped.
+ * A unit created with a handle has it already: coexec writes the creation
+ * call's handle before the unit is queued, so the record was complete
+ * before any stream could take it, and is not written again here (the
+ * creator may be reading it). A detached unit has none until its first
+ * push, which precedes every pop. */
+static inline void abtx_thread_learn_unit(ABT_thread t, coexec_unit_t cu)
+{
+    if (t->u.p != cu.p)
+        t->u = cu;
+}
+
 /* Registry records (src/abt/pool.c, sched.c, xstream.c). */
 ABT_pool abtx_pool_wrap(coexec_pool_t cp, ABT_pool_kind kind,
                         ABT_pool_access access, bool automatic,
@@ -203,6 +216,8 @@ ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
                           int num_pools, const ABT_pool *pools,
                           bool automatic, bool borrowed);
 int abtx_sched_release(ABT_sched s);
+/* The record of the scheduler whose coexec handle is cs, or NULL. */
+ABT_sched abtx_sched_find(coexec_sched_t cs);
 int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
                          const ABT_pool *pools, ABT_sched_config config,
                          ABT_sched *out);
@@ -230,7 +245,8 @@ int abtx_kv_get(const struct abtx_kv *c, int key, int *type, void *val);
 /* Scheduler configuration values (src/abt/sched.c). */
 int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt);
 
-/* The ABT thread of a coexec unit (its trampoline's argument), or NULL. */
+/* The ABT thread record of a coexec unit: its trampoline's argument, the
+ * main ULT's record, or a stacked scheduler's ULT record; NULL if none. */
 ABT_thread abtx_thread_of(coexec_unit_t u);
 /* Pushes t into p the Argobots way (a user-defined pool gets its unit). */
 int abtx_pool_push_thread(ABT_pool p, ABT_thread t);

@@ -10,6 +10,7 @@
  * it returns back into the coexec unit.
  */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,9 +260,16 @@ static void up_push(void *state, coexec_unit_t cu, coexec_push_kind_t kind)
 {
     ABT_pool p = state;
     ABT_thread t = abtx_thread_of(cu);
-    if (!t)
-        return; /* TODO(#abt): a stacked scheduler in a user-defined pool */
-    t->u = cu;
+    if (!t) {
+        /* Not the layer's: a scheduler created through coexec directly.
+         * Refused where it is stacked (ABT_pool_add_sched takes ABT
+         * records only), so this is not reached; dropping it would lose
+         * it, so say so loudly. */
+        fprintf(stderr, "libcoexec-abt: a unit unknown to the layer was "
+                        "pushed into a user-defined pool and is lost\n");
+        return;
+    }
+    abtx_thread_learn_unit(t, cu);
     t->pool = p;
     ABT_unit u = unit_for(p, t);
     if (p->def->push)
@@ -539,7 +547,7 @@ static ABT_thread pool_take(ABT_pool p)
         return NULL;
     ABT_thread t = abtx_thread_of(cu);
     if (t)
-        t->u = cu;
+        abtx_thread_learn_unit(t, cu);
     return t;
 }
 

@@ -135,6 +135,8 @@ ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
         return NULL;
     }
     s->magic = ABTX_SCHED;
+    s->ult.magic = ABTX_THREAD; /* its unit's record, once stacked */
+    s->ult.is_ult = 1;
     s->cs = cs;
     s->predef = predef;
     s->automatic = automatic;
@@ -148,6 +150,17 @@ ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
     pthread_mutex_lock(&abtx_lock);
     s->next = abtx_g.scheds;
     abtx_g.scheds = s;
+    pthread_mutex_unlock(&abtx_lock);
+    return s;
+}
+
+ABT_sched abtx_sched_find(coexec_sched_t cs)
+{
+    ABT_sched s;
+    pthread_mutex_lock(&abtx_lock);
+    for (s = abtx_g.scheds; s; s = s->next)
+        if (s->magic == ABTX_SCHED && s->cs.p == cs.p)
+            break;
     pthread_mutex_unlock(&abtx_lock);
     return s;
 }

@@ -83,7 +83,19 @@ ABT_thread abtx_thread_of(coexec_unit_t u)
     void *arg = NULL;
     if (coexec_unit_get_arg(u, &arg) != COEXEC_OK)
         return NULL;
-    return abtx_thread((ABT_thread)arg);
+    if (arg)
+        return abtx_thread((ABT_thread)arg);
+    /* No argument: the primary's main ULT, or a stacked scheduler's unit,
+     * whose record is the scheduler's own ULT record (what
+     * ABT_self_get_thread gives in its run function). */
+    coexec_sched_t cs;
+    if (u.p == abtx_g.main_ult.u.p)
+        return &abtx_g.main_ult;
+    if (coexec_unit_get_sched(u, &cs) == COEXEC_OK) {
+        ABT_sched s = abtx_sched_find(cs);
+        return s ? &s->ult : NULL;
+    }
+    return NULL;
 }
 
 /* ---- trampolines ------------------------------------------------------ */
@@ -92,6 +104,9 @@ static void ult_main(void *a)
 {
     ABT_thread t = a;
     abtx_cur_set(t);
+    coexec_thread_t me;
+    if (t->detached && !t->u.p && coexec_thread_self(&me) == COEXEC_OK)
+        t->u = coexec_thread_unit(me); /* no pool has seen it: its own */
     t->fn(t->arg);
     if (t->detached) {
         abtx_unit_release(t);
