@@ -66,16 +66,19 @@ static const ch_test_t init_tests[] = {
 
 /* ---- xstream ------------------------------------------------------------------ */
 
+/* Publishes the rank of the stream it runs on in *arg (an atomic_int). */
 static void rank_probe(void *arg)
 {
-    AT_CHECK_OK(ABT_xstream_self_rank((int *)arg));
+    int r = -1;
+    AT_CHECK_OK(ABT_xstream_self_rank(&r));
+    atomic_store((atomic_int *)arg, r);
 }
 
 /* Waits until the probe has run where it was queued (a join would run a
  * ULT that has not started in place, on the joiner's stream). */
-static void wait_seen(volatile int *seen)
+static void wait_seen(atomic_int *seen)
 {
-    while (*seen < 0)
+    while (atomic_load(seen) < 0)
         AT_OK(ABT_thread_yield());
 }
 
@@ -101,13 +104,13 @@ static void test_xstream_ranks(void)
     AT_OK(ABT_xstream_get_num(&num));
     CU_ASSERT_EQUAL(num, 3);
     /* A ULT on a sees rank 5. */
-    int seen = -1;
+    atomic_int seen = -1;
     ABT_thread t;
     AT_OK(ABT_thread_create_on_xstream(a, rank_probe, &seen,
                                        ABT_THREAD_ATTR_NULL, &t));
     wait_seen(&seen);
     AT_OK(ABT_thread_free(&t));
-    CU_ASSERT_EQUAL(seen, 5);
+    CU_ASSERT_EQUAL(atomic_load(&seen), 5);
     CU_ASSERT_PTR_NULL(t);
     AT_OK(ABT_xstream_set_rank(b, 7));
     AT_OK(ABT_xstream_get_rank(b, &rank));
@@ -123,12 +126,12 @@ static void test_xstream_ranks(void)
     AT_OK(ABT_xstream_revive(a));
     AT_OK(ABT_xstream_get_state(a, &st));
     CU_ASSERT_EQUAL(st, ABT_XSTREAM_STATE_RUNNING);
-    seen = -1;
+    atomic_store(&seen, -1);
     AT_OK(ABT_thread_create_on_xstream(a, rank_probe, &seen,
                                        ABT_THREAD_ATTR_NULL, &t));
     wait_seen(&seen);
     AT_OK(ABT_thread_free(&t));
-    CU_ASSERT_EQUAL(seen, 5);
+    CU_ASSERT_EQUAL(atomic_load(&seen), 5);
     AT_OK(ABT_xstream_free(&a));
     AT_OK(ABT_xstream_free(&b));
     CU_ASSERT_PTR_NULL(a);
@@ -172,13 +175,15 @@ static const ch_test_t xstream_tests[] = {
 
 #define ORDER_N 4
 static int order_log[ORDER_N * 3];
-static int order_len;
+static atomic_int order_len;
 
 static void order_ult(void *arg)
 {
     int id = (int)(intptr_t)arg;
     for (int i = 0; i < 3; i++) {
-        order_log[order_len++] = id;
+        int at = atomic_load_explicit(&order_len, memory_order_relaxed);
+        order_log[at] = id;
+        atomic_store(&order_len, at + 1); /* one stream: no other writer */
         AT_CHECK_OK(ABT_thread_yield());
     }
 }
@@ -195,12 +200,16 @@ static void test_thread_yield_order(void)
     /* Created from the main ULT, which does not yield to them: the stream
      * runs them in FIFO order, and each yield goes behind the others. */
     ABT_thread t[ORDER_N];
-    order_len = 0;
+    atomic_store(&order_len, 0);
     for (int i = 0; i < ORDER_N; i++)
         AT_OK(ABT_thread_create(pool, order_ult, (void *)(intptr_t)i,
                                 ABT_THREAD_ATTR_NULL, &t[i]));
+    /* Waits for the stream to run them all (a join could run one that has
+     * not started on this stream instead). */
+    while (atomic_load(&order_len) < ORDER_N * 3)
+        AT_OK(ABT_thread_yield());
     AT_OK(ABT_thread_join_many(ORDER_N, t));
-    CU_ASSERT_EQUAL(order_len, ORDER_N * 3);
+    CU_ASSERT_EQUAL(atomic_load(&order_len), ORDER_N * 3);
     int in_order = 1;
     for (int i = 0; i < ORDER_N * 3; i++)
         in_order &= order_log[i] == i % ORDER_N;
