@@ -66,6 +66,8 @@ struct ABT_thread_opaque {
     ABT_pool unit_pool;  /* the pool that made that unit */
     size_t stacksize;
     uint64_t id;
+    atomic_flag klock;   /* guards keys (src/abt/key.c) */
+    struct abtx_ktab *keys; /* ABT_key values, or NULL */
     struct ABT_thread_opaque *next; /* the record cache's free list */
 };
 
@@ -206,6 +208,10 @@ static inline void abtx_thread_learn_unit(ABT_thread t, coexec_unit_t cu)
     if (t->u.p != cu.p)
         t->u = cu;
 }
+
+/* Keys (src/abt/key.c): runs the destructors of t's values and frees its
+ * table. */
+void abtx_keys_release(ABT_thread t);
 
 /* Registry records (src/abt/pool.c, sched.c, xstream.c). */
 ABT_pool abtx_pool_wrap(coexec_pool_t cp, ABT_pool_kind kind,

@@ -224,6 +224,7 @@ int ABT_finalize(void)
      * before the runtime stops; units that run meanwhile (and during
      * coexec_finalize) still see an initialised runtime. */
     drain_primary(self);
+    abtx_keys_release(self);
     int rc = coexec_finalize();
     abtx_g.refcount = 0;
     abtx_cur_set(NULL);

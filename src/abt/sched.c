@@ -180,6 +180,7 @@ int abtx_sched_release(ABT_sched s)
             return abtx_err(rc, ABT_ERR_INV_SCHED, ABT_ERR_SCHED);
     }
     s->magic = ABTX_FREED;
+    abtx_keys_release(&s->ult);
     for (int i = 0; i < s->num_pools; i++) {
         ABT_pool p = s->pools[i];
         if (atomic_fetch_sub(&p->num_scheds, 1) == 1 && p->automatic)

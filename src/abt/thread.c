@@ -57,6 +57,8 @@ __attribute__((noinline)) static ABT_thread rec_alloc(void)
 
 __attribute__((noinline)) static void rec_free(ABT_thread t)
 {
+    if (t->keys)
+        abtx_keys_release(t); /* its destructors, as Argobots runs them */
     t->magic = ABTX_FREED;
     if (cache_len >= CACHE_MAX) {
         free(t);
@@ -1034,89 +1036,4 @@ int ABT_unit_set_associated_pool(ABT_unit unit, ABT_pool pool)
     if (ABT_unit_get_thread(unit, &t) || !t)
         return ABT_ERR_INV_UNIT;
     return ABT_thread_set_associated_pool(t, pool);
-}
-
-/* ---- keys --------------------------------------------------------------- */
-
-struct ABT_key_opaque {
-    coexec_key_t k;
-};
-
-int ABT_key_create(void (*destructor)(void *value), ABT_key *newkey)
-{
-    ABTX_CHECK_INIT();
-    ABT_key k = malloc(sizeof(*k));
-    if (!k)
-        return ABT_ERR_MEM;
-    int rc = coexec_key_create(destructor, &k->k);
-    if (rc) {
-        free(k);
-        return abtx_err(rc, ABT_ERR_INV_KEY, ABT_ERR_MEM);
-    }
-    *newkey = k;
-    return ABT_SUCCESS;
-}
-
-int ABT_key_free(ABT_key *key)
-{
-    if (!key || !*key)
-        return ABT_ERR_INV_KEY;
-    int rc = coexec_key_delete((*key)->k);
-    free(*key);
-    *key = ABT_KEY_NULL;
-    return rc == COEXEC_ENOTINIT ? ABT_SUCCESS
-                                 : abtx_err(rc, ABT_ERR_INV_KEY, ABT_ERR_KEY);
-}
-
-static int key_error(int rc)
-{
-    if (rc == COEXEC_ECONTEXT)
-        return coexec_self_caller() == COEXEC_CALLER_EXTERNAL
-                   ? ABT_ERR_INV_XSTREAM
-                   : ABT_ERR_FEATURE_NA; /* tasklets hold no values yet */
-    return abtx_err(rc, ABT_ERR_INV_KEY, ABT_ERR_KEY);
-}
-
-int ABT_key_set(ABT_key key, void *value)
-{
-    ABTX_CHECK_INIT();
-    if (!key)
-        return ABT_ERR_INV_KEY;
-    return key_error(coexec_key_set(key->k, value));
-}
-
-int ABT_key_get(ABT_key key, void **value)
-{
-    ABTX_CHECK_INIT();
-    if (!key)
-        return ABT_ERR_INV_KEY;
-    return key_error(coexec_key_get(key->k, value));
-}
-
-int ABT_self_set_specific(ABT_key key, void *value)
-{
-    return ABT_key_set(key, value);
-}
-
-int ABT_self_get_specific(ABT_key key, void **value)
-{
-    return ABT_key_get(key, value);
-}
-
-int ABT_thread_set_specific(ABT_thread thread, ABT_key key, void *value)
-{
-    if (!abtx_thread(thread))
-        return ABT_ERR_INV_THREAD;
-    if (thread != abtx_cur_get())
-        ABTX_NA("ABT_thread_set_specific on another ULT");
-    return ABT_key_set(key, value);
-}
-
-int ABT_thread_get_specific(ABT_thread thread, ABT_key key, void **value)
-{
-    if (!abtx_thread(thread))
-        return ABT_ERR_INV_THREAD;
-    if (thread != abtx_cur_get())
-        ABTX_NA("ABT_thread_get_specific on another ULT");
-    return ABT_key_get(key, value);
 }

@@ -8,8 +8,10 @@
  *   cond      signal/wait hand-off, timed wait expiring
  *   rwlock    readers share, writers exclude
  *   barrier   phases across streams, reinit
- *   key       per-ULT values and the destructor
+ *   key       values of ULTs and tasklets, set by themselves and by
+ *             others at once, the destructors, freed keys
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -416,5 +418,150 @@ static void test_key_values(void)
     AT_OK(ABT_finalize());
 }
 
-const ch_test_t abt_key_tests[] = {{"values", test_key_values},
-                                   {NULL, NULL}};
+/* Values of other units: set by the main ULT while the units wait on an
+ * eventual, then changed by the units themselves and read back by main;
+ * one key is set by its unit and by main at the same time. */
+enum { KEY_UNITS = 16, KEY_ROUNDS = 200 };
+static ABT_key key_a, key_b;
+static ABT_eventual key_go;
+static atomic_int key_bad;
+
+static void key_other_user(void *arg)
+{
+    intptr_t i = (intptr_t)arg;
+    AT_CHECK_OK(ABT_eventual_wait(key_go, NULL));
+    void *v = NULL;
+    AT_CHECK_OK(ABT_key_get(key_a, &v));
+    if (v != (void *)(i + 1))
+        atomic_fetch_add(&key_bad, 1);
+    AT_CHECK_OK(ABT_key_set(key_a, (void *)(i + 1001)));
+    /* key_b is main's to set meanwhile: ours stays whole. */
+    for (int r = 0; r < KEY_ROUNDS; r++) {
+        AT_CHECK_OK(ABT_key_set(key_a, (void *)(i + 1001 + r)));
+        AT_CHECK_OK(ABT_key_get(key_a, &v));
+        if (v != (void *)(i + 1001 + r))
+            atomic_fetch_add(&key_bad, 1);
+        if (r % 16 == 0)
+            AT_CHECK_OK(ABT_thread_yield());
+    }
+}
+
+static void test_key_other_units(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&destroyed, 0);
+    atomic_store(&key_bad, 0);
+    AT_OK(ABT_key_create(key_dtor, &key_a));
+    AT_OK(ABT_key_create(NULL, &key_b));
+    AT_OK(ABT_eventual_create(0, &key_go));
+    ABT_xstream xs[3];
+    ABT_pool pools[3];
+    for (int i = 0; i < 3; i++) {
+        AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs[i]));
+        AT_OK(ABT_xstream_get_main_pools(xs[i], 1, &pools[i]));
+    }
+    ABT_thread t[KEY_UNITS];
+    for (intptr_t i = 0; i < KEY_UNITS; i++) {
+        AT_OK(ABT_thread_create(pools[i % 3], key_other_user, (void *)i,
+                                ABT_THREAD_ATTR_NULL, &t[i]));
+        AT_OK(ABT_thread_set_specific(t[i], key_a, (void *)(i + 1)));
+    }
+    void *v = NULL;
+    AT_OK(ABT_thread_get_specific(t[5], key_a, &v));
+    CU_ASSERT_PTR_EQUAL(v, (void *)6);
+    AT_OK(ABT_eventual_set(key_go, NULL, 0));
+    /* While they run: main sets key_b of every unit, many times. */
+    for (int r = 0; r < KEY_ROUNDS; r++)
+        for (int i = 0; i < KEY_UNITS; i++)
+            AT_OK(ABT_thread_set_specific(t[i], key_b, (void *)(intptr_t)(r + 1)));
+    AT_OK(ABT_thread_join_many(KEY_UNITS, t));
+    CU_ASSERT_EQUAL(atomic_load(&key_bad), 0);
+    int sum_expected = 0;
+    for (intptr_t i = 0; i < KEY_UNITS; i++) {
+        AT_OK(ABT_thread_get_specific(t[i], key_a, &v));
+        CU_ASSERT_PTR_EQUAL(v, (void *)(i + 1001 + KEY_ROUNDS - 1));
+        AT_OK(ABT_thread_get_specific(t[i], key_b, &v));
+        CU_ASSERT_PTR_EQUAL(v, (void *)(intptr_t)KEY_ROUNDS);
+        sum_expected += (int)(i + 1001 + KEY_ROUNDS - 1);
+    }
+    /* Destructors run when the records are freed, with the last values. */
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 0);
+    AT_OK(ABT_thread_free_many(KEY_UNITS, t));
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), sum_expected);
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+    AT_OK(ABT_eventual_free(&key_go));
+    AT_OK(ABT_key_free(&key_a));
+    AT_OK(ABT_key_free(&key_b));
+    AT_OK(ABT_finalize());
+}
+
+/* Tasklets hold values too; a freed key's values are neither seen nor
+ * destroyed; calls from an external thread. */
+static void key_tasklet(void *arg)
+{
+    void *v = NULL;
+    AT_CHECK_OK(ABT_key_get(key_a, &v));
+    CH_CHECK(v == (void *)7); /* set by main before it ran */
+    AT_CHECK_OK(ABT_self_set_specific(key_a, arg));
+}
+
+static void *key_external(void *arg)
+{
+    (void)arg;
+    void *v;
+    CH_CHECK_EQ(ABT_key_set(key_a, (void *)1), ABT_ERR_INV_XSTREAM);
+    CH_CHECK_EQ(ABT_key_get(key_a, &v), ABT_ERR_INV_XSTREAM);
+    return NULL;
+}
+
+static void test_key_tasklets_and_errors(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&destroyed, 0);
+    AT_OK(ABT_key_create(key_dtor, &key_a));
+    ABT_pool pool;
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    /* One stream: the tasklet runs only when main lets it. */
+    ABT_task k;
+    AT_OK(ABT_task_create(pool, key_tasklet, (void *)40, &k));
+    AT_OK(ABT_task_set_specific(k, key_a, (void *)7));
+    AT_OK(ABT_thread_join(k));
+    void *v = NULL;
+    AT_OK(ABT_task_get_specific(k, key_a, &v));
+    CU_ASSERT_PTR_EQUAL(v, (void *)40);
+    AT_OK(ABT_task_free(&k));
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 40);
+    /* The main ULT has values of its own. */
+    AT_OK(ABT_key_set(key_a, (void *)3));
+    AT_OK(ABT_key_get(key_a, &v));
+    CU_ASSERT_PTR_EQUAL(v, (void *)3);
+    pthread_t pt;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&pt, NULL, key_external, NULL), 0);
+    pthread_join(pt, NULL);
+    /* A freed key: its values are not destroyed, its slot's next key
+     * starts empty, and the old handle is refused. */
+    AT_OK(ABT_key_free(&key_a));
+    CU_ASSERT_EQUAL(ABT_key_free(&key_a), ABT_ERR_INV_KEY);
+    ABT_key fresh;
+    AT_OK(ABT_key_create(key_dtor, &fresh));
+    AT_OK(ABT_key_get(fresh, &v));
+    CU_ASSERT_PTR_NULL(v);
+    ABT_thread me;
+    AT_OK(ABT_self_get_thread(&me));
+    CU_ASSERT_EQUAL(ABT_thread_set_specific(ABT_THREAD_NULL, fresh, NULL),
+                    ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_thread_get_specific(me, fresh, NULL), ABT_ERR_INV_ARG);
+    AT_OK(ABT_key_free(&fresh));
+    AT_OK(ABT_finalize());
+    /* The main ULT's value of the freed key was not destroyed. */
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 40);
+}
+
+const ch_test_t abt_key_tests[] = {
+    {"values", test_key_values},
+    {"other_units", test_key_other_units},
+    {"tasklets_and_errors", test_key_tasklets_and_errors},
+    {NULL, NULL}};

@@ -1,0 +1,239 @@
+/*
+ * src/abt/key.c: ABT_key, the work-unit-specific values of libcoexec-abt.
+ *
+ * Argobots lets any thread read and set the values of any work unit, ULT
+ * or tasklet, atomically. libcoexec's own keys (coexec/key.h) belong to the
+ * calling ULT only, so the layer keeps its values itself, in the unit's
+ * record: a table indexed by the key's slot, each value tagged with the
+ * generation of the key it was set under (a slot freed and reused by a new
+ * key does not show the old key's values). A record's table is read and
+ * changed under the record's own small lock, so a set from another stream
+ * and the unit's own get see each other whole. Destructors run when the
+ * record is released (ABT_thread_free, or the end of a detached unit), as
+ * in Argobots, for values whose key still exists.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abt_internal.h"
+
+#define KEYS_MAX 4096
+#define KEY_MAGIC 0x4142544b
+
+struct ABT_key_opaque {
+    uint32_t magic;
+    uint32_t index;
+    uint32_t gen;
+};
+
+struct abtx_ktab {
+    uint32_t cap;
+    struct {
+        void *value;
+        uint32_t gen; /* the key's generation when value was set */
+    } e[];
+};
+
+/* Slot i: its generation (odd: a key lives there) and destructor; changed
+ * under abtx_lock, generations read by atomics. Generations only grow,
+ * also across ABT_finalize and ABT_init, so an old key is never valid
+ * again. */
+static struct {
+    atomic_uint gen;
+    void (*dtor)(void *);
+} slots[KEYS_MAX];
+
+static void klock(ABT_thread t)
+{
+    while (atomic_flag_test_and_set_explicit(&t->klock, memory_order_acquire))
+        sched_yield();
+}
+
+static void kunlock(ABT_thread t)
+{
+    atomic_flag_clear_explicit(&t->klock, memory_order_release);
+}
+
+static bool key_live(ABT_key k)
+{
+    return k && k->magic == KEY_MAGIC && k->index < KEYS_MAX &&
+           atomic_load_explicit(&slots[k->index].gen, memory_order_acquire) ==
+               k->gen;
+}
+
+int ABT_key_create(void (*destructor)(void *value), ABT_key *newkey)
+{
+    ABTX_CHECK_INIT();
+    if (!newkey)
+        return ABT_ERR_INV_ARG;
+    ABT_key k = malloc(sizeof(*k));
+    if (!k)
+        return ABT_ERR_MEM;
+    pthread_mutex_lock(&abtx_lock);
+    uint32_t i;
+    for (i = 0; i < KEYS_MAX; i++) {
+        unsigned g = atomic_load_explicit(&slots[i].gen, memory_order_relaxed);
+        if (!(g & 1)) {
+            slots[i].dtor = destructor;
+            atomic_store_explicit(&slots[i].gen, g + 1, memory_order_release);
+            k->index = i;
+            k->gen = g + 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&abtx_lock);
+    if (i == KEYS_MAX) {
+        free(k);
+        return ABT_ERR_MEM;
+    }
+    k->magic = KEY_MAGIC;
+    *newkey = k;
+    return ABT_SUCCESS;
+}
+
+int ABT_key_free(ABT_key *key)
+{
+    if (!key || !key_live(*key))
+        return ABT_ERR_INV_KEY;
+    ABT_key k = *key;
+    pthread_mutex_lock(&abtx_lock);
+    /* Values units still hold are not destroyed (as in Argobots). */
+    atomic_store_explicit(&slots[k->index].gen, k->gen + 1,
+                          memory_order_release);
+    pthread_mutex_unlock(&abtx_lock);
+    k->magic = 0;
+    free(k);
+    *key = ABT_KEY_NULL;
+    return ABT_SUCCESS;
+}
+
+/* t's value of k (NULL if none). */
+static void *kget(ABT_thread t, ABT_key k)
+{
+    klock(t);
+    struct abtx_ktab *tab = t->keys;
+    void *v = tab && k->index < tab->cap && tab->e[k->index].gen == k->gen
+                  ? tab->e[k->index].value
+                  : NULL;
+    kunlock(t);
+    return v;
+}
+
+static int kset(ABT_thread t, ABT_key k, void *value)
+{
+    klock(t);
+    struct abtx_ktab *tab = t->keys;
+    if (!tab || tab->cap <= k->index) {
+        uint32_t cap = tab ? tab->cap : 0, ncap = cap ? cap : 8;
+        while (ncap <= k->index)
+            ncap *= 2;
+        struct abtx_ktab *n =
+            realloc(tab, sizeof(*n) + ncap * sizeof(n->e[0]));
+        if (!n) {
+            kunlock(t);
+            return ABT_ERR_MEM;
+        }
+        memset(&n->e[cap], 0, (ncap - cap) * sizeof(n->e[0]));
+        n->cap = ncap;
+        t->keys = tab = n;
+    }
+    tab->e[k->index].value = value;
+    tab->e[k->index].gen = k->gen;
+    kunlock(t);
+    return ABT_SUCCESS;
+}
+
+void abtx_keys_release(ABT_thread t)
+{
+    /* Rounds, for destructors that set values again (as POSIX does). */
+    for (int round = 0; round < 4 && t->keys; round++) {
+        klock(t);
+        struct abtx_ktab *tab = t->keys;
+        t->keys = NULL;
+        kunlock(t);
+        for (uint32_t i = 0; i < tab->cap; i++) {
+            void *v = tab->e[i].value;
+            if (!v || atomic_load_explicit(&slots[i].gen,
+                                           memory_order_acquire) !=
+                          tab->e[i].gen)
+                continue;
+            void (*d)(void *) = slots[i].dtor;
+            if (d)
+                d(v);
+        }
+        free(tab);
+    }
+    if (t->keys) {
+        free(t->keys);
+        t->keys = NULL;
+    }
+}
+
+/* The calling unit's record: a ULT's, a tasklet's, the main ULT's or a
+ * user scheduler's; NULL from an external thread. */
+static int self_rec(ABT_thread *out)
+{
+    ABT_thread t = abtx_cur_get();
+    if (!t)
+        return ABT_ERR_INV_XSTREAM;
+    *out = t;
+    return ABT_SUCCESS;
+}
+
+int ABT_key_set(ABT_key key, void *value)
+{
+    ABTX_CHECK_INIT();
+    if (!key_live(key))
+        return ABT_ERR_INV_KEY;
+    ABT_thread t;
+    int rc = self_rec(&t);
+    return rc ? rc : kset(t, key, value);
+}
+
+int ABT_key_get(ABT_key key, void **value)
+{
+    ABTX_CHECK_INIT();
+    if (!key_live(key))
+        return ABT_ERR_INV_KEY;
+    if (!value)
+        return ABT_ERR_INV_ARG;
+    ABT_thread t;
+    int rc = self_rec(&t);
+    if (!rc)
+        *value = kget(t, key);
+    return rc;
+}
+
+int ABT_self_set_specific(ABT_key key, void *value)
+{
+    return ABT_key_set(key, value);
+}
+
+int ABT_self_get_specific(ABT_key key, void **value)
+{
+    return ABT_key_get(key, value);
+}
+
+int ABT_thread_set_specific(ABT_thread thread, ABT_key key, void *value)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    if (!key_live(key))
+        return ABT_ERR_INV_KEY;
+    return kset(thread, key, value);
+}
+
+int ABT_thread_get_specific(ABT_thread thread, ABT_key key, void **value)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    if (!key_live(key))
+        return ABT_ERR_INV_KEY;
+    if (!value)
+        return ABT_ERR_INV_ARG;
+    *value = kget(thread, key);
+    return ABT_SUCCESS;
+}
