@@ -186,15 +186,20 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_free(coexec_pool_t *pool);
  * Context: any thread the access mode allows. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EHANDLE (bad pool or unit); COEXEC_ESTATE (the
  * unit is queued, running, parked or finished); COEXEC_EPERM (a stream's
- * main ULT, which stays on its stream); COEXEC_EACCESS; COEXEC_ENOTINIT.
+ * main ULT, which stays on its stream, unless a user scheduler popped it:
+ * then it may be queued again, and only its own stream takes it);
+ * COEXEC_EACCESS; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_pool_push(coexec_pool_t pool,
                                                  coexec_unit_t unit);
 
 /*
  * Takes the next unit out of pool. The unit is then in no pool: the caller
- * owns it until it pushes it into a pool again. *out is the null handle
- * when the pool is empty.
+ * owns it until it pushes it into a pool again, runs it (a user
+ * scheduler's coexec_sched_run_unit) or joins it (then it runs in place).
+ * Others' joins wait meanwhile; whoever gives it a home first, a push, a
+ * run or a migration, has it, and the others get COEXEC_ESTATE. *out is
+ * the null handle when the pool is empty.
  * Context: any thread the access mode allows. Switches: never.
  * Returns: COEXEC_OK (also when empty); COEXEC_EINVAL; COEXEC_EHANDLE;
  * COEXEC_EACCESS; COEXEC_ENOTINIT.

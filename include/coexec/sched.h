@@ -136,8 +136,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_sched_pop(coexec_sched_t sched, int idx,
 
 /*
  * Runs unit (taken out of its pool by coexec_sched_pop, coexec_pool_pop or
- * coexec_pool_steal) until it yields, parks or finishes. A unit that was in
- * no pool gets sched's first pool as its home.
+ * coexec_pool_steal) until it yields, parks or finishes; a stream's main
+ * ULT too, on its own stream. A unit that was in no pool gets sched's
+ * first pool as its home.
  * Context: sched's own loop. Switches: to the unit and back.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_ESTATE (the unit is queued,
  * running, parked or finished); COEXEC_EPERM (a unit bound to another

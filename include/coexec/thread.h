@@ -95,7 +95,10 @@ coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
                         const coexec_thread_attr_t *attr, coexec_thread_t *out);
 
 /*
- * Waits until t has finished. If t has not started it runs now, in place.
+ * Waits until t has finished. If t has not started it runs now, in place:
+ * taken from its pool, or, when the caller popped it out of its pool
+ * itself (coexec_pool_pop), from the caller's hands. A unit someone else
+ * popped is theirs to run or push: the join waits for that.
  * Context: a ULT, or an external thread. Switches: yes (a ULT); an
  * external thread sleeps on a futex.
  * Returns: COEXEC_OK; COEXEC_ENOMEM (t ended without running: no stack
@@ -232,8 +235,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_yield_to(coexec_thread_t t);
 
 /*
  * Moves ULT t to pool. The caller itself moves at once (it yields into
- * pool and resumes wherever pool is served). A queued t moves at once; a
- * running or parked t moves when it next yields or is woken.
+ * pool and resumes wherever pool is served). A queued t, or one popped out
+ * of its pool (coexec_pool_pop), moves at once; a running or parked t
+ * moves when it next yields or is woken.
  * Context: any thread; a ULT for itself. Switches: only when t is the
  * caller.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM (t is pinned, or bound
@@ -242,6 +246,19 @@ COEXEC_API COEXEC_NODISCARD int coexec_yield_to(coexec_thread_t t);
  */
 COEXEC_API COEXEC_NODISCARD int coexec_thread_migrate_to(coexec_thread_t t,
                                                          coexec_pool_t pool);
+
+/*
+ * Makes pool t's home without switching: as coexec_thread_migrate_to, but
+ * the caller itself goes on running and moves when it next yields or
+ * parks. A pinned ULT, and the primary's main ULT, may be given a home
+ * this way too: the main ULT still runs only on its own stream, so give
+ * it a pool that stream serves.
+ * Context: any thread; a ULT for itself. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM (a stacked scheduler's
+ * unit); COEXEC_ESTATE (t finished); COEXEC_EACCESS; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_set_home(coexec_thread_t t,
+                                                       coexec_pool_t pool);
 
 /*
  * Moves ULT t to xs: to the pool its main scheduler gives migrating units
@@ -340,7 +357,7 @@ coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
 
 /*
  * Waits until k has returned COEXEC_READY. If k has not started it runs now,
- * in place.
+ * in place (as coexec_thread_join says: not a unit someone else popped).
  * Context: a ULT or an external thread. Switches: yes (a ULT); an
  * external thread sleeps.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (k is the caller);

@@ -527,7 +527,11 @@ COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
     if (rc)
         return rc;
     struct coexec_unit_rec *u = unit.p;
-    if (u->kind == UNIT_MAIN)
+    /* A main ULT a user scheduler popped may go back into a pool (only
+     * its own stream takes it from there); anything else is its stream's. */
+    if (u->kind == UNIT_MAIN &&
+        (unit_pool(u) != NULL || unit_inpool(u) ||
+         atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY))
         return COEXEC_EPERM;
     bool wrapped = u == wrap_push_unit && unit_inpool(u) == INPOOL_USER;
     if (!wrapped && (unit_pool(u) != NULL || unit_inpool(u) ||
@@ -535,6 +539,12 @@ COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
         return COEXEC_ESTATE;
     if ((rc = check_access(pool.p, true)))
         return rc;
+    /* Claim a popped unit: its popper's join may be taking it to run in
+     * place, or another claimer racing us. */
+    void *none = NULL;
+    if (!wrapped && !atom_cas_ar_ptr(&u->pool, &none, pool.p))
+        return COEXEC_ESTATE;
+    unit_held_clear(u);
     if (wrapped) {
         wrap_push_unit = NULL; /* once */
         push_keep_home(pool.p, u);
@@ -559,6 +569,8 @@ static void handed_out(struct coexec_pool_rec *from, struct coexec_unit_rec *u)
     if (wrap_pop_pool && home == wrap_pop_pool && home != from)
         return;
     atom_store_rlx_ptr(&u->pool, NULL);
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    unit_held_set(u, !xs ? NULL : xs->cur ? (void *)xs->cur : (void *)xs);
 }
 
 /* coexec_pool_pop and coexec_pool_steal: one unit out of pool, or none. */

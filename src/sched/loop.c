@@ -344,14 +344,17 @@ COEXEC_API int coexec_sched_run_unit(coexec_sched_t sched, coexec_unit_t unit)
     if ((rc = CHECK_HANDLE(unit)) != 0)
         return rc;
     struct coexec_unit_rec *u = unit.p;
-    if (u->kind == UNIT_MAIN || unit_inpool(u) ||
+    if (unit_inpool(u) ||
         atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
         join_finished(atom_load_acq_uptr(&u->join)))
         return COEXEC_ESTATE;
     if (!pool_may_take(u, xs))
         return COEXEC_EPERM;
-    if (!unit_pool(u))
-        atom_store_rlx_ptr(&u->pool, sched.p->pools[0]);
+    /* A popped unit with no home is claimed: a joiner may be taking it. */
+    void *none = NULL;
+    if (!unit_pool(u) && !atom_cas_ar_ptr(&u->pool, &none, sched.p->pools[0]))
+        return COEXEC_ESTATE;
+    unit_held_clear(u);
     coexec__run_unit(xs, u);
     return COEXEC_OK;
 }

@@ -275,14 +275,20 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         bool claimed = false;
         if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
             may_run_here(u, xs)) {
-            if (p)
+            if (p) {
                 claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
                           coexec__pool_remove_as(p, u, xs);
-            else if (!unit_inpool(u) && !(u->rflags & RF_STARTED)) {
-                /* Popped out of its pool by the user: ours to run. It needs
-                 * a home pool in case it yields or parks: the joiner's. */
-                atom_store_rlx_ptr(&u->pool, xs->cur_sched->pools[0]);
-                claimed = true;
+            } else if (!unit_inpool(u) && !(u->rflags & RF_STARTED) &&
+                       unit_held_by(u, self)) {
+                /* We popped it out of its pool: ours to run. Anyone else
+                 * waits for its popper to run or push it. The home is
+                 * claimed as coexec_pool_push and coexec_sched_run_unit
+                 * claim it, in case another claimer races us. */
+                void *none = NULL;
+                claimed = atom_cas_ar_ptr(&u->pool, &none,
+                                          xs->cur_sched->pools[0]);
+                if (claimed)
+                    unit_held_clear(u);
             }
         }
         if (claimed)

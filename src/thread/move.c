@@ -132,15 +132,17 @@ static bool unit_movable(struct coexec_unit_rec *u)
 }
 
 /* Moves t (a ULT) so that its home becomes `to` (or, for a stream, that
- * stream's migration pool; bound_xs is then non-NULL). */
+ * stream's migration pool; bound_xs is then non-NULL). With later, the
+ * caller moving itself does not yield: it moves at its next push, and a
+ * bound or pinned ULT may be given a home too (coexec_thread_set_home). */
 static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
-                   struct coexec_xstream_rec *bound)
+                   struct coexec_xstream_rec *bound, bool later)
 {
     int rc = check_unit(t.p, t.gen, false);
     if (rc)
         return rc;
     struct coexec_unit_rec *u = t.p;
-    if (!unit_movable(u))
+    if (later ? (u->flags & UF_SCHED) != 0 : !unit_movable(u))
         return COEXEC_EPERM;
     if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_TERMINATED ||
         join_finished(atom_load_acq_uptr(&u->join)))
@@ -150,12 +152,27 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
     struct coexec_xstream_rec *xs = xs_self_entry();
     uintptr_t req = bound ? (uintptr_t)bound | DEST_MOVE | DEST_BOUND
                           : (uintptr_t)to | DEST_MOVE;
+    if (xs && xs->cur == u && later) {
+        atom_store_rel_uptr(&u->dest, req); /* at our next yield or park */
+        return COEXEC_OK;
+    }
     if (xs && xs->cur == u) {
         /* Ourselves: the request applies as we yield. */
         atom_store_rel_uptr(&u->dest, req);
         xs->direct_yields = 0;
         atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
         leave_to(xs, u, leave_target(u), POST_REQUEUE, 0);
+        return COEXEC_OK;
+    }
+    /* Popped out of its pool and held by someone: it goes to `to` now,
+     * if no one gives it a home first (set_home leaves it to its holder,
+     * to run or push). */
+    void *none = NULL;
+    if (!later && atom_load_acq_ptr(&u->pool) == NULL && !unit_inpool(u) &&
+        atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
+        atom_cas_ar_ptr(&u->pool, &none, to)) {
+        unit_held_clear(u);
+        coexec__pool_push(to, u, PUSH_NEW);
         return COEXEC_OK;
     }
     /* Queued somewhere we may take it from: move it now. */
@@ -191,7 +208,16 @@ COEXEC_API int coexec_thread_migrate_to(coexec_thread_t t, coexec_pool_t pool)
     int rc = CHECK_HANDLE(pool);
     if (rc)
         return rc;
-    return migrate(t, pool.p, NULL);
+    return migrate(t, pool.p, NULL, false);
+}
+
+COEXEC_API int coexec_thread_set_home(coexec_thread_t t, coexec_pool_t pool)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    return migrate(t, pool.p, NULL, true);
 }
 
 COEXEC_API int coexec_thread_migrate_to_xstream(coexec_thread_t t,
@@ -204,5 +230,5 @@ COEXEC_API int coexec_thread_migrate_to_xstream(coexec_thread_t t,
     struct coexec_xstream_rec *x = xs.p;
     if (x->joined || atom_load_acq_u32(&x->stop) || !atom_load_acq_ptr(&x->sched))
         return COEXEC_ESTATE;
-    return migrate(t, coexec__migr_pool(x), x);
+    return migrate(t, coexec__migr_pool(x), x, false);
 }

@@ -204,7 +204,34 @@ static ALWAYS_INLINE void unit_note_wait(struct coexec_unit_rec *u,
  * on that stream once (coexec_thread_migrate_to_xstream). */
 #define DEST_MOVE ((uintptr_t)1)
 #define DEST_BOUND ((uintptr_t)2)
-#define DEST_TAGS ((uintptr_t)3)
+#define DEST_HELD ((uintptr_t)4)
+#define DEST_TAGS ((uintptr_t)7)
+
+/* A unit coexec_pool_pop or coexec_pool_steal handed out (in no pool, no
+ * home) has its popper in dest: popper | DEST_HELD, the popping unit, or
+ * the popping stream for a scheduler loop (NULL: an external thread).
+ * Only the popper may join it in place; anyone else's join waits for the
+ * popper to run or push it. Set if dest was free, cleared by whoever gives
+ * the unit a home (a push, a run, a yield_to, the popper's join). */
+static ALWAYS_INLINE void unit_held_set(struct coexec_unit_rec *u, void *popper)
+{
+    uintptr_t none = 0;
+    atom_cas_ar_uptr(&u->dest, &none, (uintptr_t)popper | DEST_HELD);
+}
+
+static ALWAYS_INLINE void unit_held_clear(struct coexec_unit_rec *u)
+{
+    uintptr_t d = atom_load_acq_uptr(&u->dest);
+    if (d & DEST_HELD)
+        atom_cas_ar_uptr(&u->dest, &d, 0);
+}
+
+static ALWAYS_INLINE bool unit_held_by(struct coexec_unit_rec *u,
+                                       const void *popper)
+{
+    uintptr_t d = atom_load_acq_uptr(&u->dest);
+    return (d & DEST_HELD) && (d & ~DEST_TAGS) == (uintptr_t)popper;
+}
 
 /* unit->in_pool is written under the lock of the pool that holds the unit
  * and read by others too (a joiner or a migration checking, under another

@@ -404,6 +404,60 @@ static void t_join_popped_in_place(void)
     ch_finalize();
 }
 
+/* A popped unit is its popper's: a joiner on another stream waits while
+ * the popper pushes it back (it never takes the unit to run in place, as
+ * it does a unit it popped itself), so every push succeeds and the unit
+ * runs once. */
+typedef struct {
+    coexec_thread_t t;
+    atomic_int go;
+    int rc;
+} race_join_t;
+
+static void race_joiner_ult(void *arg)
+{
+    race_join_t *r = arg;
+    while (!atomic_load(&r->go))
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    r->rc = coexec_thread_join(r->t);
+}
+
+static void t_join_popped_race(void)
+{
+    ch_init(2);
+    coexec_pool_t standalone;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &standalone));
+    long n = ch_iters(2000, 200), lost = 0, bad = 0;
+    for (long i = 0; i < n; i++) {
+        inplace_t p;
+        memset(&p, 0, sizeof p);
+        p.rank = -1;
+        race_join_t r = {.rc = 1};
+        atomic_store(&r.go, 0);
+        CH_ASSERT_OK_FATAL(coexec_thread_create(standalone, inplace_ult, &p, NULL, &r.t));
+        coexec_unit_t u;
+        CH_ASSERT_OK(coexec_pool_pop(standalone, &u));
+        coexec_thread_t j;
+        CH_ASSERT_OK_FATAL(coexec_thread_create(ch_main_pool(1), race_joiner_ult, &r, NULL, &j));
+        atomic_store(&r.go, 1);
+        int rc = coexec_pool_push(ch_main_pool((int)(i & 1)), u);
+        if (rc == COEXEC_ESTATE)
+            lost++;
+        else if (rc != COEXEC_OK)
+            bad++;
+        while (ch_thread_state(j) != COEXEC_UNIT_TERMINATED)
+            CH_ASSERT_OK(coexec_yield());
+        CH_ASSERT_OK(coexec_thread_join(j));
+        CH_ASSERT_OK(coexec_thread_free(&j));
+        bad += r.rc != COEXEC_OK || atomic_load(&p.ran) != 1;
+        CH_ASSERT_OK(coexec_thread_free(&r.t));
+    }
+    CH_ASSERT_EQ(bad, 0);
+    CH_ASSERT_EQ(lost, 0);
+    CH_ASSERT_OK(coexec_pool_free(&standalone));
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* attr                                                                     */
 /* ======================================================================= */
@@ -1469,6 +1523,7 @@ static const ch_test_t join_tests[] = {
     {"join_not_started_runs_in_place", t_join_not_started_in_place},
     {"join_running_main_and_external", t_join_running},
     {"join_detached_einval", t_join_detached},
+    {"join_and_push_of_a_popped_unit_race", t_join_popped_race},
     {"join_popped_unit_runs_in_place", t_join_popped_in_place},
     {NULL, NULL}};
 static const ch_test_t attr_tests[] = {
