@@ -481,6 +481,12 @@ static bool stack_cycle(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
     return false;
 }
 
+bool coexec__sched_reaches_locked(struct coexec_sched_rec *s,
+                                  struct coexec_pool_rec *p)
+{
+    return stack_cycle(s, p);
+}
+
 bool coexec__sched_reaches(struct coexec_sched_rec *s, struct coexec_pool_rec *p)
 {
     pthread_mutex_lock(&coexec__g.lock);

@@ -136,6 +136,9 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
  * (transitively) inside it. Takes coexec__g.lock. */
 bool coexec__sched_reaches(struct coexec_sched_rec *s,
                            struct coexec_pool_rec *p);
+/* The same, for a caller that holds coexec__g.lock. */
+bool coexec__sched_reaches_locked(struct coexec_sched_rec *s,
+                                  struct coexec_pool_rec *p);
 
 /* fork, in the child (src/core/process.c): forgets every scheduler. */
 void coexec__sched_atfork_child(void);

@@ -142,6 +142,68 @@ static void stack_bounds_of_self(void **lo, size_t *size)
 
 /* ---- secondary streams ---------------------------------------------------- */
 
+/*
+ * Waits while *word == busy; whoever changes it calls wake_word. An
+ * external thread sleeps on the futex. A ULT parks, on a list the changer
+ * empties: parked, it is in no pool, so the stream it waits for never runs
+ * it nor waits for it to leave a pool that stream serves (a ULT that kept
+ * yielding there would be run by the very stream it waits for, and stop
+ * it from draining).
+ */
+struct xs_waiter {
+    coexec_waker_t w;
+    bool woken; /* under waiters_lock */
+    struct xs_waiter *next;
+};
+
+/* Guards every stream's waiter lists (a few pointer moves at a time). */
+static pthread_mutex_t waiters_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void wait_word(atom_u32_t *word, uint32_t busy, atom_ptr_t *list)
+{
+    struct xs_waiter n = {.woken = false};
+    if (coexec_self_waker(&n.w) != COEXEC_OK) { /* not a ULT */
+        while (atom_load_acq_u32(word) == busy)
+            coexec__futex_wait(word, busy, NULL);
+        return;
+    }
+    pthread_mutex_lock(&waiters_lock);
+    if (atom_load_acq_u32(word) != busy) {
+        pthread_mutex_unlock(&waiters_lock);
+        return;
+    }
+    n.next = atom_load_rlx_ptr(list);
+    atom_store_rlx_ptr(list, &n);
+    pthread_mutex_unlock(&waiters_lock);
+    for (;;) {
+        pthread_mutex_lock(&waiters_lock);
+        bool woken = n.woken;
+        pthread_mutex_unlock(&waiters_lock);
+        if (woken)
+            return;
+        /* A wake recorded earlier may end a park at once: look again. */
+        IGNORE_RESULT(coexec_park());
+    }
+}
+
+/* After *word changed: wakes the futex sleepers and the parked ULTs. */
+static void wake_word(atom_u32_t *word, atom_ptr_t *list)
+{
+    coexec__futex_wake(word, 1 << 30);
+    pthread_mutex_lock(&waiters_lock);
+    struct xs_waiter *n = atom_load_rlx_ptr(list);
+    atom_store_rlx_ptr(list, NULL);
+    while (n) {
+        struct xs_waiter *next = n->next;
+        /* Woken under the lock: the waiter's frame lives until it sees
+         * woken, which it reads under the lock too. */
+        IGNORE_RESULT(coexec_waker_wake(n->w));
+        n->woken = true;
+        n = next;
+    }
+    pthread_mutex_unlock(&waiters_lock);
+}
+
 static void *xs_main(void *arg)
 {
     struct coexec_xstream_rec *xs = arg;
@@ -171,7 +233,7 @@ static void *xs_main(void *arg)
     atom_store_rel_u64(&xs->stop_ns, clock_now_ns());
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_TERMINATED);
     atom_store_rel_u32(&xs->done, 1);
-    coexec__futex_wake(&xs->done, 1 << 30);
+    wake_word(&xs->done, &xs->done_waiters);
     return NULL;
 }
 
@@ -255,38 +317,10 @@ fail_setup:
     return rc;
 }
 
-/* How long a ULT waiting for another stream's exit sleeps on the word when
- * its own stream has nothing else to run: a unit pushed meanwhile waits at
- * most this long. */
-#define STREAM_WAIT_NAP_NS 50000
-
-/*
- * Waits while *word == busy; whoever changes it wakes the futex. A ULT
- * caller lets its stream run the other units it has (one of them may be
- * what the other stream waits for), and sleeps on the word when there are
- * none. It does not just yield in a loop: a ULT that keeps yielding keeps
- * retaking its pool's lock, and a thread that needs that lock can starve
- * while this one holds the CPU (more streams than cores, or valgrind, which
- * runs one thread at a time).
- */
-static void wait_word(atom_u32_t *word, uint32_t busy)
-{
-    struct coexec_xstream_rec *me = coexec__xs_self();
-    bool ult = me && me->cur && me->cur->kind != UNIT_TASKLET;
-    while (atom_load_acq_u32(word) == busy) {
-        if (ult && coexec__sched_has_work(me)) {
-            IGNORE_RESULT(coexec_yield());
-        } else {
-            struct timespec nap = {0, STREAM_WAIT_NAP_NS};
-            coexec__futex_wait(word, busy, ult ? &nap : NULL);
-        }
-    }
-}
-
 /* Waits until xs's OS thread left its loop. */
 static void wait_done(struct coexec_xstream_rec *xs)
 {
-    wait_word(&xs->done, 0);
+    wait_word(&xs->done, 0, &xs->done_waiters);
 }
 
 int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
@@ -346,10 +380,10 @@ static void xs_join_once(struct coexec_xstream_rec *x)
         if (!x->joined)
             coexec__xstream_stop_and_join(x);
         atom_store_rel_u32(&x->join_claim, 2);
-        coexec__futex_wake(&x->join_claim, 1 << 30);
+        wake_word(&x->join_claim, &x->claim_waiters);
         return;
     }
-    wait_word(&x->join_claim, 1);
+    wait_word(&x->join_claim, 1, &x->claim_waiters);
 }
 
 /* ---- the primary ---------------------------------------------------------- */
@@ -551,10 +585,11 @@ COEXEC_API int coexec_xstream_create(const coexec_xstream_attr_t *attr,
     return COEXEC_OK;
 }
 
-/* Would ULT u, waiting for x to stop, wait inside x? It waits by yielding,
- * so it does when its home pool is one x's scheduler (or one stacked in it)
- * takes from, or when it is bound to x: it runs on x as it waits (a joiner
- * may have run it in place elsewhere), and x never drains. */
+/* Could ULT u, waiting for x to stop, never run again? It parks while it
+ * waits, and its wake queues it in its home pool once x has left its
+ * loop; so it could when it is bound to x, or when no stream but x takes
+ * from its home pool (x's own default pool is handed to the primary only
+ * by the joiner itself, after the wait). */
 static bool waits_inside(struct coexec_unit_rec *u, struct coexec_xstream_rec *x)
 {
     if ((u->flags & UF_NOSTEAL) && u->bound_rank == x->rank)
@@ -562,10 +597,19 @@ static bool waits_inside(struct coexec_unit_rec *u, struct coexec_xstream_rec *x
     struct coexec_pool_rec *home = unit_pool(u);
     if (!home)
         return false;
-    struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
-    struct coexec_sched_rec *req = atom_load_acq_ptr(&x->sched_req);
-    return (s && coexec__sched_reaches(s, home)) ||
-           (req && coexec__sched_reaches(req, home));
+    bool elsewhere = false;
+    pthread_mutex_lock(&coexec__g.lock);
+    for (int r = 0; r < MAX_XSTREAMS && !elsewhere; r++) {
+        struct coexec_xstream_rec *o = coexec__xsr.by_rank[r];
+        if (!o || o == x)
+            continue;
+        struct coexec_sched_rec *s = atom_load_acq_ptr(&o->sched);
+        struct coexec_sched_rec *req = atom_load_acq_ptr(&o->sched_req);
+        elsewhere = (s && coexec__sched_reaches_locked(s, home)) ||
+                    (req && coexec__sched_reaches_locked(req, home));
+    }
+    pthread_mutex_unlock(&coexec__g.lock);
+    return !elsewhere;
 }
 
 static int join_checks(coexec_xstream_t xs)

@@ -97,6 +97,10 @@ struct coexec_xstream_rec {
     atom_ptr_t sched_req; /* coexec_xstream_set_main_sched's request */
     atom_u32_t state; /* coexec_xstream_state_t */
     atom_u32_t done;  /* futex: 1 once the OS thread left the loop */
+    /* ULTs parked until done, or until join_claim is 2 (struct
+     * xs_waiter lists, xstream.c). */
+    atom_ptr_t done_waiters;
+    atom_ptr_t claim_waiters;
     atom_u64_t gen;
     struct coexec_pool_rec *default_pool;
     struct coexec_sched_rec *default_sched; /* NULL: not a default setup */

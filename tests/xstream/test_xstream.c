@@ -1325,7 +1325,72 @@ static const ch_test_t sched_attr_tests[] = {
     {"custom_main_sched", t_sched_attr},
     {"default_setup", t_default_setup},
     {NULL, NULL}};
+/* A ULT whose home pool x shares with another stream joins x: it parks
+ * while it waits, so x drains that pool (the units queued there run) and
+ * stops, and the ULT resumes on the other stream. It gives itself that
+ * home without switching (coexec_thread_set_home) first. */
+struct share_join {
+    coexec_xstream_t x;
+    coexec_pool_t shared;
+    int join_rc, home_rc, resumed_on, y_rank;
+};
+
+static void share_joiner_ult(void *arg)
+{
+    struct share_join *j = arg;
+    coexec_thread_t me;
+    CH_CHECK_RC(coexec_thread_self(&me), COEXEC_OK);
+    j->home_rc = coexec_thread_set_home(me, j->shared);
+    j->join_rc = coexec_xstream_join(j->x);
+    CH_CHECK_RC(coexec_xstream_self_rank(&j->resumed_on), COEXEC_OK);
+}
+
+static void t_join_sharing_a_pool(void)
+{
+    ch_init(1);
+    long n = ch_iters(600, 60);
+    for (int round = 0; round < 4; round++) {
+        struct share_join j = {.join_rc = 1, .home_rc = 1, .resumed_on = -1};
+        coexec_pool_t ypool;
+        CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &j.shared));
+        CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &ypool));
+        coexec_sched_t xsched, ysched;
+        coexec_pool_t ypools[2] = {ypool, j.shared};
+        CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &j.shared, 1, NULL, &xsched));
+        CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, ypools, 2, NULL, &ysched));
+        coexec_xstream_attr_t xa, ya;
+        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+        CH_ASSERT_OK(coexec_xstream_attr_init(&ya));
+        xa.sched = xsched;
+        ya.sched = ysched;
+        coexec_xstream_t y;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &j.x));
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&ya, &y));
+        CH_ASSERT_OK(coexec_xstream_get_rank(y, &j.y_rank));
+        atomic_store(&ch_count, 0);
+        for (long i = 0; i < n; i++)
+            CH_ASSERT_OK(coexec_thread_create(j.shared, yield_count_ult,
+                                              (void *)(intptr_t)(i % 3), NULL, NULL));
+        coexec_thread_t joiner;
+        CH_ASSERT_OK_FATAL(coexec_thread_create(ypool, share_joiner_ult, &j, NULL, &joiner));
+        CH_ASSERT_OK(coexec_thread_join(joiner));
+        CH_ASSERT_OK(coexec_thread_free(&joiner));
+        CH_ASSERT_RC(j.home_rc, COEXEC_OK);
+        CH_ASSERT_RC(j.join_rc, COEXEC_OK);
+        CH_ASSERT_EQ(j.resumed_on, j.y_rank);
+        CH_ASSERT_EQ(atomic_load(&ch_count), n); /* nothing left behind */
+        CH_ASSERT_OK(coexec_xstream_free(&j.x));
+        CH_ASSERT_OK(coexec_xstream_free(&y));
+        CH_ASSERT_OK(coexec_sched_free(&xsched));
+        CH_ASSERT_OK(coexec_sched_free(&ysched));
+        CH_ASSERT_OK(coexec_pool_free(&j.shared));
+        CH_ASSERT_OK(coexec_pool_free(&ypool));
+    }
+    ch_finalize();
+}
+
 static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain_on_join},
+                                        {"join_while_sharing_a_pool", t_join_sharing_a_pool},
                                         {NULL, NULL}};
 
 static const ch_test_t many_tests[] = {
