@@ -225,6 +225,7 @@ int ABT_finalize(void)
      * coexec_finalize) still see an initialised runtime. */
     drain_primary(self);
     abtx_keys_release(self);
+    abtx_unit_release(self); /* a user-defined pool's unit for main */
     int rc = coexec_finalize();
     abtx_g.refcount = 0;
     abtx_cur_set(NULL);

@@ -478,6 +478,10 @@ int ABT_xstream_run_unit(ABT_unit unit, ABT_pool pool)
     if (rc)
         return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_INV_XSTREAM);
     ABT_thread prev = abtx_cur_get();
+    /* pool becomes its associated pool: where it goes when it yields. */
+    if (pool != t->pool && t->is_ult && t->u.p &&
+        coexec_thread_set_home(t->th, pool->cp) == COEXEC_OK)
+        t->pool = pool;
     rc = coexec_sched_run_unit(cs, t->u);
     abtx_cur_set(prev);
     return abtx_err(rc, ABT_ERR_INV_UNIT, ABT_ERR_UNIT);

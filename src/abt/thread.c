@@ -1008,17 +1008,29 @@ int ABT_thread_migrate(ABT_thread thread)
     return ABT_thread_migrate_to_xstream(thread, target);
 }
 
+/* The unit goes to pool at its next push (a yield, a wake, a push by a
+ * scheduler), not now, as in Argobots. */
 int ABT_thread_set_associated_pool(ABT_thread thread, ABT_pool pool)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
-    if (thread == abtx_cur_get() || thread->detached) {
-        thread->pool = pool;
-        return ABT_SUCCESS;
+    ABT_thread self = abtx_cur_get();
+    if (thread->is_ult && thread->u.p) {
+        int rc = coexec_thread_set_home(thread->th, pool->cp);
+        abtx_cur_set(self);
+        if (rc)
+            return abtx_err(rc, ABT_ERR_INV_THREAD,
+                            rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
     }
-    return ABT_thread_migrate_to_pool(thread, pool);
+    /* The running caller is in no pool: the unit a user-defined pool made
+     * for it goes now (a queued unit's goes when it moves). */
+    if (thread == self && thread->unit_pool && thread->unit_pool != pool)
+        abtx_unit_release(thread);
+    thread->pool = pool;
+    return ABT_SUCCESS;
 }
 
 int ABT_self_set_associated_pool(ABT_pool pool)

@@ -632,16 +632,20 @@ static ABT_bool up_is_in_pool(ABT_unit u)
 {
     return ABT_FALSE;
 }
+static atomic_int up_units_live; /* made by up_create, not yet freed */
+
 static ABT_unit up_create(ABT_thread t)
 {
     up_unit *u = calloc(1, sizeof(*u));
     u->thread = t;
+    atomic_fetch_add(&up_units_live, 1);
     return (ABT_unit)u;
 }
 static void up_free(ABT_unit *u)
 {
     free(*u);
     *u = ABT_UNIT_NULL;
+    atomic_fetch_sub(&up_units_live, 1);
 }
 static int up_init(ABT_pool pool, ABT_pool_config config)
 {
@@ -767,8 +771,109 @@ static void test_user_pool_sched(void)
     AT_OK(ABT_finalize());
 }
 
+/* Every stream, the primary included, runs a user scheduler over the same
+ * two pools, a built-in FIFO and a user-defined LIFO; the scheduler moves
+ * what it pops into the other pool or runs it there, the main ULT among
+ * them. The ULTs change their own pool as they go; main joins them (and
+ * waits for a unit a scheduler holds), then the streams that share main's
+ * pool. Every ULT runs to its end, once, and every unit the user pool made
+ * is freed. */
+enum { MIX_ULTS = 60, MIX_YIELDS = 9 };
+static ABT_pool mix_pools[2];
+static atomic_int mix_done;
+
+static void mix_run(ABT_sched sched)
+{
+    for (unsigned n = 0;; n++) {
+        ABT_unit unit;
+        ABT_pool from = mix_pools[n & 1], to = mix_pools[(n >> 1) & 1];
+        AT_CHECK_OK(ABT_pool_pop(from, &unit));
+        if (unit != ABT_UNIT_NULL) {
+            if (n % 3 == 0)
+                AT_CHECK_OK(ABT_pool_push(to, unit));
+            else
+                AT_CHECK_OK(ABT_xstream_run_unit(unit, to));
+        }
+        if ((n & 31) == 0) {
+            ABT_bool stop = ABT_FALSE;
+            AT_CHECK_OK(ABT_sched_has_to_stop(sched, &stop));
+            if (stop)
+                break;
+            AT_CHECK_OK(ABT_xstream_check_events(sched));
+        }
+    }
+}
+
+static void mix_ult(void *arg)
+{
+    for (int i = 0; i < MIX_YIELDS; i++) {
+        if (i % 3 == 0)
+            AT_CHECK_OK(ABT_self_set_associated_pool(mix_pools[(i / 3 + (intptr_t)arg) & 1]));
+        AT_CHECK_OK(ABT_thread_yield());
+    }
+    atomic_fetch_add(&mix_done, 1);
+}
+
+static void test_user_sched_mixed_pools(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&up_units_live, 0);
+    atomic_store(&mix_done, 0);
+    ABT_pool_def def = {
+        .access = ABT_POOL_ACCESS_MPMC,
+        .u_get_type = up_get_type,
+        .u_get_thread = up_get_thread,
+        .u_is_in_pool = up_is_in_pool,
+        .u_create_from_thread = up_create,
+        .u_free = up_free,
+        .p_init = up_init,
+        .p_get_size = up_size,
+        .p_push = up_push,
+        .p_pop = up_pop,
+        .p_free = up_fini,
+    };
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_FALSE,
+                                &mix_pools[0]));
+    AT_OK(ABT_pool_create(&def, ABT_POOL_CONFIG_NULL, &mix_pools[1]));
+    ABT_sched_def sdef = {.type = ABT_SCHED_TYPE_ULT, .run = mix_run};
+    ABT_sched scheds[3];
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_sched_create(&sdef, 2, mix_pools, ABT_SCHED_CONFIG_NULL,
+                               &scheds[i]));
+    ABT_xstream xs[3];
+    AT_OK(ABT_xstream_self(&xs[0]));
+    for (int i = 1; i < 3; i++)
+        AT_OK(ABT_xstream_create(scheds[i], &xs[i]));
+    AT_OK(ABT_xstream_set_main_sched(xs[0], scheds[0]));
+    for (int round = 0; round < 3; round++) {
+        ABT_thread t[MIX_ULTS];
+        for (intptr_t i = 0; i < MIX_ULTS; i++)
+            AT_OK(ABT_thread_create(mix_pools[i & 1], mix_ult, (void *)i,
+                                    ABT_THREAD_ATTR_NULL, &t[i]));
+        for (int i = 0; i < MIX_ULTS; i++)
+            AT_OK(ABT_thread_join(t[i]));
+        AT_OK(ABT_thread_free_many(MIX_ULTS, t));
+    }
+    CU_ASSERT_EQUAL(atomic_load(&mix_done), 3 * MIX_ULTS);
+    /* Main leaves the user pool (its unit there is freed), then joins the
+     * streams, which serve its pool too. */
+    AT_OK(ABT_self_set_associated_pool(mix_pools[0]));
+    AT_OK(ABT_thread_yield());
+    for (int i = 1; i < 3; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+    for (int i = 1; i < 3; i++)
+        AT_OK(ABT_sched_free(&scheds[i]));
+    /* The primary's scheduler still moves main between the two pools; the
+     * unit it may hold in the user pool goes at ABT_finalize. */
+    CU_ASSERT(atomic_load(&up_units_live) <= 1);
+    AT_OK(ABT_finalize());
+    CU_ASSERT_EQUAL(atomic_load(&up_units_live), 0);
+}
+
 static const ch_test_t user_pool_tests[] = {
-    {"def_and_sched", test_user_pool_sched}, {NULL, NULL}};
+    {"def_and_sched", test_user_pool_sched},
+    {"mixed_pools_on_every_stream", test_user_sched_mixed_pools},
+    {NULL, NULL}};
 
 /* ---- timer ------------------------------------------------------------------ */
 
