@@ -7,8 +7,9 @@
  * wrong (the driver then prints `name NA n/a`).
  *
  * Who calls whom, one way only: main.c (the driver) calls the benchmark
- * tables of raw.c, ult.c, fj.c, wait.c, service.c, peers.c and mpi.c (which
- * runs bench/mpi_worker.c under mpiexec); they call
+ * tables of raw.c, ult.c, fj.c, wait.c, service.c, peers.c, mpi.c (which
+ * runs bench/mpi_worker.c under mpiexec) and abt_rows.c (which runs
+ * coexec-bench-abt, bench/abt.c); they call
  * runtime.c (bench_rt_*) and harness.c (samples, CPUs, medians); runtime.c
  * calls harness.c. The benchmarks include only the public headers
  * (coexec.h, coexec/...); raw.c also times src/arch/context.h.
@@ -114,6 +115,7 @@ extern const bench_def_t bench_wait_defs[];
 extern const bench_def_t bench_peer_defs[];
 extern const bench_def_t bench_service_defs[];
 extern const bench_def_t bench_mpi_defs[];
+extern const bench_def_t bench_abt_defs[];
 
 /* ult_memory and tasklet_memory run in a fresh process: this is its body
  * (ult.c); kind is "ult" or "tasklet". */

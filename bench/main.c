@@ -118,6 +118,14 @@ static const pair_t pairs[] = {
     {"file_read_throughput_uring", "file_read_throughput_threads", 0, 0},
     {"pread_roundtrip_uring", "pread_roundtrip_threads", 0, 0},
     {"mpi_pingpong_2ranks", "mpi_pingpong_plain_2ranks", 0, 1.5},
+    /* the Argobots API over libcoexec beside libcoexec's own API */
+    {"abt_create_join_1es", "ult_create_join_1es", 0, 0},
+    {"abt_yield_1es", "ult_yield_1es", 0, 0},
+    {"abt_tasklet_create_join_1es", "tasklet_create_join_1es", 0, 0},
+    {"abt_eventual_pingpong_2es", "xes_spin_pingpong", 0, 0},
+    {"abt_offload_handoff_2es", "xes_spin_pingpong", 0, 0},
+    {"abt_fib_1es", "fib_ult_1es", 0, 0},
+    {"abt_fib_2es", "fib_ult_2es", 0, 0},
 };
 #define NPAIRS (sizeof pairs / sizeof pairs[0])
 
@@ -167,7 +175,7 @@ static void note(const char *prefix, const char *cont, const char *fmt, ...)
 
 static const bench_def_t *const tables[] = {
     bench_raw_defs,     bench_ult_defs,  bench_fj_defs, bench_wait_defs,
-    bench_service_defs, bench_peer_defs, bench_mpi_defs};
+    bench_service_defs, bench_peer_defs, bench_mpi_defs, bench_abt_defs};
 #define NTABLES (sizeof tables / sizeof tables[0])
 
 static const bench_def_t *find_def(const char *name)

@@ -10,7 +10,8 @@
 #   <libdir>/cmake/coexec/               coexecConfig.cmake, its version file,
 #                                        coexecTargets*.cmake (NAMESPACE coexec::)
 #   bin/coexec-bench                     when bench/ defines it (and
-#                                        bin/coexec-bench-mpi, its MPI worker)
+#                                        bin/coexec-bench-mpi, its MPI worker,
+#                                        bin/coexec-bench-abt, its ABT rows)
 #
 # Included from the top-level CMakeLists.txt once COEXEC_TARGETS is known.
 
@@ -100,6 +101,9 @@ function(_coexec_install_bench)
   endif()
   if(TARGET coexec-bench-mpi)
     install(TARGETS coexec-bench-mpi RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Bench)
+  endif()
+  if(TARGET coexec-bench-abt)
+    install(TARGETS coexec-bench-abt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Bench)
   endif()
 endfunction()
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL _coexec_install_bench)
