@@ -42,6 +42,9 @@
 #include "runtime.h"
 #include "types.h"
 
+/* coexec_sched_config_t.aging: a PRIO scheduler that never ages. */
+#define COEXEC_SCHED_AGING_NONE 0xffffffffu
+
 /* Tuning of coexec_sched_create and coexec_sched_create_user;
  * coexec_sched_config_init fills the defaults. */
 typedef struct coexec_sched_config {
@@ -50,7 +53,10 @@ typedef struct coexec_sched_config {
     int idle_spin_us;      /* BASIC_WAIT spin budget; -1 = the runtime's */
     int steal;             /* 1 = steal from other streams' default pools */
     unsigned aging;        /* PRIO: units a waiting pool may be passed over
-                              (0 = the default, 64) */
+                              (0 = the default, 64;
+                              COEXEC_SCHED_AGING_NONE: strict priority, a
+                              lower pool runs only when every higher one
+                              is empty) */
     size_t stack_size;     /* stack of a stacked scheduler; 0 = 64 KiB */
 } coexec_sched_config_t;
 

@@ -243,6 +243,8 @@ int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
     coexec_sched_config_t cfg;
     ABTX_IGNORE(coexec_sched_config_init(&cfg));
     cfg.steal = 0;
+    if (kind == COEXEC_SCHED_PRIO)
+        cfg.aging = COEXEC_SCHED_AGING_NONE; /* Argobots' PRIO is strict */
     int freq = abtx_sched_config_int(config, ABT_sched_basic_freq.idx, 0);
     if (freq > 0)
         cfg.event_freq = (unsigned)freq;

@@ -275,7 +275,9 @@ static int sched_make(int kind, const coexec_pool_t *pools, int num_pools,
             spin = (uint64_t)cfg->idle_spin_us * 1000;
         steal = cfg->steal ? 1 : 0;
         if (cfg->size >= sizeof *cfg) {
-            if (cfg->aging)
+            if (cfg->aging == COEXEC_SCHED_AGING_NONE)
+                aging = 0; /* strict priority */
+            else if (cfg->aging)
                 aging = cfg->aging;
             if (cfg->stack_size) {
                 if (cfg->stack_size < 16 * 1024 ||

@@ -62,18 +62,17 @@ static void low_ult(void *arg)
     atomic_store(&g_low_at[(intptr_t)arg], atomic_load(&g_chain_done));
 }
 
-static void t_prio_aging(void)
+static void prio_chain_run(unsigned aging, long *at1, long *at2, long *k)
 {
-    ch_init(1);
-    enum { NP = 3, AGING = 8 };
+    enum { NP = 3 };
     coexec_pool_t pools[NP];
     for (int i = 0; i < NP; i++)
         CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pools[i]));
-    long k = ch_iters(5000, 500);
+    *k = ch_iters(5000, 500);
     g_chain_pool = pools[0];
     atomic_store(&g_chain_done, 0);
     atomic_store(&g_chain_made, 2);
-    atomic_store(&g_chain_max, k);
+    atomic_store(&g_chain_max, *k);
     atomic_store(&g_low_at[0], -1);
     atomic_store(&g_low_at[1], -1);
     /* Two chains in pool 0, one low unit in each lower pool. */
@@ -82,22 +81,43 @@ static void t_prio_aging(void)
     CH_ASSERT_OK(coexec_tasklet_create(pools[0], chain_tasklet, NULL, NULL));
     CH_ASSERT_OK(coexec_tasklet_create(pools[0], chain_tasklet, NULL, NULL));
     coexec_sched_config_t sc = no_steal_cfg();
-    sc.aging = AGING;
+    sc.aging = aging;
     coexec_sched_t s;
     CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_PRIO, pools, NP, &sc, &s));
     coexec_xstream_t xs;
     stream_with(s, &xs);
     CH_ASSERT_OK(coexec_xstream_free(&xs));
-    long at1 = atomic_load(&g_low_at[0]), at2 = atomic_load(&g_low_at[1]);
-    printf("[pool-0 units before pool 1: %ld, before pool 2: %ld, of %ld] ",
-           at1, at2, k);
-    CH_ASSERT_EQ(atomic_load(&g_chain_done), k);
-    CU_ASSERT(at1 >= 0 && at1 <= 2 * AGING + 2);
-    CU_ASSERT(at2 >= 0 && at2 <= 3 * AGING + 3);
-    CU_ASSERT(at1 < k && at2 < k); /* while pool 0 was still refilled */
+    *at1 = atomic_load(&g_low_at[0]);
+    *at2 = atomic_load(&g_low_at[1]);
+    CH_ASSERT_EQ(atomic_load(&g_chain_done), *k);
     CH_ASSERT_OK(coexec_sched_free(&s));
     for (int i = 0; i < NP; i++)
         CH_ASSERT_OK(coexec_pool_free(&pools[i]));
+}
+
+static void t_prio_aging(void)
+{
+    ch_init(1);
+    enum { AGING = 8 };
+    long at1, at2, k;
+    prio_chain_run(AGING, &at1, &at2, &k);
+    printf("[pool-0 units before pool 1: %ld, before pool 2: %ld, of %ld] ",
+           at1, at2, k);
+    CU_ASSERT(at1 >= 0 && at1 <= 2 * AGING + 2);
+    CU_ASSERT(at2 >= 0 && at2 <= 3 * AGING + 3);
+    CU_ASSERT(at1 < k && at2 < k); /* while pool 0 was still refilled */
+    ch_finalize();
+}
+
+/* COEXEC_SCHED_AGING_NONE: strict priority, the low pools wait until the
+ * chain that keeps pool 0 full has ended, pool 1 before pool 2. */
+static void t_prio_strict(void)
+{
+    ch_init(1);
+    long at1, at2, k;
+    prio_chain_run(COEXEC_SCHED_AGING_NONE, &at1, &at2, &k);
+    CH_ASSERT_EQ(at1, k);
+    CH_ASSERT_EQ(at2, k);
     ch_finalize();
 }
 
@@ -106,4 +126,5 @@ static void t_prio_aging(void)
 const ch_test_t schedx_prio_tests[] = {
     {"pools_in_priority_order", t_prio_order},
     {"aging_serves_low_pools", t_prio_aging},
+    {"strict_without_aging", t_prio_strict},
     {NULL, NULL}};
