@@ -209,6 +209,12 @@ static inline void abtx_thread_learn_unit(ABT_thread t, coexec_unit_t cu)
         t->u = cu;
 }
 
+/* From a user scheduler's run function: runs fn(arg), a call that may
+ * block, in a ULT while the scheduler keeps running its pools, and stores
+ * its coexec result in *rc; false (nothing done) anywhere else
+ * (src/abt/sched.c). */
+bool abtx_sched_block(int (*fn)(void *), void *arg, int *rc);
+
 /* Keys (src/abt/key.c): runs the destructors of t's values and frees its
  * table. */
 void abtx_keys_release(ABT_thread t);

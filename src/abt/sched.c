@@ -288,17 +288,74 @@ static int us_init(coexec_sched_t cs, void *arg, void **state)
     return COEXEC_OK;
 }
 
+/* The user scheduler whose run function this OS thread is in (a
+ * scheduler's context never changes OS thread), for abtx_sched_block. */
+static _Thread_local ABT_sched running_sched;
+
 static void us_run(coexec_sched_t cs, void *state)
 {
     (void)cs;
     ABT_sched s = state;
     ABT_thread prev = abtx_cur_get();
+    ABT_sched outer = running_sched;
     s->ult.magic = ABTX_THREAD;
     s->ult.is_ult = 1;
     s->ult.pool = s->num_pools > 0 ? s->pools[0] : NULL;
     abtx_cur_set(&s->ult);
+    running_sched = s;
     s->def.run(s);
+    running_sched = outer;
     abtx_cur_set(prev);
+}
+
+/* A blocking call made by a user scheduler's run function (Argobots runs
+ * schedulers as ULTs, so they may wait; libcoexec's scheduler contexts
+ * may not park): the call runs in a ULT of the scheduler's first pool,
+ * and the scheduler goes on running its pools until that ULT is done. */
+struct sched_job {
+    int (*fn)(void *);
+    void *arg;
+    int rc;
+    atomic_int done;
+};
+
+static void sched_job_main(void *a)
+{
+    struct sched_job *j = a;
+    j->rc = j->fn(j->arg);
+    atomic_store_explicit(&j->done, 1, memory_order_release); /* last */
+}
+
+bool abtx_sched_block(int (*fn)(void *), void *arg, int *rc)
+{
+    ABT_sched s = running_sched;
+    if (!s || abtx_cur_get() != &s->ult || s->num_pools < 1)
+        return false;
+    struct sched_job j = {.fn = fn, .arg = arg, .rc = 0};
+    atomic_init(&j.done, 0);
+    if (coexec_thread_create(s->pools[0]->cp, sched_job_main, &j, NULL,
+                             NULL) != COEXEC_OK) {
+        *rc = COEXEC_ENOMEM;
+        return true;
+    }
+    while (!atomic_load_explicit(&j.done, memory_order_acquire)) {
+        bool ran = false;
+        for (int i = 0; i < s->num_pools; i++) {
+            coexec_unit_t u;
+            if (coexec_sched_pop(s->cs, i, &u) == COEXEC_OK && u.p) {
+                ABTX_IGNORE(coexec_sched_run_unit(s->cs, u));
+                abtx_cur_set(&s->ult);
+                ran = true;
+                break;
+            }
+        }
+        if (!ran)
+            ABTX_IGNORE(coexec_sched_idle(s->cs));
+        ABTX_IGNORE(coexec_sched_check_events(s->cs));
+        abtx_cur_set(&s->ult);
+    }
+    *rc = j.rc;
+    return true;
 }
 
 static void us_free(void *state)

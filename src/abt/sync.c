@@ -447,6 +447,11 @@ int ABT_barrier_free(ABT_barrier *barrier)
     return ABT_SUCCESS;
 }
 
+static int barrier_wait_op(void *b)
+{
+    return coexec_barrier_wait(b, NULL);
+}
+
 int ABT_barrier_wait(ABT_barrier barrier)
 {
     if (!barrier)
@@ -454,7 +459,8 @@ int ABT_barrier_wait(ABT_barrier barrier)
     ABT_thread self = abtx_cur_get();
     int rc = coexec_barrier_wait(&barrier->b, NULL);
     abtx_cur_set(self);
-    if (rc == COEXEC_ECONTEXT)
+    if (rc == COEXEC_ECONTEXT &&
+        !abtx_sched_block(barrier_wait_op, &barrier->b, &rc))
         return ABT_ERR_BARRIER;
     return abtx_err(rc, ABT_ERR_INV_BARRIER, ABT_ERR_BARRIER);
 }

@@ -870,7 +870,77 @@ static void test_user_sched_mixed_pools(void)
     CU_ASSERT_EQUAL(atomic_load(&up_units_live), 0);
 }
 
+/* User schedulers that yield, wait on a barrier and lock a mutex in their
+ * run function before they schedule (Argobots runs schedulers as ULTs):
+ * the waits complete while each scheduler keeps running its pool, where a
+ * ULT queued before the barrier also runs. */
+enum { BLK_STREAMS = 3, BLK_LOCKS = 20 };
+static ABT_barrier blk_barrier;
+static ABT_mutex blk_mutex;
+static int blk_val;
+static atomic_int blk_ults;
+
+static void blk_ult(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&blk_ults, 1);
+}
+
+static void blk_run(ABT_sched sched)
+{
+    ABT_pool pool;
+    AT_CHECK_OK(ABT_sched_get_pools(sched, 1, 0, &pool));
+    AT_CHECK_OK(ABT_thread_yield());
+    AT_CHECK_OK(ABT_thread_create(pool, blk_ult, NULL, ABT_THREAD_ATTR_NULL,
+                                  NULL));
+    AT_CHECK_OK(ABT_barrier_wait(blk_barrier));
+    for (int i = 0; i < BLK_LOCKS; i++) {
+        AT_CHECK_OK(ABT_mutex_lock(blk_mutex));
+        blk_val++;
+        AT_CHECK_OK(ABT_mutex_unlock(blk_mutex));
+    }
+    AT_CHECK_OK(ABT_barrier_wait(blk_barrier));
+    for (;;) {
+        ABT_unit unit;
+        AT_CHECK_OK(ABT_pool_pop(pool, &unit));
+        if (unit != ABT_UNIT_NULL)
+            AT_CHECK_OK(ABT_xstream_run_unit(unit, pool));
+        ABT_bool stop = ABT_FALSE;
+        AT_CHECK_OK(ABT_sched_has_to_stop(sched, &stop));
+        if (stop)
+            break;
+        AT_CHECK_OK(ABT_xstream_check_events(sched));
+    }
+}
+
+static void test_user_sched_blocks_in_run(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    blk_val = 0;
+    atomic_store(&blk_ults, 0);
+    AT_OK(ABT_barrier_create(BLK_STREAMS, &blk_barrier));
+    AT_OK(ABT_mutex_create(&blk_mutex));
+    ABT_sched_def sdef = {.type = ABT_SCHED_TYPE_ULT, .run = blk_run};
+    ABT_sched scheds[BLK_STREAMS];
+    ABT_xstream xs[BLK_STREAMS];
+    for (int i = 0; i < BLK_STREAMS; i++) {
+        AT_OK(ABT_sched_create(&sdef, 0, NULL, ABT_SCHED_CONFIG_NULL,
+                               &scheds[i]));
+        AT_OK(ABT_xstream_create(scheds[i], &xs[i]));
+    }
+    for (int i = 0; i < BLK_STREAMS; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+    CU_ASSERT_EQUAL(blk_val, BLK_STREAMS * BLK_LOCKS);
+    CU_ASSERT_EQUAL(atomic_load(&blk_ults), BLK_STREAMS);
+    for (int i = 0; i < BLK_STREAMS; i++)
+        AT_OK(ABT_sched_free(&scheds[i]));
+    AT_OK(ABT_mutex_free(&blk_mutex));
+    AT_OK(ABT_barrier_free(&blk_barrier));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t user_pool_tests[] = {
+    {"sched_blocks_in_run", test_user_sched_blocks_in_run},
     {"def_and_sched", test_user_pool_sched},
     {"mixed_pools_on_every_stream", test_user_sched_mixed_pools},
     {NULL, NULL}};
