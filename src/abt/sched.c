@@ -556,3 +556,42 @@ int ABT_xstream_check_events(ABT_sched sched)
     abtx_cur_set(prev);
     return abtx_err(rc, ABT_ERR_INV_SCHED, ABT_ERR_INV_XSTREAM);
 }
+
+/* Runs thread (one the caller popped) as its child: from a user
+ * scheduler's run function, as ABT_xstream_run_unit; from a ULT, by a
+ * direct hand-off (the caller goes back to its pool and runs again once
+ * scheduled, whether the child yields or finishes). pool, or else the
+ * pool thread is associated with, is where thread goes when it yields. */
+int ABT_self_schedule(ABT_thread thread, ABT_pool pool)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    if (pool != ABT_POOL_NULL && !abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    ABT_thread self = abtx_cur_get();
+    if (!self || coexec_self_caller() == COEXEC_CALLER_EXTERNAL)
+        return ABT_ERR_INV_XSTREAM;
+    if (!self->is_ult || thread == self)
+        return ABT_ERR_INV_THREAD;
+    ABT_pool home = pool != ABT_POOL_NULL ? pool : thread->pool;
+    if (abtx_pool(home) && thread->is_ult && thread->u.p &&
+        coexec_thread_set_home(thread->th, home->cp) == COEXEC_OK)
+        thread->pool = home;
+    ABT_sched s = running_sched;
+    int rc;
+    if (s && self == &s->ult) {
+        rc = coexec_sched_run_unit(s->cs, thread->u);
+    } else if (thread->is_ult) {
+        rc = coexec_yield_to(thread->th);
+    } else if (abtx_pool(home)) {
+        /* A tasklet cannot be switched to: it is queued, and we yield. */
+        rc = coexec_pool_push(home->cp, thread->u);
+        if (!rc)
+            rc = coexec_yield();
+    } else {
+        rc = COEXEC_ESTATE;
+    }
+    abtx_cur_set(self);
+    return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
+}

@@ -99,13 +99,6 @@ int ABT_self_resume_exit_to(ABT_thread thread)
     ABTX_NA("ABT_self_resume_exit_to");
 }
 
-int ABT_self_schedule(ABT_thread thread, ABT_pool pool)
-{
-    (void)thread;
-    (void)pool;
-    ABTX_NA("ABT_self_schedule");
-}
-
 int ABT_info_print_thread_attr(FILE* fp, ABT_thread_attr attr)
 {
     (void)fp;
