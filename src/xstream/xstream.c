@@ -435,7 +435,8 @@ int coexec__primary_setup(void)
     /* The calling thread's code becomes the main ULT, bound here. */
     m->flags = UF_NOSTEAL;
     m->rflags = RF_STARTED; /* it runs already, on the thread's own stack */
-    m->bound_rank = xs->rank;
+    m->bound_rank = (int16_t)xs->rank;
+    m->last_rank = (int16_t)xs->rank;
     atom_store_rlx_ptr(&m->pool, s->pools[0]);
     atom_store_rlx_u32(&m->state, COEXEC_UNIT_RUNNING);
     void *lo;
@@ -743,7 +744,7 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     u->fn.tasklet = fn;
     u->arg = arg;
     u->flags = UF_DETACHED | UF_NOSTEAL;
-    u->bound_rank = x->rank;
+    u->bound_rank = (int16_t)x->rank;
     atom_store_rlx_ptr(&u->pool, s->pools[0]);
     TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), u, NULL);
     if (xs_self_entry() == x)
