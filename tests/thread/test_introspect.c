@@ -1,7 +1,8 @@
 /*
  * tests/thread/test_introspect.c: what a unit can tell about itself and
  * others: where a ULT's stack is (coexec_thread_get_stack) and the stream
- * a unit last ran on (coexec_unit_get_last_rank).
+ * a unit last ran on (coexec_unit_get_last_rank), the CPUs a stream may
+ * run on (coexec_xstream_set_cpus, coexec_xstream_get_cpus).
  *
  * Suites:
  *   stack      runtime-owned stacks (cached and other sizes) before, while
@@ -10,8 +11,13 @@
  *   last_rank  ULTs and tasklets on given streams, the main ULT, a unit
  *              run in place by its joiner, a migrated ULT; not started;
  *              bad arguments, stale handles, before init
+ *   cpus       re-pinning a stream from another thread and from itself,
+ *              CPUs the machine lacks left out, counts; errors
  */
+#define _GNU_SOURCE
 #include "harness.h"
+
+#include <sched.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +340,91 @@ static void t_last_rank_errors(void)
 }
 
 /* ======================================================================= */
+/* cpus                                                                     */
+/* ======================================================================= */
+
+typedef struct {
+    int cpus[8];
+    int n, rc;
+} cpus_seen_t;
+
+/* Re-pins its own stream to CPU 0 only, then reads the binding back. */
+static void repin_self_ult(void *arg)
+{
+    cpus_seen_t *c = arg;
+    coexec_xstream_t me;
+    int zero = 0;
+    c->rc = coexec_xstream_self(&me);
+    if (!c->rc)
+        c->rc = coexec_xstream_set_cpus(me, &zero, 1);
+    if (!c->rc)
+        c->rc = coexec_xstream_get_cpus(me, c->cpus, 8, &c->n);
+}
+
+static void t_cpus(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC));
+    /* Every CPU number: those the process may not use are left out, as
+     * the kernel does, and what remains is the process's binding. */
+    static int wide[CPU_SETSIZE + 1];
+    for (int i = 0; i <= CPU_SETSIZE; i++)
+        wide[i] = i;
+    int n = -1, nall = -1;
+    static int all[CPU_SETSIZE], got[CPU_SETSIZE];
+    CH_ASSERT_OK(coexec_xstream_set_cpus(s.xs, wide, CPU_SETSIZE + 1));
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, NULL, 0, &nall)); /* count */
+    CU_ASSERT_FATAL(nall >= 1);
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, all, CPU_SETSIZE, &n));
+    CH_ASSERT_EQ(n, nall);
+    for (int i = 1; i < nall; i++)
+        CU_ASSERT(all[i] > all[i - 1]); /* increasing */
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, got, 1, &n)); /* truncated */
+    CH_ASSERT_EQ(n, nall);
+    CH_ASSERT_EQ(got[0], all[0]);
+    /* One CPU, from another thread than the stream's. */
+    CH_ASSERT_OK(coexec_xstream_set_cpus(s.xs, &all[nall - 1], 1));
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, got, CPU_SETSIZE, &n));
+    CH_ASSERT_EQ(n, 1);
+    CH_ASSERT_EQ(got[0], all[nall - 1]);
+    bool have0 = all[0] == 0;
+
+    /* From a unit of the stream itself. */
+    if (have0) {
+        cpus_seen_t c = {{0}, -1, -1};
+        CH_ASSERT_OK(ch_run_ult_in(s.pool, repin_self_ult, &c));
+        CH_ASSERT_OK(c.rc);
+        CH_ASSERT_EQ(c.n, 1);
+        CH_ASSERT_EQ(c.cpus[0], 0);
+    }
+
+    /* Errors. */
+    int none = CPU_SETSIZE + 1, neg = -1;
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, &none, 1), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, &neg, 1), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, NULL, 1), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, all, 0), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(s.xs, NULL, 1, &n), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(s.xs, got, 1, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(s.xs, got, -1, &n), COEXEC_EINVAL);
+    coexec_xstream_t null_xs = {0};
+    CH_ASSERT_RC(coexec_xstream_set_cpus(null_xs, all, 1), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(null_xs, got, 1, &n), COEXEC_EHANDLE);
+    coexec_xstream_t stale = s.xs;
+    CH_ASSERT_OK(ch_stream_free(&s));
+    CH_ASSERT_RC(coexec_xstream_set_cpus(stale, all, 1), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(stale, got, 1, &n), COEXEC_EHANDLE);
+    /* The primary too. */
+    coexec_xstream_t x0 = ch_xstream(0);
+    CH_ASSERT_OK(coexec_xstream_set_cpus(x0, all, nall));
+    CH_ASSERT_OK(coexec_xstream_get_cpus(x0, got, CPU_SETSIZE, &n));
+    CH_ASSERT_EQ(n, nall);
+    ch_finalize();
+    CH_ASSERT_RC(coexec_xstream_get_cpus(x0, got, 1, &n), COEXEC_ENOTINIT);
+}
+
+/* ======================================================================= */
 
 static const ch_test_t stack_tests[] = {
     {"runtime_stacks", t_stack_runtime},
@@ -348,8 +439,11 @@ static const ch_test_t last_rank_tests[] = {
     {"errors", t_last_rank_errors},
     {NULL, NULL}};
 
+static const ch_test_t cpus_tests[] = {{"set_get", t_cpus}, {NULL, NULL}};
+
 static const ch_suite_t suites[] = {{"stack", stack_tests},
                                     {"last_rank", last_rank_tests},
+                                    {"cpus", cpus_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
