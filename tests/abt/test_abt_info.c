@@ -8,6 +8,8 @@
  *            ULT; the guard region the layer reports; bad handles
  *   last     ABT_thread_get_last_xstream and ABT_task_get_xstream, inside
  *            the unit and after it, for units given to other streams
+ *   affinity ABT_xstream_set_cpubind/set_affinity re-pin a running stream
+ *            and get_cpubind/get_affinity report it; errors
  */
 #include <stdlib.h>
 #include <string.h>
@@ -248,8 +250,75 @@ static void test_last_xstream(void)
 static const ch_test_t last_tests[] = {{"units_on_streams", test_last_xstream},
                                        {NULL, NULL}};
 
+/* ---- affinity ---------------------------------------------------------------- */
+
+static void affinity_ult(void *arg)
+{
+    int *rc = arg;
+    ABT_xstream me;
+    int cpu = -1, n = 0;
+    *rc = ABT_xstream_self(&me);
+    if (!*rc)
+        *rc = ABT_xstream_set_cpubind(me, 0);
+    if (!*rc)
+        *rc = ABT_xstream_get_cpubind(me, &cpu);
+    if (!*rc)
+        *rc = ABT_xstream_get_affinity(me, 0, NULL, &n);
+    if (!*rc && (cpu != 0 || n != 1))
+        *rc = ABT_ERR_OTHER;
+}
+
+static void test_affinity(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_bool on = ABT_FALSE;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_AFFINITY, &on));
+    CU_ASSERT_EQUAL(on, ABT_TRUE);
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs));
+    /* Every CPU number up to 63: those the machine lacks are left out, as
+     * the kernel does. */
+    int wide[64], cpus[64], n = -1, cpu = -1;
+    for (int i = 0; i < 64; i++)
+        wide[i] = i;
+    AT_OK(ABT_xstream_set_affinity(xs, 64, wide));
+    AT_OK(ABT_xstream_get_affinity(xs, 64, cpus, &n));
+    CU_ASSERT_FATAL(n >= 1);
+    int last = cpus[n - 1];
+    AT_OK(ABT_xstream_set_cpubind(xs, last));
+    AT_OK(ABT_xstream_get_cpubind(xs, &cpu));
+    CU_ASSERT_EQUAL(cpu, last);
+    AT_OK(ABT_xstream_get_affinity(xs, 64, cpus, &n));
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL(cpus[0], last);
+    /* From a ULT of the stream itself. */
+    ABT_pool pool;
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &pool));
+    int rc = -1;
+    ABT_thread t;
+    AT_OK(ABT_thread_create(pool, affinity_ult, &rc, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(rc, ABT_SUCCESS);
+    /* Errors: no usable CPU, bad handles, a joined stream. */
+    CU_ASSERT_EQUAL(ABT_xstream_set_cpubind(xs, 100000), ABT_ERR_CPUID);
+    CU_ASSERT_EQUAL(ABT_xstream_set_affinity(xs, 0, wide), ABT_ERR_CPUID);
+    CU_ASSERT_EQUAL(ABT_xstream_set_cpubind(ABT_XSTREAM_NULL, 0),
+                    ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(ABT_xstream_get_cpubind(ABT_XSTREAM_NULL, &cpu),
+                    ABT_ERR_INV_XSTREAM);
+    AT_OK(ABT_xstream_join(xs));
+    CU_ASSERT_EQUAL(ABT_xstream_get_cpubind(xs, &cpu), ABT_ERR_CPUID);
+    CU_ASSERT_EQUAL(ABT_xstream_set_cpubind(xs, 0), ABT_ERR_XSTREAM_STATE);
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t affinity_tests[] = {{"set_get", test_affinity},
+                                           {NULL, NULL}};
+
 static const ch_suite_t suites[] = {{"stack", stack_tests},
                                     {"last", last_tests},
+                                    {"affinity", affinity_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
