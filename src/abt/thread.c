@@ -915,11 +915,13 @@ int ABT_thread_get_stacksize(ABT_thread thread, size_t *stacksize)
     return ABT_SUCCESS;
 }
 
-/* Where t's stack is, as Argobots reports it: the guard region below a
- * runtime-owned stack is part of it (Argobots puts its guard page inside
- * the stack it allocates), so the lowest page of the range is the guard.
- * A tasklet and the primary's main ULT (on the OS thread's stack, not
- * managed by the runtime) have none: NULL and 0. */
+/* Where t's stack is, as Argobots reports it: the size the ULT was given
+ * (ABT_thread_get_stacksize, what Argobots' thread attributes give back),
+ * at the top of the stack coexec gave it, where its frames are; the
+ * runtime's stack may be a little larger (rounded to pages): the slack and
+ * the guard region are below the reported range. A tasklet and the primary's
+ * main ULT (on the OS thread's stack, not managed by the runtime) have
+ * none: NULL and 0. */
 void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
 {
     coexec_stack_info_t si;
@@ -928,8 +930,14 @@ void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
     if (!t->is_ult || t->is_main || !t->u.p ||
         coexec_thread_get_stack(t->th, &si) != COEXEC_OK)
         return;
-    *addr = si.base ? (char *)si.base - si.guard_size : NULL;
-    *size = si.size + si.guard_size;
+    size_t n = t->stacksize ? t->stacksize : si.size;
+    /* A cached stack keeps 64 bytes of its own above the usable part: a
+     * size given that is a little more than the usable one still starts
+     * at the stack's base. */
+    *addr = !si.base ? NULL
+            : n <= si.size ? (char *)si.base + (si.size - n)
+                           : si.base;
+    *size = n;
 }
 
 int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)
