@@ -124,7 +124,7 @@ static void t_stack_user(void)
     CH_ASSERT_EQ(si.size, sz & ~(size_t)15);
     CH_ASSERT_EQ(si.guard_size, 0);
     CH_ASSERT_EQ(si.user_stack, 1);
-    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_OK(coexec_thread_join(t)); /* what it wrote is ours to read */
     CH_ASSERT_OK(s.rc);
     CU_ASSERT_PTR_EQUAL(s.si.base, stack);
     CU_ASSERT(within(&s.si, s.local));
@@ -221,6 +221,7 @@ static void t_last_rank_streams(void)
         coexec_thread_t t;
         CH_ASSERT_OK_FATAL(coexec_thread_create(s[i].pool, rank_ult, &r, NULL, &t));
         CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(coexec_thread_join(t)); /* finished: orders its writes */
         CH_ASSERT_OK(r.rc);
         CH_ASSERT_EQ(r.self, s[i].rank);
         CH_ASSERT_EQ(r.seen, s[i].rank);
@@ -234,6 +235,7 @@ static void t_last_rank_streams(void)
         CH_ASSERT_OK_FATAL(
             coexec_tasklet_create(s[i].pool, rank_tasklet, &q, &g_rank_tasklet));
         CH_WAIT(ch_tasklet_state(g_rank_tasklet) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(coexec_tasklet_join(g_rank_tasklet));
         CH_ASSERT_OK(q.rc);
         CH_ASSERT_EQ(q.seen, s[i].rank);
         CH_ASSERT_OK(coexec_unit_get_last_rank(
@@ -307,6 +309,7 @@ static void t_last_rank_migrated(void)
     coexec_thread_t t;
     CH_ASSERT_OK_FATAL(coexec_thread_create(s[0].pool, migrating_ult, &m, NULL, &t));
     CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_OK(coexec_thread_join(t));
     CH_ASSERT_OK(m.rc);
     CH_ASSERT_EQ(m.before, s[0].rank);
     CH_ASSERT_EQ(m.after, s[1].rank);
