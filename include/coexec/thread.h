@@ -53,6 +53,21 @@ typedef struct coexec_thread_attr {
                           NULL: none) */
 } coexec_thread_attr_t;
 
+/* Where a ULT's stack is, as coexec_thread_get_stack reports it. */
+typedef struct coexec_stack_info {
+    void *base;        /* lowest address of the usable stack, or NULL while
+                          the ULT has none (a runtime-owned stack is taken
+                          when the ULT first runs and given back when it
+                          finishes) */
+    size_t size;       /* usable bytes from base (what the ULT has or will
+                          have; for the primary's main ULT, the OS
+                          thread's stack as far as it is known) */
+    size_t guard_size; /* bytes right below base that the runtime made
+                          inaccessible (cfg.guard_size); 0 for a stack of
+                          the user's and for the main ULT's */
+    int user_stack;    /* 1: the stack is the caller's (attr.stack) */
+} coexec_stack_info_t;
+
 COEXEC_BEGIN_DECLS
 
 /* ---- ULTs ---------------------------------------------------------------- */
@@ -160,6 +175,19 @@ COEXEC_API COEXEC_NODISCARD int coexec_self_id(uint64_t *id);
  */
 COEXEC_API COEXEC_NODISCARD int coexec_thread_get_state(coexec_thread_t t,
                                                         coexec_unit_state_t *s);
+
+/*
+ * Where the stack of t is: its usable range and the guard region below it
+ * (see coexec_stack_info_t). For a ULT that has not run yet, base is NULL
+ * and size and guard_size are what its stack will have; once it has
+ * finished, base is NULL again unless the stack is the user's. Read while
+ * t runs on another stream, the values are a moment's.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (info NULL); COEXEC_EHANDLE (t freed,
+ * null or foreign: a tasklet has no stack); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_thread_get_stack(coexec_thread_t t, coexec_stack_info_t *info);
 
 /*
  * Lets the other ready units of the caller's pool run; the caller is queued
@@ -320,6 +348,21 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_is_thread(coexec_unit_t unit,
  */
 COEXEC_API COEXEC_NODISCARD int coexec_unit_get_sched(coexec_unit_t unit,
                                                       coexec_sched_t *out);
+
+/*
+ * The rank of the stream a unit is running on, or last ran on if it is
+ * not running (coexec_xstream_get_rank): for a ULT that migrated or was
+ * stolen, the stream it ran on most recently; for a unit a joiner ran in
+ * place, the joiner's stream. Ranks are reused after a stream is freed,
+ * so the rank of a unit that last ran on a freed stream may now name
+ * another one. Read while the unit may be resumed elsewhere, it is a
+ * moment's value.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_ESTATE (the unit has not run yet: *rank is
+ * set to -1); COEXEC_EINVAL (rank NULL); COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_unit_get_last_rank(coexec_unit_t unit,
+                                                          int *rank);
 
 /*
  * The unit handle of a ULT or a tasklet, for coexec_pool_push and

@@ -141,13 +141,49 @@ COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_get_state(coexec_xstream_t xs, coexec_xstream_state_t *state);
 
 /*
- * The logical CPU xs is pinned to, or -1 when it is not pinned (pinning is
- * off, or the primary's thread could not be pinned).
+ * The logical CPU placement pinned xs to when it started, or -1 when it
+ * was not pinned (pinning is off, or the primary's thread could not be
+ * pinned). Stealing orders its victims by distance from this CPU. A later
+ * coexec_xstream_set_cpus does not change it: coexec_xstream_get_cpus
+ * tells where the stream's thread may run now.
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_cpu(coexec_xstream_t xs,
                                                        int *cpu);
+
+/*
+ * Re-pins the OS thread of xs, running or not, to the n logical CPUs in
+ * cpus (a set: order and repeats do not matter), whatever placement or
+ * COEXEC_AFFINITY chose when it started. As the kernel does, CPUs of the
+ * set that the process may not use are left out: those outside its
+ * binding when coexec_init ran (whatever the streams' bindings are now)
+ * or that the machine does not have; at least one must remain. The binding lasts until the next call or until xs stops;
+ * units go on running where they are, the thread moves when the kernel
+ * next schedules it. Must not race with the join or free of xs.
+ * Context: any thread, xs's own units included. Switches: never (one
+ * system call; it does not wait for xs).
+ * Returns: COEXEC_OK; COEXEC_EINVAL (cpus NULL, n <= 0, a negative CPU,
+ * no CPU of the set usable, or the kernel refused the set);
+ * COEXEC_EHANDLE; COEXEC_ESTATE (xs is being joined or has stopped: it has
+ * no thread); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_xstream_set_cpus(coexec_xstream_t xs, const int *cpus, int n);
+
+/*
+ * The logical CPUs the OS thread of xs may run on now, as the kernel
+ * reports its affinity: the first max of them, in increasing order, in
+ * cpus, and their number (which may be more than max) in *n. cpus may be
+ * NULL when max is 0, to learn the number.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (n NULL, max < 0, or cpus NULL with
+ * max > 0); COEXEC_EHANDLE; COEXEC_ESTATE (xs is being joined or has
+ * stopped); COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_get_cpus(coexec_xstream_t xs,
+                                                        int *cpus, int max,
+                                                        int *n);
 
 /*
  * The main scheduler of xs.

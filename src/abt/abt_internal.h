@@ -270,5 +270,8 @@ void abtx_unit_release(ABT_thread t);
 
 /* Records of units (src/abt/thread.c). */
 void abtx_thread_cache_drain(void);
+/* t's stack as Argobots reports it (ABT_thread_get_stack): NULL and 0 for
+ * a tasklet or the main ULT. */
+void abtx_thread_stack(ABT_thread t, void **addr, size_t *size);
 
 #endif /* COEXEC_ABT_INTERNAL_H */

@@ -403,10 +403,19 @@ int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
         *(ABT_bool *)val = ABT_TRUE;
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_ENABLED_AFFINITY:
-        *(ABT_bool *)val = cfg.affinity ? ABT_TRUE : ABT_FALSE;
+        /* The affinity calls work (ABT_xstream_set_cpubind and the
+         * others), unless ABT_SET_AFFINITY turns the feature off; streams
+         * are pinned when they start only if it is on. */
+        *(ABT_bool *)val = cfg.affinity || !getenv("ABT_SET_AFFINITY") ||
+                                   env_bool("ABT_SET_AFFINITY", 1)
+                               ? ABT_TRUE
+                               : ABT_FALSE;
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_ENABLED_STACK_OVERFLOW_CHECK:
-        *(int *)val = cfg.guard_size ? 2 : 0; /* guard pages */
+        /* Guard regions (cfg.guard_size) below every runtime-owned stack,
+         * PROT_NONE, and a stack whose guard cannot be made is never
+         * handed out: Argobots' "mprotect_strict" (3). */
+        *(int *)val = cfg.guard_size ? 3 : 0;
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_MAX_NUM_XSTREAMS:
         *(int *)val = abtx_g.max_xstreams ? abtx_g.max_xstreams

@@ -366,6 +366,46 @@ static int join_error(int rc, int inv)
     }
 }
 
+/* Is p a pool of the main scheduler of a running stream other than me,
+ * and of none of mine? */
+static bool pool_of_other_stream(ABT_pool p, ABT_xstream me)
+{
+    for (int i = 0; i < me->sched->num_pools; i++)
+        if (me->sched->pools[i] == p)
+            return false;
+    bool found = false;
+    pthread_mutex_lock(&abtx_lock);
+    for (ABT_xstream x = abtx_g.xstreams; x && !found; x = x->next) {
+        if (x == me || x->magic != ABTX_XSTREAM || x->joined || !x->sched)
+            continue;
+        for (int i = 0; i < x->sched->num_pools && !found; i++)
+            found = x->sched->pools[i] == p;
+    }
+    pthread_mutex_unlock(&abtx_lock);
+    return found;
+}
+
+/* A ULT joining a unit that has not run yet, queued for another stream:
+ * coexec would run it in place, on the joiner's stream, while Argobots
+ * leaves it to the stream it was given to (ABT_thread_get_last_xstream
+ * then names that stream). The joiner yields until it has started. */
+static void join_let_start(ABT_thread t)
+{
+    int rank;
+    if (!t->u.p || coexec_unit_get_last_rank(t->u, &rank) != COEXEC_ESTATE ||
+        coexec_self_caller() != COEXEC_CALLER_ULT)
+        return;
+    ABT_xstream me = abtx_xstream_self();
+    if (!me || !me->sched || !abtx_pool(t->pool) ||
+        !pool_of_other_stream(t->pool, me))
+        return;
+    ABT_thread self = abtx_cur_get();
+    while (coexec_unit_get_last_rank(t->u, &rank) == COEXEC_ESTATE &&
+           coexec_yield() == COEXEC_OK)
+        abtx_cur_set(self);
+    abtx_cur_set(self);
+}
+
 static int unit_join(ABT_thread t, int inv)
 {
     ABTX_CHECK_INIT();
@@ -373,6 +413,7 @@ static int unit_join(ABT_thread t, int inv)
         return inv;
     if (t == abtx_cur_get())
         return inv;
+    join_let_start(t);
     int rc = unit_wait(t, false);
     return rc == COEXEC_ENOMEM ? ABT_ERR_MEM : join_error(rc, inv);
 }
@@ -387,6 +428,7 @@ static int unit_free(ABT_thread *tp, int inv)
         return inv;
     if (t == abtx_cur_get())
         return inv;
+    join_let_start(t);
     int rc = unit_wait(t, true);
     if (rc && rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
@@ -875,6 +917,73 @@ int ABT_thread_get_stacksize(ABT_thread thread, size_t *stacksize)
     return ABT_SUCCESS;
 }
 
+/* Where t's stack is, as Argobots reports it: the size the ULT was given
+ * (ABT_thread_get_stacksize, what Argobots' thread attributes give back),
+ * at the top of the stack coexec gave it, where its frames are; the
+ * runtime's stack may be a little larger (rounded to pages): the slack and
+ * the guard region are below the reported range. A tasklet and the primary's
+ * main ULT (on the OS thread's stack, not managed by the runtime) have
+ * none: NULL and 0. */
+void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
+{
+    coexec_stack_info_t si;
+    *addr = NULL;
+    *size = 0;
+    if (!t->is_ult || t->is_main || !t->u.p ||
+        coexec_thread_get_stack(t->th, &si) != COEXEC_OK)
+        return;
+    size_t n = t->stacksize ? t->stacksize : si.size;
+    /* A cached stack keeps 64 bytes of its own above the usable part: a
+     * size given that is a little more than the usable one still starts
+     * at the stack's base. */
+    *addr = !si.base ? NULL
+            : n <= si.size ? (char *)si.base + (si.size - n)
+                           : si.base;
+    *size = n;
+}
+
+int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    void *a;
+    size_t n;
+    abtx_thread_stack(thread, &a, &n);
+    if (stackaddr)
+        *stackaddr = a;
+    if (stacksize)
+        *stacksize = n;
+    return ABT_SUCCESS;
+}
+
+/* The stream t runs on or last ran on; ABT_XSTREAM_NULL before it first
+ * runs (or once it is gone). */
+static ABT_xstream last_xstream(ABT_thread t)
+{
+    int crank = -1;
+    if (!t->u.p || coexec_unit_get_last_rank(t->u, &crank) != COEXEC_OK ||
+        crank < 0 || crank >= ABTX_MAX_XSTREAMS)
+        return ABT_XSTREAM_NULL;
+    ABT_xstream x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
+    return abtx_xstream(x) ? x : ABT_XSTREAM_NULL;
+}
+
+int ABT_thread_get_last_xstream(ABT_thread thread, ABT_xstream *xstream)
+{
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    *xstream = last_xstream(thread);
+    return ABT_SUCCESS;
+}
+
+int ABT_task_get_xstream(ABT_task task, ABT_xstream *xstream)
+{
+    if (!abtx_thread(task))
+        return ABT_ERR_INV_TASK;
+    *xstream = last_xstream(task);
+    return ABT_SUCCESS;
+}
+
 int ABT_thread_set_arg(ABT_thread thread, void *arg)
 {
     if (!abtx_thread(thread))
@@ -942,9 +1051,14 @@ int ABT_thread_get_attr(ABT_thread thread, ABT_thread_attr *attr)
 {
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
+    if (!thread->is_ult)
+        return ABT_ERR_INV_THREAD; /* Argobots 1.x: a tasklet has none */
     int rc = ABT_thread_attr_create(attr);
     if (!rc) {
-        (*attr)->stacksize = thread->stacksize;
+        /* The stack it has (ABT_thread_get_stack), as Argobots gives it. */
+        abtx_thread_stack(thread, &(*attr)->stack, &(*attr)->stacksize);
+        if (!(*attr)->stack && !(*attr)->stacksize)
+            (*attr)->stacksize = thread->stacksize;
         (*attr)->migratable = thread->migratable ? ABT_TRUE : ABT_FALSE;
     }
     return rc;

@@ -32,13 +32,6 @@ int ABT_thread_cancel(ABT_thread thread)
     ABTX_NA("ABT_thread_cancel");
 }
 
-int ABT_thread_get_last_xstream(ABT_thread thread, ABT_xstream *xstream)
-{
-    (void)thread;
-    (void)xstream;
-    ABTX_NA("ABT_thread_get_last_xstream");
-}
-
 int ABT_thread_set_callback(ABT_thread thread,
     void(*cb_func)(ABT_thread thread, void *cb_arg), void *cb_arg)
 {
@@ -48,25 +41,10 @@ int ABT_thread_set_callback(ABT_thread thread,
     ABTX_NA("ABT_thread_set_callback");
 }
 
-int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)
-{
-    (void)thread;
-    (void)stackaddr;
-    (void)stacksize;
-    ABTX_NA("ABT_thread_get_stack");
-}
-
 int ABT_task_cancel(ABT_task task)
 {
     (void)task;
     ABTX_NA("ABT_task_cancel");
-}
-
-int ABT_task_get_xstream(ABT_task task, ABT_xstream *xstream)
-{
-    (void)task;
-    (void)xstream;
-    ABTX_NA("ABT_task_get_xstream");
 }
 
 int ABT_self_resume_yield_to(ABT_thread thread)

@@ -402,50 +402,66 @@ int ABT_xstream_is_primary(ABT_xstream xstream, ABT_bool *is_primary)
     return ABT_SUCCESS;
 }
 
+/* The CPUs x's thread may run on now (the kernel's affinity of it). */
+static int xstream_cpus(ABT_xstream x, int max, int *cpus, int *n)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(x))
+        return ABT_ERR_INV_XSTREAM;
+    if (x->joined)
+        return ABT_ERR_CPUID;
+    int rc = coexec_xstream_get_cpus(x->cx, cpus, max, n);
+    if (rc == COEXEC_ESTATE)
+        return ABT_ERR_CPUID;
+    return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_SYS);
+}
+
 int ABT_xstream_get_cpubind(ABT_xstream xstream, int *cpuid)
 {
-    if (!abtx_xstream(xstream))
-        return ABT_ERR_INV_XSTREAM;
-    int cpu = -1;
-    int rc = coexec_xstream_get_cpu(xstream->cx, &cpu);
-    if (rc || cpu < 0)
+    int cpu = -1, n = 0;
+    int rc = xstream_cpus(xstream, 1, &cpu, &n);
+    if (rc)
+        return rc;
+    if (n < 1)
         return ABT_ERR_CPUID;
-    *cpuid = cpu;
+    *cpuid = cpu; /* bound to several: the first of them, as Argobots */
     return ABT_SUCCESS;
 }
 
 int ABT_xstream_get_affinity(ABT_xstream xstream, int max_cpuids, int *cpuids,
                              int *num_cpuids)
 {
-    int cpu;
-    int rc = ABT_xstream_get_cpubind(xstream, &cpu);
-    if (rc == ABT_ERR_CPUID) {
-        if (num_cpuids)
-            *num_cpuids = 0;
-        return ABT_SUCCESS;
-    }
+    int n = 0;
+    if (max_cpuids < 0 || (max_cpuids > 0 && !cpuids))
+        return ABT_ERR_INV_ARG;
+    int rc = xstream_cpus(xstream, max_cpuids, cpuids, &n);
     if (rc)
         return rc;
-    if (cpuids && max_cpuids > 0)
-        cpuids[0] = cpu;
     if (num_cpuids)
-        *num_cpuids = 1;
+        *num_cpuids = n;
     return ABT_SUCCESS;
-}
-
-int ABT_xstream_set_cpubind(ABT_xstream xstream, int cpuid)
-{
-    (void)xstream;
-    (void)cpuid;
-    ABTX_NA("ABT_xstream_set_cpubind");
 }
 
 int ABT_xstream_set_affinity(ABT_xstream xstream, int num_cpuids, int *cpuids)
 {
-    (void)xstream;
-    (void)num_cpuids;
-    (void)cpuids;
-    ABTX_NA("ABT_xstream_set_affinity");
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(xstream))
+        return ABT_ERR_INV_XSTREAM;
+    if (num_cpuids <= 0 || !cpuids)
+        return ABT_ERR_CPUID;
+    if (xstream->joined)
+        return ABT_ERR_XSTREAM_STATE;
+    int rc = coexec_xstream_set_cpus(xstream->cx, cpuids, num_cpuids);
+    if (rc == COEXEC_EINVAL)
+        return ABT_ERR_CPUID; /* a CPU the process may not run on */
+    if (rc == COEXEC_ESTATE)
+        return ABT_ERR_XSTREAM_STATE;
+    return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_SYS);
+}
+
+int ABT_xstream_set_cpubind(ABT_xstream xstream, int cpuid)
+{
+    return ABT_xstream_set_affinity(xstream, 1, &cpuid);
 }
 
 int ABT_xstream_exit(void)

@@ -272,6 +272,18 @@ int coexec__affinity_valid_cpu(int cpu)
     return 0;
 }
 
+/* 1 when a stream may be re-pinned to cpu (coexec_xstream_set_cpus): a
+ * CPU of the process's binding at init, whatever the threads' bindings
+ * are now; without a topology the kernel decides (1). */
+int coexec__affinity_may_use(int cpu)
+{
+    pthread_mutex_lock(&topo_lock);
+    int ok = binding ? cpu >= 0 && hwloc_bitmap_isset(binding, (unsigned)cpu)
+                     : 1;
+    pthread_mutex_unlock(&topo_lock);
+    return ok;
+}
+
 /* 1 when the process may run on each of the n cpus (the set placement
  * picks from, as coexec__affinity_valid_cpu), else 0 with the first other
  * in *bad and the CPUs it may run on in avail (a list such as "0-3,8").

@@ -33,6 +33,7 @@ struct coexec__local {
 int coexec__affinity_init(const struct coexec__local *loc);
 int coexec__affinity_cpu_for_rank(int rank);
 int coexec__affinity_valid_cpu(int cpu);
+int coexec__affinity_may_use(int cpu);
 int coexec__affinity_cpus_allowed(const int *cpus, int n, int *bad,
                                   char *avail, size_t len);
 int coexec__affinity_bind_self(int cpu);

@@ -189,6 +189,16 @@ static ALWAYS_INLINE void check_arrival(struct coexec_xstream_rec *xs,
         coexec__dest_arrived(xs, u);
 }
 
+/* u starts or resumes on xs: the migration check above, and u's last
+ * stream (coexec_unit_get_last_rank). A 2-byte store into the descriptor
+ * line the switch writes anyway (sp). */
+static ALWAYS_INLINE void unit_arrive(struct coexec_xstream_rec *xs,
+                                      struct coexec_unit_rec *u)
+{
+    check_arrival(xs, u);
+    __atomic_store_n(&u->last_rank, (int16_t)xs_rank_of(xs), __ATOMIC_RELAXED);
+}
+
 /* Counts a switch of xs's thread to `to`: a unit resumed or started, or
  * (NULL) the scheduler. */
 static ALWAYS_INLINE void count_switch(struct coexec_xstream_rec *xs,
@@ -223,7 +233,7 @@ static ALWAYS_INLINE void leave_to(struct coexec_xstream_rec *xs, struct coexec_
     void *dead_sp; /* a finished context is never resumed */
     void **save = final ? &dead_sp : &self->sp;
     if (to) {
-        check_arrival(xs, to);
+        unit_arrive(xs, to);
         xs->cur = to;
         atom_store_rlx_u32(&to->state, COEXEC_UNIT_RUNNING);
         enter_unit(save, to, final, op == POST_NONE);

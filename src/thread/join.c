@@ -25,6 +25,7 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
                          struct coexec_unit_rec *u)
 {
     if (u->kind == UNIT_TASKLET) {
+        unit_arrive(xs, u);
         xs->cur = u;
         atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
         u->rflags |= RF_INPLACE;

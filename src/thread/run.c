@@ -48,6 +48,9 @@
 
 /* ---- descriptors --------------------------------------------------------- */
 
+_Static_assert(MAX_XSTREAMS - 1 <= INT16_MAX,
+               "a rank fits a descriptor's bound_rank and last_rank");
+
 struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
                                          int kind)
 {
@@ -70,6 +73,7 @@ struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
     u->stack = NULL;
     u->keys = NULL;
     u->bound_rank = -1;
+    __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
     atom_store_rlx_u32(&u->attrs, 0);
     atom_store_rlx_uptr(&u->dest, 0);
     u->tsan_fiber = NULL;
@@ -433,7 +437,7 @@ NOINLINE void coexec__dest_arrived(struct coexec_xstream_rec *xs,
 /* Called by the scheduler, on the scheduler's context. */
 void coexec__run_unit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
 {
-    check_arrival(xs, u);
+    unit_arrive(xs, u);
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
     xs->cur = u;
     if (u->kind == UNIT_TASKLET) {
@@ -625,7 +629,7 @@ bool coexec__unit_finalize_wake(struct coexec_unit_rec *u,
      * still read the old home: then u stays queued there, unlinked). */
     atom_store_rlx_uptr(&u->dest, 0);
     if (u->flags & UF_NOSTEAL)
-        u->bound_rank = coexec__g.primary->rank;
+        u->bound_rank = (int16_t)coexec__g.primary->rank;
     atom_store_rlx_ptr(&u->pool, to);
     return coexec__wake_tagged(u, w & ~WAKE_FLAGS);
 }

@@ -103,6 +103,30 @@ COEXEC_API int coexec_thread_get_id(coexec_thread_t t, uint64_t *id)
     return COEXEC_OK;
 }
 
+COEXEC_API int coexec_thread_get_stack(coexec_thread_t t,
+                                       coexec_stack_info_t *info)
+{
+    if (!info)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = check_unit(t.p, t.gen, false);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = t.p;
+    /* The runner writes stack (first run, finish) and stack_size (first
+     * run of a cached-size stack): a moment's values from elsewhere. */
+    void *stack = __atomic_load_n(&u->stack, __ATOMIC_RELAXED);
+    info->size = __atomic_load_n(&u->stack_size, __ATOMIC_RELAXED);
+    info->user_stack = (u->flags & UF_USER_STACK) != 0;
+    info->guard_size = u->kind == UNIT_MAIN || info->user_stack
+                           ? 0
+                           : coexec__g.guard_size;
+    if (!info->user_stack && join_finished(atom_load_acq_uptr(&u->join)))
+        stack = NULL; /* given back, or about to be */
+    info->base = stack;
+    return COEXEC_OK;
+}
+
 static int get_state(struct coexec_unit_rec *p, uint64_t gen, bool tasklet,
                      coexec_unit_state_t *s)
 {
@@ -265,6 +289,17 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
                ? NULL
                : unit.p->arg;
     return COEXEC_OK;
+}
+
+COEXEC_API int coexec_unit_get_last_rank(coexec_unit_t unit, int *rank)
+{
+    if (!rank)
+        return COEXEC_EINVAL;
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    *rank = __atomic_load_n(&unit.p->last_rank, __ATOMIC_RELAXED);
+    return *rank < 0 ? COEXEC_ESTATE : COEXEC_OK;
 }
 
 COEXEC_API int coexec_unit_is_thread(coexec_unit_t unit, int *is_thread)

@@ -136,8 +136,12 @@ struct coexec_unit_rec {
         };
         struct wait_node tnode; /* tasklets: where a PENDING one waits */
     };
-    int32_t bound_rank; /* UF_NOSTEAL: the rank of the only stream that
+    int16_t bound_rank; /* UF_NOSTEAL: the rank of the only stream that
                            may run it */
+    int16_t last_rank;  /* the rank of the stream it runs on or last ran
+                           on, -1 before it first runs: written (relaxed)
+                           by the stream that starts or resumes it, next
+                           to xs->cur; read by anyone (relaxed) */
     atom_u32_t attrs;   /* UA_PRIO_MASK: priority; UA_PINNED */
     union {
         atom_ptr_t batch_next; /* while free: global free-batch link */

@@ -469,7 +469,8 @@ int coexec__primary_setup(void)
     /* The calling thread's code becomes the main ULT, bound here. */
     m->flags = UF_NOSTEAL;
     m->rflags = RF_STARTED; /* it runs already, on the thread's own stack */
-    m->bound_rank = xs->rank;
+    m->bound_rank = (int16_t)xs->rank;
+    m->last_rank = (int16_t)xs->rank;
     atom_store_rlx_ptr(&m->pool, s->pools[0]);
     atom_store_rlx_u32(&m->state, COEXEC_UNIT_RUNNING);
     void *lo;
@@ -714,6 +715,68 @@ COEXEC_API int coexec_xstream_get_cpu(coexec_xstream_t xs, int *cpu)
     return COEXEC_OK;
 }
 
+/* xs's OS thread, while it has one: COEXEC_ESTATE once xs has stopped. */
+static int xs_thread(coexec_xstream_t xs, pthread_t *out)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(xs);
+    if (rc)
+        return rc;
+    if (xs.p->joined || atom_load_rlx_u32(&xs.p->join_claim) != 0 ||
+        atom_load_acq_u32(&xs.p->state) == COEXEC_XSTREAM_TERMINATED)
+        return COEXEC_ESTATE;
+    *out = xs.p->thread;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_set_cpus(coexec_xstream_t xs, const int *cpus,
+                                       int n)
+{
+    if (!cpus || n <= 0)
+        return COEXEC_EINVAL;
+    pthread_t t;
+    int rc = xs_thread(xs, &t);
+    if (rc)
+        return rc;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < n; i++) {
+        if (cpus[i] < 0)
+            return COEXEC_EINVAL;
+        /* As the kernel does: CPUs the process may not use are left out. */
+        if (cpus[i] < CPU_SETSIZE && coexec__affinity_may_use(cpus[i]))
+            CPU_SET(cpus[i], &set);
+    }
+    if (CPU_COUNT(&set) == 0)
+        return COEXEC_EINVAL;
+    return pthread_setaffinity_np(t, sizeof set, &set) == 0 ? COEXEC_OK
+                                                            : COEXEC_EINVAL;
+}
+
+COEXEC_API int coexec_xstream_get_cpus(coexec_xstream_t xs, int *cpus, int max,
+                                       int *n)
+{
+    if (!n || max < 0 || (max > 0 && !cpus))
+        return COEXEC_EINVAL;
+    pthread_t t;
+    int rc = xs_thread(xs, &t);
+    if (rc)
+        return rc;
+    cpu_set_t set;
+    if (pthread_getaffinity_np(t, sizeof set, &set) != 0)
+        return COEXEC_ESTATE;
+    int k = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &set))
+            continue;
+        if (k < max)
+            cpus[k] = c;
+        k++;
+    }
+    *n = k;
+    return COEXEC_OK;
+}
+
 COEXEC_API int coexec_xstream_get_main_sched(coexec_xstream_t xs,
                                              coexec_sched_t *out)
 {
@@ -787,7 +850,7 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     u->fn.tasklet = fn;
     u->arg = arg;
     u->flags = UF_DETACHED | UF_NOSTEAL;
-    u->bound_rank = x->rank;
+    u->bound_rank = (int16_t)x->rank;
     atom_store_rlx_ptr(&u->pool, s->pools[0]);
     TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), u, NULL);
     if (xs_self_entry() == x)

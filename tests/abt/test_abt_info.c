@@ -1,0 +1,325 @@
+/*
+ * tests/abt/test_abt_info.c: libcoexec-abt's introspection calls (test
+ * program test_abt_info): where a ULT's stack is, the stream a unit last
+ * ran on, stream affinity, and the info printers.
+ *
+ *   stack    ABT_thread_get_stack and ABT_thread_get_attr's stack, for
+ *            ULTs with runtime stacks and user stacks, tasklets, the main
+ *            ULT; the size given, as ABT_thread_get_stacksize; bad handles
+ *   last     ABT_thread_get_last_xstream and ABT_task_get_xstream, inside
+ *            the unit and after it, for units given to other streams
+ *   affinity ABT_xstream_set_cpubind/set_affinity re-pin a running stream
+ *            and get_cpubind/get_affinity report it; errors
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "abt_test.h"
+
+/* ---- stack ----------------------------------------------------------------- */
+
+typedef struct {
+    void *addr, *attr_addr;
+    size_t size, attr_size;
+    uintptr_t local;
+    int rc;
+} stack_probe_t;
+
+static void stack_ult(void *arg)
+{
+    stack_probe_t *p = arg;
+    volatile char here = 0;
+    ABT_thread me;
+    p->rc = ABT_thread_self(&me);
+    if (!p->rc)
+        p->rc = ABT_thread_get_stack(me, &p->addr, &p->size);
+    ABT_thread_attr a;
+    if (!p->rc)
+        p->rc = ABT_thread_get_attr(me, &a);
+    if (!p->rc) {
+        p->rc = ABT_thread_attr_get_stack(a, &p->attr_addr, &p->attr_size);
+        ABT_thread_attr_free(&a);
+    }
+    p->local = (uintptr_t)&here;
+}
+
+static void test_stack_ults(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    coexec_config_t cfg;
+    CU_ASSERT_EQUAL_FATAL(coexec_get_config(&cfg), COEXEC_OK);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t guard = (cfg.guard_size + pg - 1) / pg * pg;
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs));
+    ABT_pool pool;
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &pool));
+
+    /* 0: the default stack; 1: a size of its own; 2: a stack of ours. */
+    const size_t own = 96 * 1024;
+    void *mem = aligned_alloc(4096, own);
+    CU_ASSERT_FATAL(mem != NULL);
+    for (int k = 0; k < 3; k++) {
+        stack_probe_t p;
+        memset(&p, 0, sizeof p);
+        ABT_thread_attr attr = ABT_THREAD_ATTR_NULL;
+        if (k) {
+            AT_OK(ABT_thread_attr_create(&attr));
+            if (k == 1) {
+                AT_OK(ABT_thread_attr_set_stacksize(attr, 256 * 1024));
+            } else {
+                AT_OK(ABT_thread_attr_set_stack(attr, mem, own));
+            }
+        }
+        ABT_thread t;
+        AT_OK(ABT_thread_create(pool, stack_ult, &p, attr, &t));
+        if (attr != ABT_THREAD_ATTR_NULL) {
+            AT_OK(ABT_thread_attr_free(&attr));
+        }
+        AT_OK(ABT_thread_join(t));
+        AT_OK(p.rc);
+        CU_ASSERT_PTR_NOT_NULL(p.addr);
+        /* Both ways agree, and the ULT's locals are inside. */
+        CU_ASSERT_PTR_EQUAL(p.addr, p.attr_addr);
+        CU_ASSERT_EQUAL(p.size, p.attr_size);
+        CU_ASSERT(p.local >= (uintptr_t)p.addr &&
+                  p.local < (uintptr_t)p.addr + p.size);
+        /* The size it was given, as ABT_thread_get_stacksize says. */
+        size_t given = 0;
+        AT_OK(ABT_thread_get_stacksize(t, &given));
+        CU_ASSERT_EQUAL(p.size, given);
+        if (k == 2) {
+            CU_ASSERT_PTR_EQUAL(p.addr, mem);
+            CU_ASSERT_EQUAL(p.size, own);
+        } else {
+            /* A runtime stack, with a guard region below it. */
+            CU_ASSERT(guard > 0);
+            if (k == 1)
+                CU_ASSERT_EQUAL(p.size, 256 * 1024);
+        }
+        /* Partial queries. */
+        void *a = NULL;
+        size_t n = 0;
+        AT_OK(ABT_thread_get_stack(t, &a, NULL));
+        AT_OK(ABT_thread_get_stack(t, NULL, &n));
+        AT_OK(ABT_thread_get_stack(t, NULL, NULL));
+        if (k == 2) { /* the user's stack stays reported */
+            CU_ASSERT_PTR_EQUAL(a, mem);
+        } else { /* a finished ULT's stack is given back */
+            CU_ASSERT_PTR_NULL(a);
+        }
+        CU_ASSERT_EQUAL(n, p.size);
+        AT_OK(ABT_thread_free(&t));
+    }
+    free(mem);
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static void stack_task(void *arg)
+{
+    (void)arg;
+}
+
+static void test_stack_others(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    /* The main ULT runs on the OS thread's stack, a tasklet on none: both
+     * report NULL and 0, as Argobots does. */
+    ABT_thread me;
+    AT_OK(ABT_thread_self(&me));
+    void *a = (void *)1;
+    size_t n = 1;
+    AT_OK(ABT_thread_get_stack(me, &a, &n));
+    CU_ASSERT_PTR_NULL(a);
+    CU_ASSERT_EQUAL(n, 0);
+    ABT_pool pool;
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_task k;
+    AT_OK(ABT_task_create(pool, stack_task, NULL, &k));
+    a = (void *)1;
+    n = 1;
+    AT_OK(ABT_thread_get_stack(k, &a, &n));
+    CU_ASSERT_PTR_NULL(a);
+    CU_ASSERT_EQUAL(n, 0);
+    ABT_thread_attr attr;
+    CU_ASSERT_EQUAL(ABT_thread_get_attr(k, &attr), ABT_ERR_INV_THREAD);
+    AT_OK(ABT_task_free(&k));
+    /* A ULT that has not run has no stack yet, but its size is known. */
+    ABT_thread t;
+    AT_OK(ABT_thread_create(pool, stack_task, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_get_stack(t, &a, &n));
+    CU_ASSERT_PTR_NULL(a);
+    CU_ASSERT(n > 0);
+    /* Bad handles. */
+    ABT_thread stale = t;
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(ABT_thread_get_stack(stale, &a, &n), ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_thread_get_stack(ABT_THREAD_NULL, &a, &n),
+                    ABT_ERR_INV_THREAD);
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t stack_tests[] = {{"ults", test_stack_ults},
+                                        {"main_tasklet_errors", test_stack_others},
+                                        {NULL, NULL}};
+
+/* ---- last ------------------------------------------------------------------ */
+
+static atomic_int g_last_bad;
+
+static void last_ult(void *arg)
+{
+    (void)arg;
+    ABT_xstream self, last;
+    ABT_thread me;
+    if (ABT_xstream_self(&self) || ABT_thread_self(&me) ||
+        ABT_thread_get_last_xstream(me, &last) || last != self)
+        atomic_fetch_add(&g_last_bad, 1);
+}
+
+static void last_task(void *arg)
+{
+    (void)arg;
+    ABT_xstream self, last;
+    ABT_task me;
+    if (ABT_xstream_self(&self) || ABT_task_self(&me) ||
+        ABT_task_get_xstream(me, &last) || last != self)
+        atomic_fetch_add(&g_last_bad, 1);
+}
+
+static void test_last_xstream(void)
+{
+    enum { NX = 3 };
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&g_last_bad, 0);
+    ABT_xstream xs[NX];
+    AT_OK(ABT_xstream_self(&xs[0]));
+    for (int i = 1; i < NX; i++)
+        AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs[i]));
+    ABT_thread t[NX];
+    ABT_task k[NX];
+    for (int i = 0; i < NX; i++) {
+        AT_OK(ABT_thread_create_on_xstream(xs[i], last_ult, NULL,
+                                           ABT_THREAD_ATTR_NULL, &t[i]));
+        AT_OK(ABT_task_create_on_xstream(xs[i], last_task, NULL, &k[i]));
+    }
+    /* Joined at once, maybe before their stream took them: they still run
+     * on the stream they were given to. */
+    for (int i = 0; i < NX; i++) {
+        ABT_xstream last = ABT_XSTREAM_NULL;
+        AT_OK(ABT_thread_join(t[i]));
+        AT_OK(ABT_thread_get_last_xstream(t[i], &last));
+        CU_ASSERT_PTR_EQUAL(last, xs[i]);
+        AT_OK(ABT_task_join(k[i]));
+        AT_OK(ABT_task_get_xstream(k[i], &last));
+        CU_ASSERT_PTR_EQUAL(last, xs[i]);
+        AT_OK(ABT_thread_free(&t[i]));
+        AT_OK(ABT_task_free(&k[i]));
+    }
+    CU_ASSERT_EQUAL(atomic_load(&g_last_bad), 0);
+    /* The main ULT runs on the primary. */
+    ABT_thread me;
+    ABT_xstream last;
+    AT_OK(ABT_thread_self(&me));
+    AT_OK(ABT_thread_get_last_xstream(me, &last));
+    CU_ASSERT_PTR_EQUAL(last, xs[0]);
+    /* Not run yet: no stream (a pool that no stream serves). */
+    ABT_pool idle;
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_TRUE,
+                                &idle));
+    ABT_thread w;
+    AT_OK(ABT_thread_create(idle, last_ult, NULL, ABT_THREAD_ATTR_NULL, &w));
+    AT_OK(ABT_thread_get_last_xstream(w, &last));
+    CU_ASSERT_PTR_EQUAL(last, ABT_XSTREAM_NULL);
+    /* Joined, it runs in place on the joiner's stream. */
+    AT_OK(ABT_thread_free(&w));
+    /* Bad handles. */
+    CU_ASSERT_EQUAL(ABT_thread_get_last_xstream(ABT_THREAD_NULL, &last),
+                    ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_task_get_xstream(ABT_TASK_NULL, &last),
+                    ABT_ERR_INV_TASK);
+    for (int i = 1; i < NX; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+    AT_OK(ABT_pool_free(&idle));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t last_tests[] = {{"units_on_streams", test_last_xstream},
+                                       {NULL, NULL}};
+
+/* ---- affinity ---------------------------------------------------------------- */
+
+static void affinity_ult(void *arg)
+{
+    int *rc = arg;
+    ABT_xstream me;
+    int cpu = -1, n = 0;
+    *rc = ABT_xstream_self(&me);
+    if (!*rc)
+        *rc = ABT_xstream_set_cpubind(me, 0);
+    if (!*rc)
+        *rc = ABT_xstream_get_cpubind(me, &cpu);
+    if (!*rc)
+        *rc = ABT_xstream_get_affinity(me, 0, NULL, &n);
+    if (!*rc && (cpu != 0 || n != 1))
+        *rc = ABT_ERR_OTHER;
+}
+
+static void test_affinity(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_bool on = ABT_FALSE;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_AFFINITY, &on));
+    CU_ASSERT_EQUAL(on, ABT_TRUE);
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs));
+    /* Every CPU number up to 63: those the machine lacks are left out, as
+     * the kernel does. */
+    int wide[64], cpus[64], n = -1, cpu = -1;
+    for (int i = 0; i < 64; i++)
+        wide[i] = i;
+    AT_OK(ABT_xstream_set_affinity(xs, 64, wide));
+    AT_OK(ABT_xstream_get_affinity(xs, 64, cpus, &n));
+    CU_ASSERT_FATAL(n >= 1);
+    int last = cpus[n - 1];
+    AT_OK(ABT_xstream_set_cpubind(xs, last));
+    AT_OK(ABT_xstream_get_cpubind(xs, &cpu));
+    CU_ASSERT_EQUAL(cpu, last);
+    AT_OK(ABT_xstream_get_affinity(xs, 64, cpus, &n));
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL(cpus[0], last);
+    /* From a ULT of the stream itself. */
+    ABT_pool pool;
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &pool));
+    int rc = -1;
+    ABT_thread t;
+    AT_OK(ABT_thread_create(pool, affinity_ult, &rc, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(rc, ABT_SUCCESS);
+    /* Errors: no usable CPU, bad handles, a joined stream. */
+    CU_ASSERT_EQUAL(ABT_xstream_set_cpubind(xs, 100000), ABT_ERR_CPUID);
+    CU_ASSERT_EQUAL(ABT_xstream_set_affinity(xs, 0, wide), ABT_ERR_CPUID);
+    CU_ASSERT_EQUAL(ABT_xstream_set_cpubind(ABT_XSTREAM_NULL, 0),
+                    ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(ABT_xstream_get_cpubind(ABT_XSTREAM_NULL, &cpu),
+                    ABT_ERR_INV_XSTREAM);
+    AT_OK(ABT_xstream_join(xs));
+    CU_ASSERT_EQUAL(ABT_xstream_get_cpubind(xs, &cpu), ABT_ERR_CPUID);
+    CU_ASSERT_EQUAL(ABT_xstream_set_cpubind(xs, 0), ABT_ERR_XSTREAM_STATE);
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t affinity_tests[] = {{"set_get", test_affinity},
+                                           {NULL, NULL}};
+
+static const ch_suite_t suites[] = {{"stack", stack_tests},
+                                    {"last", last_tests},
+                                    {"affinity", affinity_tests},
+                                    {NULL, NULL}};
+
+int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

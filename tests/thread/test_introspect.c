@@ -1,0 +1,452 @@
+/*
+ * tests/thread/test_introspect.c: what a unit can tell about itself and
+ * others: where a ULT's stack is (coexec_thread_get_stack) and the stream
+ * a unit last ran on (coexec_unit_get_last_rank), the CPUs a stream may
+ * run on (coexec_xstream_set_cpus, coexec_xstream_get_cpus).
+ *
+ * Suites:
+ *   stack      runtime-owned stacks (cached and other sizes) before, while
+ *              and after their ULT runs, user stacks, the main ULT, the
+ *              guard size reported; bad arguments and stale handles
+ *   last_rank  ULTs and tasklets on given streams, the main ULT, a unit
+ *              run in place by its joiner, a migrated ULT; not started;
+ *              bad arguments, stale handles, before init
+ *   cpus       re-pinning a stream from another thread and from itself,
+ *              CPUs the machine lacks left out, counts; errors
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <sched.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ======================================================================= */
+/* stack                                                                    */
+/* ======================================================================= */
+
+typedef struct {
+    coexec_stack_info_t si;
+    uintptr_t local; /* the address of a local of the ULT */
+    int rc;
+} stack_seen_t;
+
+static void self_stack_ult(void *arg)
+{
+    stack_seen_t *s = arg;
+    volatile char here = 1;
+    coexec_thread_t me;
+    s->rc = coexec_thread_self(&me);
+    if (!s->rc)
+        s->rc = coexec_thread_get_stack(me, &s->si);
+    s->local = (uintptr_t)&here;
+}
+
+static bool within(const coexec_stack_info_t *si, uintptr_t a)
+{
+    return a >= (uintptr_t)si->base && a < (uintptr_t)si->base + si->size;
+}
+
+static size_t page_round(size_t n)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + pg - 1) / pg * pg;
+}
+
+static void t_stack_runtime(void)
+{
+    ch_init(1);
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_get_config(&cfg));
+    size_t guard = page_round(cfg.guard_size);
+    coexec_pool_t p0 = ch_main_pool(0);
+
+    /* Cached size, then another size (mapped alone). */
+    size_t sizes[2] = {0, 256 * 1024};
+    for (int k = 0; k < 2; k++) {
+        stack_seen_t s;
+        memset(&s, 0, sizeof s);
+        coexec_thread_attr_t a;
+        CH_ASSERT_OK(coexec_thread_attr_init(&a));
+        a.stack_size = sizes[k];
+        coexec_thread_t t;
+        /* Queued on our own stream: it runs when we yield. */
+        CH_ASSERT_OK_FATAL(coexec_thread_create(p0, self_stack_ult, &s, &a, &t));
+        coexec_stack_info_t before;
+        memset(&before, 0x5a, sizeof before);
+        CH_ASSERT_OK(coexec_thread_get_stack(t, &before));
+        CU_ASSERT_PTR_NULL(before.base); /* taken when it first runs */
+        CU_ASSERT(before.size > 0);
+        CH_ASSERT_EQ(before.guard_size, guard);
+        CH_ASSERT_EQ(before.user_stack, 0);
+        if (sizes[k])
+            CU_ASSERT(before.size >= sizes[k]);
+
+        CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(s.rc);
+        CU_ASSERT_PTR_NOT_NULL(s.si.base);
+        CU_ASSERT(within(&s.si, s.local));
+        CH_ASSERT_EQ(s.si.size, before.size);
+        CH_ASSERT_EQ(s.si.guard_size, guard);
+        CH_ASSERT_EQ(s.si.user_stack, 0);
+        if (sizes[k])
+            CU_ASSERT(s.si.size >= sizes[k]);
+
+        /* Finished: the stack is given back. */
+        coexec_stack_info_t after;
+        CH_ASSERT_OK(coexec_thread_get_stack(t, &after));
+        CU_ASSERT_PTR_NULL(after.base);
+        CH_ASSERT_OK(coexec_thread_free(&t));
+    }
+    ch_finalize();
+}
+
+static void t_stack_user(void)
+{
+    ch_init(2);
+    const size_t sz = 64 * 1024 + 24; /* not a multiple of 16 */
+    char *stack = aligned_alloc(4096, 80 * 1024);
+    CU_ASSERT_FATAL(stack != NULL);
+    coexec_thread_attr_t a;
+    CH_ASSERT_OK(coexec_thread_attr_init(&a));
+    a.stack = stack;
+    a.stack_size = sz;
+    stack_seen_t s;
+    memset(&s, 0, sizeof s);
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(
+        coexec_thread_create(ch_main_pool(1), self_stack_ult, &s, &a, &t));
+    coexec_stack_info_t si;
+    CH_ASSERT_OK(coexec_thread_get_stack(t, &si)); /* known at once */
+    CU_ASSERT_PTR_EQUAL(si.base, stack);
+    CH_ASSERT_EQ(si.size, sz & ~(size_t)15);
+    CH_ASSERT_EQ(si.guard_size, 0);
+    CH_ASSERT_EQ(si.user_stack, 1);
+    CH_ASSERT_OK(coexec_thread_join(t)); /* what it wrote is ours to read */
+    CH_ASSERT_OK(s.rc);
+    CU_ASSERT_PTR_EQUAL(s.si.base, stack);
+    CU_ASSERT(within(&s.si, s.local));
+    /* The user's stack stays reported once its ULT has finished. */
+    CH_ASSERT_OK(coexec_thread_get_stack(t, &si));
+    CU_ASSERT_PTR_EQUAL(si.base, stack);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    free(stack);
+    ch_finalize();
+}
+
+static void t_stack_main(void)
+{
+    ch_init(1);
+    volatile char here = 0;
+    coexec_thread_t me;
+    CH_ASSERT_OK_FATAL(coexec_thread_self(&me));
+    coexec_stack_info_t si;
+    CH_ASSERT_OK(coexec_thread_get_stack(me, &si));
+    CU_ASSERT_PTR_NOT_NULL(si.base);
+    CU_ASSERT(within(&si, (uintptr_t)&here));
+    CH_ASSERT_EQ(si.guard_size, 0);
+    CH_ASSERT_EQ(si.user_stack, 0);
+    ch_finalize();
+}
+
+static void t_stack_errors(void)
+{
+    coexec_stack_info_t si;
+    coexec_thread_t none = {0};
+    CH_ASSERT_RC(coexec_thread_get_stack(none, &si), COEXEC_ENOTINIT);
+    ch_init(1);
+    CH_ASSERT_RC(coexec_thread_get_stack(none, &si), COEXEC_EHANDLE);
+    coexec_thread_t me;
+    CH_ASSERT_OK_FATAL(coexec_thread_self(&me));
+    CH_ASSERT_RC(coexec_thread_get_stack(me, NULL), COEXEC_EINVAL);
+    /* A freed ULT. */
+    coexec_thread_t t, stale;
+    CH_ASSERT_OK_FATAL(
+        coexec_thread_create(ch_main_pool(0), ch_count_ult, NULL, NULL, &t));
+    stale = t;
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(coexec_thread_get_stack(stale, &si), COEXEC_EHANDLE);
+    /* A tasklet has no stack: its handle is not a ULT's. */
+    coexec_tasklet_t k;
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create(ch_main_pool(0), ch_count_tasklet,
+                                             NULL, &k));
+    coexec_thread_t as_thread = {k.p, k.gen};
+    CH_ASSERT_RC(coexec_thread_get_stack(as_thread, &si), COEXEC_EHANDLE);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* last_rank                                                                */
+/* ======================================================================= */
+
+typedef struct {
+    int seen;  /* the rank coexec_unit_get_last_rank gave the unit itself */
+    int self;  /* the rank it ran on */
+    int rc;
+} rank_seen_t;
+
+static void rank_ult(void *arg)
+{
+    rank_seen_t *r = arg;
+    coexec_thread_t me;
+    r->rc = coexec_thread_self(&me);
+    if (!r->rc)
+        r->rc = coexec_unit_get_last_rank(coexec_thread_unit(me), &r->seen);
+    r->self = ch_self_rank();
+}
+
+static coexec_tasklet_t g_rank_tasklet;
+
+static coexec_poll_status_t rank_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    rank_seen_t *r = arg;
+    r->rc = coexec_unit_get_last_rank(coexec_tasklet_unit(g_rank_tasklet),
+                                      &r->seen);
+    r->self = ch_self_rank();
+    return COEXEC_READY;
+}
+
+static void t_last_rank_streams(void)
+{
+    ch_init(1);
+    ch_stream_t s[2];
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s[0], COEXEC_SCHED_BASIC));
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s[1], COEXEC_SCHED_BASIC));
+    for (int i = 0; i < 2; i++) {
+        rank_seen_t r = {-5, -5, -5};
+        coexec_thread_t t;
+        CH_ASSERT_OK_FATAL(coexec_thread_create(s[i].pool, rank_ult, &r, NULL, &t));
+        CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(coexec_thread_join(t)); /* finished: orders its writes */
+        CH_ASSERT_OK(r.rc);
+        CH_ASSERT_EQ(r.self, s[i].rank);
+        CH_ASSERT_EQ(r.seen, s[i].rank);
+        int rank = -5;
+        CH_ASSERT_OK(coexec_unit_get_last_rank(coexec_thread_unit(t), &rank));
+        CH_ASSERT_EQ(rank, s[i].rank);
+        CH_ASSERT_OK(coexec_thread_free(&t));
+
+        rank_seen_t q = {-5, -5, -5};
+        /* The tasklet reads its own handle: written before it is queued. */
+        CH_ASSERT_OK_FATAL(
+            coexec_tasklet_create(s[i].pool, rank_tasklet, &q, &g_rank_tasklet));
+        CH_WAIT(ch_tasklet_state(g_rank_tasklet) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(coexec_tasklet_join(g_rank_tasklet));
+        CH_ASSERT_OK(q.rc);
+        CH_ASSERT_EQ(q.seen, s[i].rank);
+        CH_ASSERT_OK(coexec_unit_get_last_rank(
+            coexec_tasklet_unit(g_rank_tasklet), &rank));
+        CH_ASSERT_EQ(rank, s[i].rank);
+        CH_ASSERT_OK(coexec_tasklet_free(&g_rank_tasklet));
+    }
+    /* The main ULT runs on the primary. */
+    coexec_thread_t me;
+    int rank = -5;
+    CH_ASSERT_OK_FATAL(coexec_thread_self(&me));
+    CH_ASSERT_OK(coexec_unit_get_last_rank(coexec_thread_unit(me), &rank));
+    CH_ASSERT_EQ(rank, 0);
+    CH_ASSERT_OK(ch_stream_free(&s[0]));
+    CH_ASSERT_OK(ch_stream_free(&s[1]));
+    ch_finalize();
+}
+
+static void t_last_rank_not_started_and_in_place(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC));
+    /* A pool nobody serves: the unit waits there until joined. */
+    coexec_pool_t idle;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO,
+                                          COEXEC_ACCESS_MPMC, &idle));
+    rank_seen_t r = {-5, -5, -5};
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(idle, rank_ult, &r, NULL, &t));
+    int rank = 7;
+    CH_ASSERT_RC(coexec_unit_get_last_rank(coexec_thread_unit(t), &rank),
+                 COEXEC_ESTATE);
+    CH_ASSERT_EQ(rank, -1);
+    /* Joined before it started: it runs in place, on the joiner's stream. */
+    CH_ASSERT_OK(coexec_thread_join(t));
+    CH_ASSERT_EQ(r.self, 0);
+    CH_ASSERT_OK(coexec_unit_get_last_rank(coexec_thread_unit(t), &rank));
+    CH_ASSERT_EQ(rank, 0);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(coexec_pool_free(&idle));
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
+typedef struct {
+    coexec_xstream_t to;
+    int before, after, rc;
+} mig_t;
+
+static void migrating_ult(void *arg)
+{
+    mig_t *m = arg;
+    coexec_thread_t me;
+    m->rc = coexec_thread_self(&me);
+    if (!m->rc)
+        m->rc = coexec_unit_get_last_rank(coexec_thread_unit(me), &m->before);
+    if (!m->rc)
+        m->rc = coexec_thread_migrate_to_xstream(me, m->to);
+    if (!m->rc)
+        m->rc = coexec_unit_get_last_rank(coexec_thread_unit(me), &m->after);
+}
+
+static void t_last_rank_migrated(void)
+{
+    ch_init(1);
+    ch_stream_t s[2];
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s[0], COEXEC_SCHED_BASIC));
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s[1], COEXEC_SCHED_BASIC));
+    mig_t m = {s[1].xs, -5, -5, -5};
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s[0].pool, migrating_ult, &m, NULL, &t));
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED);
+    CH_ASSERT_OK(coexec_thread_join(t));
+    CH_ASSERT_OK(m.rc);
+    CH_ASSERT_EQ(m.before, s[0].rank);
+    CH_ASSERT_EQ(m.after, s[1].rank);
+    int rank = -5;
+    CH_ASSERT_OK(coexec_unit_get_last_rank(coexec_thread_unit(t), &rank));
+    CH_ASSERT_EQ(rank, s[1].rank);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(ch_stream_free(&s[0]));
+    CH_ASSERT_OK(ch_stream_free(&s[1]));
+    ch_finalize();
+}
+
+static void t_last_rank_errors(void)
+{
+    int rank;
+    coexec_unit_t none = {0};
+    CH_ASSERT_RC(coexec_unit_get_last_rank(none, &rank), COEXEC_ENOTINIT);
+    ch_init(1);
+    CH_ASSERT_RC(coexec_unit_get_last_rank(none, &rank), COEXEC_EHANDLE);
+    coexec_thread_t me;
+    CH_ASSERT_OK_FATAL(coexec_thread_self(&me));
+    CH_ASSERT_RC(coexec_unit_get_last_rank(coexec_thread_unit(me), NULL),
+                 COEXEC_EINVAL);
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(
+        coexec_thread_create(ch_main_pool(0), ch_count_ult, NULL, NULL, &t));
+    coexec_unit_t stale = coexec_thread_unit(t);
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(coexec_unit_get_last_rank(stale, &rank), COEXEC_EHANDLE);
+    ch_finalize();
+}
+
+/* ======================================================================= */
+/* cpus                                                                     */
+/* ======================================================================= */
+
+typedef struct {
+    int cpus[8];
+    int n, rc;
+} cpus_seen_t;
+
+/* Re-pins its own stream to CPU 0 only, then reads the binding back. */
+static void repin_self_ult(void *arg)
+{
+    cpus_seen_t *c = arg;
+    coexec_xstream_t me;
+    int zero = 0;
+    c->rc = coexec_xstream_self(&me);
+    if (!c->rc)
+        c->rc = coexec_xstream_set_cpus(me, &zero, 1);
+    if (!c->rc)
+        c->rc = coexec_xstream_get_cpus(me, c->cpus, 8, &c->n);
+}
+
+static void t_cpus(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC));
+    /* Every CPU number: those the process may not use are left out, as
+     * the kernel does, and what remains is the process's binding. */
+    static int wide[CPU_SETSIZE + 1];
+    for (int i = 0; i <= CPU_SETSIZE; i++)
+        wide[i] = i;
+    int n = -1, nall = -1;
+    static int all[CPU_SETSIZE], got[CPU_SETSIZE];
+    CH_ASSERT_OK(coexec_xstream_set_cpus(s.xs, wide, CPU_SETSIZE + 1));
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, NULL, 0, &nall)); /* count */
+    CU_ASSERT_FATAL(nall >= 1);
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, all, CPU_SETSIZE, &n));
+    CH_ASSERT_EQ(n, nall);
+    for (int i = 1; i < nall; i++)
+        CU_ASSERT(all[i] > all[i - 1]); /* increasing */
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, got, 1, &n)); /* truncated */
+    CH_ASSERT_EQ(n, nall);
+    CH_ASSERT_EQ(got[0], all[0]);
+    /* One CPU, from another thread than the stream's. */
+    CH_ASSERT_OK(coexec_xstream_set_cpus(s.xs, &all[nall - 1], 1));
+    CH_ASSERT_OK(coexec_xstream_get_cpus(s.xs, got, CPU_SETSIZE, &n));
+    CH_ASSERT_EQ(n, 1);
+    CH_ASSERT_EQ(got[0], all[nall - 1]);
+    bool have0 = all[0] == 0;
+
+    /* From a unit of the stream itself. */
+    if (have0) {
+        cpus_seen_t c = {{0}, -1, -1};
+        CH_ASSERT_OK(ch_run_ult_in(s.pool, repin_self_ult, &c));
+        CH_ASSERT_OK(c.rc);
+        CH_ASSERT_EQ(c.n, 1);
+        CH_ASSERT_EQ(c.cpus[0], 0);
+    }
+
+    /* Errors. */
+    int none = CPU_SETSIZE + 1, neg = -1;
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, &none, 1), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, &neg, 1), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, NULL, 1), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_set_cpus(s.xs, all, 0), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(s.xs, NULL, 1, &n), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(s.xs, got, 1, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(s.xs, got, -1, &n), COEXEC_EINVAL);
+    coexec_xstream_t null_xs = {0};
+    CH_ASSERT_RC(coexec_xstream_set_cpus(null_xs, all, 1), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(null_xs, got, 1, &n), COEXEC_EHANDLE);
+    coexec_xstream_t stale = s.xs;
+    CH_ASSERT_OK(ch_stream_free(&s));
+    CH_ASSERT_RC(coexec_xstream_set_cpus(stale, all, 1), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_xstream_get_cpus(stale, got, 1, &n), COEXEC_EHANDLE);
+    /* The primary too. */
+    coexec_xstream_t x0 = ch_xstream(0);
+    CH_ASSERT_OK(coexec_xstream_set_cpus(x0, all, nall));
+    CH_ASSERT_OK(coexec_xstream_get_cpus(x0, got, CPU_SETSIZE, &n));
+    CH_ASSERT_EQ(n, nall);
+    ch_finalize();
+    CH_ASSERT_RC(coexec_xstream_get_cpus(x0, got, 1, &n), COEXEC_ENOTINIT);
+}
+
+/* ======================================================================= */
+
+static const ch_test_t stack_tests[] = {
+    {"runtime_stacks", t_stack_runtime},
+    {"user_stack", t_stack_user},
+    {"main_ult", t_stack_main},
+    {"errors", t_stack_errors},
+    {NULL, NULL}};
+static const ch_test_t last_rank_tests[] = {
+    {"streams_ults_tasklets_main", t_last_rank_streams},
+    {"not_started_and_in_place", t_last_rank_not_started_and_in_place},
+    {"migrated", t_last_rank_migrated},
+    {"errors", t_last_rank_errors},
+    {NULL, NULL}};
+
+static const ch_test_t cpus_tests[] = {{"set_get", t_cpus}, {NULL, NULL}};
+
+static const ch_suite_t suites[] = {{"stack", stack_tests},
+                                    {"last_rank", last_rank_tests},
+                                    {"cpus", cpus_tests},
+                                    {NULL, NULL}};
+
+int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
