@@ -540,6 +540,11 @@ COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
         push_keep_home(pool.p, u);
         return COEXEC_OK;
     }
+    /* The unit is held: of racing pushes, or a push racing a direct
+     * switch to it (coexec_yield_to), the one that gives it a home wins. */
+    void *none = NULL;
+    if (!atom_cas_ar_ptr(&u->pool, &none, pool.p))
+        return COEXEC_ESTATE;
     coexec__pool_push(pool.p, u, PUSH_NEW);
     return COEXEC_OK;
 }

@@ -350,8 +350,12 @@ COEXEC_API int coexec_sched_run_unit(coexec_sched_t sched, coexec_unit_t unit)
         return COEXEC_ESTATE;
     if (!pool_may_take(u, xs))
         return COEXEC_EPERM;
-    if (!unit_pool(u))
-        atom_store_rlx_ptr(&u->pool, sched.p->pools[0]);
+    if (!unit_pool(u)) {
+        /* Held: claimed against a push or a direct switch to it. */
+        void *none = NULL;
+        if (!atom_cas_ar_ptr(&u->pool, &none, sched.p->pools[0]))
+            return COEXEC_ESTATE;
+    }
     coexec__run_unit(xs, u);
     return COEXEC_OK;
 }
