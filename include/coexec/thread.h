@@ -138,6 +138,19 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_join_timed(coexec_thread_t t,
                                                          uint64_t timeout_ns);
 
 /*
+ * Waits until t has finished, as coexec_thread_join does, but never runs t
+ * in place: a t that has not started runs where its pool is served, and
+ * the caller waits (a ULT suspends, an external thread sleeps) meanwhile.
+ * For callers that must not have t run on their own stream (t then sees
+ * the stream its pool is served by). A coexec_thread_free after it does
+ * not wait.
+ * Context: a ULT, or an external thread. Switches: yes (a ULT); an
+ * external thread sleeps on a futex.
+ * Returns: as coexec_thread_join.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_wait(coexec_thread_t t);
+
+/*
  * Joins *t if it has not finished, releases it and clears *t.
  * Context, Switches and Returns: as coexec_thread_join, plus COEXEC_EINVAL
  * for t NULL. On COEXEC_ENOMEM (t never ran: no stack) *t is released and
@@ -236,10 +249,11 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_resume(coexec_thread_t t);
  * units already queued) and resumes when a scheduler picks it again. out
  * may be NULL (detached). attr as for coexec_thread_create.
  * Context: a ULT. Switches: always (to the child).
+ * The primary's main ULT may call it too: it goes back to its pool, bound
+ * to the primary as ever.
  * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EACCESS;
- * COEXEC_ENOMEM; COEXEC_ECONTEXT (not a ULT, or a bound ULT such as the
- * primary's main ULT: it cannot leave its stream's pool for a child);
- * COEXEC_ENOTINIT.
+ * COEXEC_ENOMEM; COEXEC_ECONTEXT (not a ULT: a tasklet, a scheduler or an
+ * external thread); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_thread_create_child_first(coexec_pool_t pool, coexec_thread_fn_t fn,
@@ -247,19 +261,83 @@ coexec_thread_create_child_first(coexec_pool_t pool, coexec_thread_fn_t fn,
                                  coexec_thread_t *out);
 
 /*
- * Switches the calling ULT directly to t, a ready ULT queued in a pool the
- * caller's stream may take from; the caller goes back to its pool at the
- * yield end. No scheduler runs in between.
+ * Switches the calling ULT directly to t, a ready ULT that is either queued
+ * in a pool the caller's stream may take from, or held: taken out of its
+ * pool by coexec_pool_pop or coexec_pool_steal and not pushed again (its
+ * home, where it goes when it yields or is woken, then becomes the
+ * caller's home pool). The caller goes back to its pool at the yield end.
+ * No scheduler runs in between: t runs next on the caller's stream. Of
+ * racing callers (or a coexec_pool_push of a held t) exactly one gets t.
  * Context: a ULT. Switches: always (to t).
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EDEADLK (t is the caller);
- * COEXEC_ESTATE (t is not queued and ready: running, parked, finished,
- * held by a pool that cannot give it up, or the primary's main ULT);
+ * COEXEC_ESTATE (t is neither queued nor held and ready: running, parked,
+ * finished, taken by another caller, held by a pool that cannot give it
+ * up, or the primary's main ULT);
  * COEXEC_EPERM (t is bound to another stream, as the primary's main ULT
  * is to the primary); COEXEC_ENOMEM (t had not started and no stack could be
  * mapped for it: t has ended without running, as its join reports);
  * COEXEC_ECONTEXT; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_yield_to(coexec_thread_t t);
+
+/*
+ * Suspends the calling ULT, as coexec_self_suspend does, and switches
+ * directly to t, which must be ready, queued or held, as for
+ * coexec_yield_to (a held t gets the caller's home pool as its home). The
+ * caller stays suspended until coexec_thread_resume (or a resume_*_to
+ * call) makes it ready again; a resume that arrived before is not lost:
+ * the caller is then queued in its pool as t starts.
+ * Context: a ULT. Switches: always (to t; back when resumed).
+ * Returns: COEXEC_OK (resumed); COEXEC_ECANCELED (woken by finalize, see
+ * coexec_self_suspend); on failure the caller has not suspended:
+ * COEXEC_EHANDLE; COEXEC_EDEADLK (t is the caller); COEXEC_ESTATE (t is
+ * not queued or held and ready, as for coexec_yield_to); COEXEC_EPERM (t
+ * is bound to another stream); COEXEC_ENOMEM (t had not started and no
+ * stack could be mapped for it: t has ended without running);
+ * COEXEC_ECONTEXT (a tasklet, a scheduler or an external thread);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_self_suspend_to(coexec_thread_t t);
+
+/*
+ * Ends the calling ULT, as coexec_thread_exit does (its key destructors
+ * run first), and switches directly to t, which must be ready, queued or
+ * held, as for coexec_yield_to (a held t gets the caller's home pool as
+ * its home). Does not return on success. A ULT run in place by its joiner
+ * lets the joiner wait the ordinary way.
+ * Context: a ULT other than the primary's main ULT. Switches: yes, for
+ * good.
+ * Returns (the caller goes on): COEXEC_EHANDLE; COEXEC_EDEADLK (t is the
+ * caller); COEXEC_ESTATE (t is not queued or held and ready); COEXEC_EPERM
+ * (the caller is the primary's main ULT, or t is bound to another stream);
+ * COEXEC_ENOMEM (t had not started and no stack could be mapped for it: t
+ * has ended without running); COEXEC_ECONTEXT; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_exit_to(coexec_thread_t t);
+
+/*
+ * The resume-and-switch calls: t is a suspended ULT (parked by
+ * coexec_self_suspend, coexec_self_suspend_to or any other park:
+ * coexec_thread_resume ends any park); it is resumed and run at once on
+ * the caller's stream instead of being queued in its home pool, which
+ * stays its home. The caller meanwhile yields back to its pool
+ * (coexec_resume_yield_to), suspends as coexec_self_suspend_to does
+ * (coexec_resume_suspend_to) or ends as coexec_thread_exit_to does
+ * (coexec_resume_exit_to, which does not return on success).
+ * Context: a ULT (not the primary's main ULT for resume_exit_to).
+ * Switches: always (to t).
+ * Returns: COEXEC_OK; for resume_suspend_to also COEXEC_ECANCELED (as
+ * coexec_self_suspend); on failure t and the caller are left as they
+ * were: COEXEC_EHANDLE; COEXEC_EDEADLK (t is the caller); COEXEC_ESTATE (t
+ * is not parked: ready, running, about to park on another stream,
+ * finished, or resumed by someone else first; also a t whose home pool is
+ * private to another stream, or a stacked scheduler's unit);
+ * COEXEC_EPERM (t is bound to another stream; resume_exit_to from the
+ * primary's main ULT); COEXEC_ECONTEXT; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_resume_yield_to(coexec_thread_t t);
+COEXEC_API COEXEC_NODISCARD int coexec_resume_suspend_to(coexec_thread_t t);
+COEXEC_API COEXEC_NODISCARD int coexec_resume_exit_to(coexec_thread_t t);
 
 /*
  * Moves ULT t to pool. The caller itself moves at once (it yields into

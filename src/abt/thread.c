@@ -71,6 +71,31 @@ __attribute__((noinline)) static void rec_free(ABT_thread t)
     (void)pthread_setspecific(cache_key, cache_head);
 }
 
+/* rec_free for a record that may come back: it goes to the cache even
+ * when full, so rec_unfree can take it back while no other record of this
+ * OS thread was freed or taken in between (ABT_self_exit_to, whose
+ * coexec call returns only when it failed, without switching). */
+__attribute__((noinline)) static void rec_free_undoable(ABT_thread t)
+{
+    t->magic = ABTX_FREED;
+    pthread_once(&cache_once, cache_setup);
+    t->next = cache_head;
+    cache_head = t;
+    cache_len++;
+    (void)pthread_setspecific(cache_key, cache_head);
+}
+
+__attribute__((noinline)) static void rec_unfree(ABT_thread t)
+{
+    if (cache_head == t) {
+        cache_head = t->next;
+        cache_len--;
+        (void)pthread_setspecific(cache_key, cache_head);
+    }
+    t->next = NULL;
+    t->magic = ABTX_THREAD;
+}
+
 void abtx_thread_cache_drain(void)
 {
     cache_free_list(cache_head);
@@ -223,9 +248,12 @@ int ABT_thread_attr_set_migratable(ABT_thread_attr attr, ABT_bool is_migratable)
 
 /* Queues a new ULT (ult) or tasklet into pool; *t is reused when given
  * (revive), else a record is taken from the cache. */
+/* Creates (or, with t, revives) a unit in pool. child_first: a ULT that
+ * runs at once on the caller's stream, the caller (a ULT) going back to
+ * its pool (the _to calls). */
 static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
                       ABT_thread_attr attr, bool ult, bool detached,
-                      ABT_thread t, ABT_thread *out)
+                      ABT_thread t, ABT_thread *out, bool child_first)
 {
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
@@ -258,8 +286,15 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
             }
             cap = &ca;
         }
-        rc = coexec_thread_create(pool->cp, ult_main, t, cap,
-                                  detached ? NULL : &t->th);
+        if (child_first) {
+            ABT_thread self = abtx_cur_get();
+            rc = coexec_thread_create_child_first(pool->cp, ult_main, t, cap,
+                                                  detached ? NULL : &t->th);
+            abtx_cur_set(self);
+        } else {
+            rc = coexec_thread_create(pool->cp, ult_main, t, cap,
+                                      detached ? NULL : &t->th);
+        }
     } else {
         rc = coexec_tasklet_create(pool->cp, task_main, t,
                                    detached ? NULL : &t->tk);
@@ -278,7 +313,33 @@ int ABT_thread_create(ABT_pool pool, void (*thread_func)(void *), void *arg,
                       ABT_thread_attr attr, ABT_thread *newthread)
 {
     return unit_start(pool, thread_func, arg, attr, true, newthread == NULL,
-                      NULL, newthread);
+                      NULL, newthread, false);
+}
+
+/* The caller of a _to call: a ULT (ABT_ERR_INV_XSTREAM from an external
+ * thread, ABT_ERR_INV_THREAD from a tasklet or a scheduler). */
+static int self_ult_rec(ABT_thread *out)
+{
+    ABTX_CHECK_INIT();
+    coexec_caller_t who = coexec_self_caller();
+    if (who == COEXEC_CALLER_EXTERNAL)
+        return ABT_ERR_INV_XSTREAM;
+    ABT_thread t = abtx_cur_get();
+    if (who != COEXEC_CALLER_ULT || !t || !t->is_ult)
+        return ABT_ERR_INV_THREAD;
+    *out = t;
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_create_to(ABT_pool pool, void (*thread_func)(void *), void *arg,
+                         ABT_thread_attr attr, ABT_thread *newthread)
+{
+    ABT_thread self;
+    int rc = self_ult_rec(&self);
+    if (rc)
+        return rc;
+    return unit_start(pool, thread_func, arg, attr, true, newthread == NULL,
+                      NULL, newthread, true);
 }
 
 /* The pool ABT_*_create_on_xstream uses: the first of its main scheduler. */
@@ -322,7 +383,7 @@ int ABT_task_create(ABT_pool pool, void (*task_func)(void *), void *arg,
                     ABT_task *newtask)
 {
     return unit_start(pool, task_func, arg, NULL, false, newtask == NULL, NULL,
-                      newtask);
+                      newtask, false);
 }
 
 int ABT_task_create_on_xstream(ABT_xstream xstream, void (*task_func)(void *),
@@ -342,8 +403,12 @@ static int unit_wait(ABT_thread t, bool release)
     ABT_thread self = abtx_cur_get();
     int rc;
     if (t->is_ult) {
+        /* As in Argobots, the joiner never runs t itself: t runs on a
+         * stream that serves its pool (and sees that stream's rank). */
         coexec_thread_t h = t->th;
-        rc = release ? coexec_thread_free(&h) : coexec_thread_join(h);
+        rc = coexec_thread_wait(h);
+        if (release && (!rc || rc == COEXEC_ENOMEM))
+            rc = coexec_thread_free(&h);
     } else {
         coexec_tasklet_t h = t->tk;
         rc = release ? coexec_tasklet_free(&h) : coexec_tasklet_join(h);
@@ -366,46 +431,6 @@ static int join_error(int rc, int inv)
     }
 }
 
-/* Is p a pool of the main scheduler of a running stream other than me,
- * and of none of mine? */
-static bool pool_of_other_stream(ABT_pool p, ABT_xstream me)
-{
-    for (int i = 0; i < me->sched->num_pools; i++)
-        if (me->sched->pools[i] == p)
-            return false;
-    bool found = false;
-    pthread_mutex_lock(&abtx_lock);
-    for (ABT_xstream x = abtx_g.xstreams; x && !found; x = x->next) {
-        if (x == me || x->magic != ABTX_XSTREAM || x->joined || !x->sched)
-            continue;
-        for (int i = 0; i < x->sched->num_pools && !found; i++)
-            found = x->sched->pools[i] == p;
-    }
-    pthread_mutex_unlock(&abtx_lock);
-    return found;
-}
-
-/* A ULT joining a unit that has not run yet, queued for another stream:
- * coexec would run it in place, on the joiner's stream, while Argobots
- * leaves it to the stream it was given to (ABT_thread_get_last_xstream
- * then names that stream). The joiner yields until it has started. */
-static void join_let_start(ABT_thread t)
-{
-    int rank;
-    if (!t->u.p || coexec_unit_get_last_rank(t->u, &rank) != COEXEC_ESTATE ||
-        coexec_self_caller() != COEXEC_CALLER_ULT)
-        return;
-    ABT_xstream me = abtx_xstream_self();
-    if (!me || !me->sched || !abtx_pool(t->pool) ||
-        !pool_of_other_stream(t->pool, me))
-        return;
-    ABT_thread self = abtx_cur_get();
-    while (coexec_unit_get_last_rank(t->u, &rank) == COEXEC_ESTATE &&
-           coexec_yield() == COEXEC_OK)
-        abtx_cur_set(self);
-    abtx_cur_set(self);
-}
-
 static int unit_join(ABT_thread t, int inv)
 {
     ABTX_CHECK_INIT();
@@ -413,7 +438,6 @@ static int unit_join(ABT_thread t, int inv)
         return inv;
     if (t == abtx_cur_get())
         return inv;
-    join_let_start(t);
     int rc = unit_wait(t, false);
     return rc == COEXEC_ENOMEM ? ABT_ERR_MEM : join_error(rc, inv);
 }
@@ -428,7 +452,6 @@ static int unit_free(ABT_thread *tp, int inv)
         return inv;
     if (t == abtx_cur_get())
         return inv;
-    join_let_start(t);
     int rc = unit_wait(t, true);
     if (rc && rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
@@ -481,7 +504,7 @@ int ABT_thread_free_many(int num_threads, ABT_thread *thread_list)
 /* Releases a finished unit's coexec unit and starts it again into pool,
  * keeping its handle. */
 static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
-                       ABT_thread *tp, bool ult, int inv)
+                       ABT_thread *tp, bool ult, int inv, bool child_first)
 {
     ABTX_CHECK_INIT();
     if (!tp || !abtx_thread(*tp) || (*tp)->is_main || (*tp)->detached ||
@@ -501,20 +524,35 @@ static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
         return join_error(rc, inv);
     struct ABT_thread_attr_opaque a = {.stacksize = t->stacksize,
                                        .migratable = t->migratable};
-    return unit_start(pool, fn, arg, ult ? &a : NULL, ult, false, t, NULL);
+    return unit_start(pool, fn, arg, ult ? &a : NULL, ult, false, t, NULL,
+                      child_first);
 }
 
 int ABT_thread_revive(ABT_pool pool, void (*thread_func)(void *), void *arg,
                       ABT_thread *thread)
 {
     return unit_revive(pool, thread_func, arg, thread, true,
-                       ABT_ERR_INV_THREAD);
+                       ABT_ERR_INV_THREAD, false);
+}
+
+int ABT_thread_revive_to(ABT_pool pool, void (*thread_func)(void *), void *arg,
+                         ABT_thread *thread)
+{
+    ABT_thread self;
+    int rc = self_ult_rec(&self);
+    if (rc)
+        return rc;
+    if (thread && *thread == self)
+        return ABT_ERR_INV_THREAD;
+    return unit_revive(pool, thread_func, arg, thread, true,
+                       ABT_ERR_INV_THREAD, true);
 }
 
 int ABT_task_revive(ABT_pool pool, void (*task_func)(void *), void *arg,
                     ABT_task *task)
 {
-    return unit_revive(pool, task_func, arg, task, false, ABT_ERR_INV_TASK);
+    return unit_revive(pool, task_func, arg, task, false, ABT_ERR_INV_TASK,
+                       false);
 }
 
 /* ---- self --------------------------------------------------------------- */
@@ -751,34 +789,100 @@ int ABT_self_suspend(void)
     return self_switch(coexec_self_suspend, false);
 }
 
-int ABT_thread_yield_to(ABT_thread thread)
+/* What a _to call does: the coexec hand-off, and what the caller does
+ * instead when the target cannot be handed the CPU (not queued where the
+ * caller's stream may take it, not held, or for a resume not suspended):
+ * the plain operation, after resuming the target. */
+enum to_kind { TO_YIELD, TO_SUSPEND, TO_EXIT };
+
+static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
 {
+    static int (*const direct[2][3])(coexec_thread_t) = {
+        {coexec_yield_to, coexec_self_suspend_to, coexec_thread_exit_to},
+        {coexec_resume_yield_to, coexec_resume_suspend_to,
+         coexec_resume_exit_to}};
+    static int (*const plain[3])(void) = {coexec_yield, coexec_self_suspend,
+                                          coexec_thread_exit};
     ABT_thread self;
-    int rc = self_unit(&self);
+    int rc = self_ult_rec(&self);
     if (rc)
         return rc;
-    if (!self->is_ult || !abtx_thread(thread) || !thread->is_ult)
+    if (!abtx_thread(thread) || !thread->is_ult || thread == self)
         return ABT_ERR_INV_THREAD;
-    if (thread == self)
-        return ABT_SUCCESS;
-    rc = coexec_yield_to(thread->th);
-    if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
-        /* Not queued where the caller can take it: a plain yield. */
-        rc = coexec_yield();
+    if (kind == TO_EXIT && (self->is_main || (!resume && thread->is_main)))
+        return ABT_ERR_INV_THREAD;
+    coexec_thread_t th = thread->th; /* read before anything switches */
+    bool freed = false;
+    if (kind == TO_EXIT && self->detached) {
+        /* Nobody frees it after us: done before a call that does not
+         * return, taken back if it does (it failed). */
+        abtx_unit_release(self);
+        rec_free_undoable(self);
+        freed = true;
     }
+    rc = direct[resume][kind](th);
+    if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
+        if (resume)
+            ABTX_IGNORE(coexec_thread_resume(th));
+        rc = plain[kind]();
+    }
+    if (freed)
+        rec_unfree(self);
     abtx_cur_set(self);
+    if (rc == COEXEC_ECANCELED)
+        return ABT_SUCCESS;
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
+}
+
+int ABT_thread_yield_to(ABT_thread thread)
+{
+    /* Argobots 1.x: a no-op from an external thread, a tasklet or a
+     * scheduler. */
+    ABTX_CHECK_INIT();
+    if (coexec_self_caller() != COEXEC_CALLER_ULT)
+        return ABT_SUCCESS;
+    ABT_thread self = abtx_cur_get();
+    if (!self || !self->is_ult)
+        return ABT_SUCCESS;
+    return self_to(thread, TO_YIELD, false);
 }
 
 int ABT_self_yield_to(ABT_thread thread)
 {
-    return ABT_thread_yield_to(thread);
+    return self_to(thread, TO_YIELD, false);
+}
+
+int ABT_self_suspend_to(ABT_thread thread)
+{
+    return self_to(thread, TO_SUSPEND, false);
+}
+
+int ABT_self_exit_to(ABT_thread thread)
+{
+    return self_to(thread, TO_EXIT, false);
+}
+
+int ABT_self_resume_yield_to(ABT_thread thread)
+{
+    return self_to(thread, TO_YIELD, true);
+}
+
+int ABT_self_resume_suspend_to(ABT_thread thread)
+{
+    return self_to(thread, TO_SUSPEND, true);
+}
+
+int ABT_self_resume_exit_to(ABT_thread thread)
+{
+    return self_to(thread, TO_EXIT, true);
 }
 
 int ABT_thread_resume(ABT_thread thread)
 {
     ABTX_CHECK_INIT();
-    if (!abtx_thread(thread) || !thread->is_ult || thread->detached)
+    /* An unnamed ULT may be resumed too (its handle comes from
+     * ABT_self_get_thread or a pool): its record knows its unit. */
+    if (!abtx_thread(thread) || !thread->is_ult || !thread->u.p)
         return ABT_ERR_INV_THREAD;
     int rc = coexec_thread_resume(
         thread->th);

@@ -5,27 +5,6 @@
  */
 #include "abt_internal.h"
 
-int ABT_thread_create_to(ABT_pool pool, void (*thread_func)(void *),
-    void *arg, ABT_thread_attr attr, ABT_thread *newthread)
-{
-    (void)pool;
-    (void)thread_func;
-    (void)arg;
-    (void)attr;
-    (void)newthread;
-    ABTX_NA("ABT_thread_create_to");
-}
-
-int ABT_thread_revive_to(ABT_pool pool, void (*thread_func)(void *),
-    void *arg, ABT_thread *thread)
-{
-    (void)pool;
-    (void)thread_func;
-    (void)arg;
-    (void)thread;
-    ABTX_NA("ABT_thread_revive_to");
-}
-
 int ABT_thread_cancel(ABT_thread thread)
 {
     (void)thread;
@@ -45,36 +24,6 @@ int ABT_task_cancel(ABT_task task)
 {
     (void)task;
     ABTX_NA("ABT_task_cancel");
-}
-
-int ABT_self_resume_yield_to(ABT_thread thread)
-{
-    (void)thread;
-    ABTX_NA("ABT_self_resume_yield_to");
-}
-
-int ABT_self_suspend_to(ABT_thread thread)
-{
-    (void)thread;
-    ABTX_NA("ABT_self_suspend_to");
-}
-
-int ABT_self_resume_suspend_to(ABT_thread thread)
-{
-    (void)thread;
-    ABTX_NA("ABT_self_resume_suspend_to");
-}
-
-int ABT_self_exit_to(ABT_thread thread)
-{
-    (void)thread;
-    ABTX_NA("ABT_self_exit_to");
-}
-
-int ABT_self_resume_exit_to(ABT_thread thread)
-{
-    (void)thread;
-    ABTX_NA("ABT_self_resume_exit_to");
 }
 
 int ABT_info_print_thread_attr(FILE* fp, ABT_thread_attr attr)

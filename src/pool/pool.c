@@ -539,17 +539,18 @@ COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
         return COEXEC_ESTATE;
     if ((rc = check_access(pool.p, true)))
         return rc;
-    /* Claim a popped unit: its popper's join may be taking it to run in
-     * place, or another claimer racing us. */
-    void *none = NULL;
-    if (!wrapped && !atom_cas_ar_ptr(&u->pool, &none, pool.p))
-        return COEXEC_ESTATE;
-    unit_held_clear(u);
     if (wrapped) {
         wrap_push_unit = NULL; /* once */
         push_keep_home(pool.p, u);
         return COEXEC_OK;
     }
+    /* The unit is held: of racing pushes, or a push racing a direct
+     * switch to it (coexec_yield_to), a migration or its popper's join,
+     * the one that gives it a home wins. */
+    void *none = NULL;
+    if (!atom_cas_ar_ptr(&u->pool, &none, pool.p))
+        return COEXEC_ESTATE;
+    unit_held_clear(u);
     coexec__pool_push(pool.p, u, PUSH_NEW);
     return COEXEC_OK;
 }

@@ -225,10 +225,11 @@ static int join_wait_external(struct coexec_unit_rec *u, struct join_waiter *w,
 
 /* Waits for u until deadline (UINT64_MAX: none); gen is the caller's
  * handle generation. for_free: the caller will release u if this returns
- * COEXEC_OK or COEXEC_ENOMEM, so it must be the only one left touching u. */
+ * COEXEC_OK or COEXEC_ENOMEM, so it must be the only one left touching u.
+ * inplace: a ULT caller may run a u that has not started in place. */
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                                    bool for_free, uint64_t deadline,
-                                   bool *held)
+                                   bool *held, bool inplace)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -269,7 +270,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         /* It finished meanwhile and its finisher is waking us: let it. */
         stale = true;
     }
-    if (self && !stale) {
+    if (self && !stale && inplace) {
         /* Still queued: run it in place. Acquire: pairs with a thief's
          * release of u's new home. */
         struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
@@ -430,7 +431,8 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
 
 static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
                                      bool tasklet, bool for_free,
-                                     uint64_t deadline, bool *held)
+                                     uint64_t deadline, bool *held,
+                                     bool inplace)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -443,13 +445,13 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
             return COEXEC_ECONTEXT;
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return join_unit(p, gen, for_free, deadline, held);
+    return join_unit(p, gen, for_free, deadline, held, inplace);
 }
 
 static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 {
     bool held = false;
-    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held);
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held, true);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
@@ -465,14 +467,20 @@ static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 COEXEC_API int coexec_thread_join(coexec_thread_t t)
 {
     bool held;
-    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held);
+    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held, true);
+}
+
+COEXEC_API int coexec_thread_wait(coexec_thread_t t)
+{
+    bool held;
+    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held, false);
 }
 
 COEXEC_API int coexec_thread_join_timed(coexec_thread_t t, uint64_t timeout_ns)
 {
     bool held;
     return join_common(t.p, t.gen, false, false, clock_deadline(timeout_ns),
-                       &held);
+                       &held, true);
 }
 
 COEXEC_API int coexec_thread_free(coexec_thread_t *t)
@@ -485,7 +493,7 @@ COEXEC_API int coexec_thread_free(coexec_thread_t *t)
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
 {
     bool held;
-    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held);
+    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held, true);
 }
 
 COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
@@ -493,7 +501,7 @@ COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
 {
     bool held;
     return join_common(k.p, k.gen, true, false, clock_deadline(timeout_ns),
-                       &held);
+                       &held, true);
 }
 
 COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
@@ -506,5 +514,6 @@ COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
 int coexec__join_unit(struct coexec_unit_rec *u)
 {
     bool held;
-    return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX, &held);
+    return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX, &held,
+                     true);
 }

@@ -53,6 +53,48 @@ static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
     return coexec__pool_remove(p, u);
 }
 
+/* A held unit: one coexec_pool_pop or coexec_pool_steal handed out, so in
+ * no pool and with no home, ready. Claimed by giving it `home` as its home:
+ * the compare-and-swap on the home word makes one claimer (or one
+ * coexec_pool_push) the winner. */
+static bool claim_held(struct coexec_unit_rec *u, struct coexec_pool_rec *home)
+{
+    void *exp = NULL;
+    if (atom_load_acq_ptr(&u->pool) != NULL || unit_inpool(u) ||
+        atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
+        join_finished(atom_load_acq_uptr(&u->join)))
+        return false;
+    if (!atom_cas_ar_ptr(&u->pool, &exp, home))
+        return false;
+    unit_held_clear(u);
+    return true;
+}
+
+/* A ULT parked by a suspend (or any park: as coexec_thread_resume, any
+ * wake ends a park), resumed here to be run by xs at once instead of
+ * queued: the wake word's compare-and-swap from PARKED makes us the one
+ * waker. Not one whose home is private to another stream (that stream
+ * keeps its waker page), nor a stacked scheduler's unit. */
+static bool claim_parked(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u,
+                         uint64_t gen)
+{
+    struct coexec_pool_rec *p = unit_pool(u);
+    if (!p || (u->flags & UF_SCHED) ||
+        (!p->shared && p->owner_xs && p->owner_xs != xs))
+        return false;
+    uint32_t tag = wake_tag_of(gen);
+    uint32_t w = atom_load_acq_u32(&u->wake);
+    if (w != (tag | WAKE_PARKED) || !atom_cas_ar_u32(&u->wake, &w, tag))
+        return false;
+    /* Its waker-page slot, if it took one, is ours (we own its pool). */
+    uintptr_t key = (uintptr_t)u->prev;
+    if (key)
+        coexec__mb_slot_free(&xs->mb, key);
+    stat_add(&xs->count[XC_WAKES_LOCAL], 1);
+    TOOL_EVENT(COEXEC_TOOL_UNIT_RESUME, xs, u, NULL);
+    return true;
+}
+
 COEXEC_API int coexec_yield_to(coexec_thread_t t)
 {
     int err;
@@ -72,7 +114,7 @@ COEXEC_API int coexec_yield_to(coexec_thread_t t)
         return COEXEC_EPERM;
     if (u->kind != UNIT_ULT)
         return COEXEC_ESTATE;
-    if (!claim_queued(xs, u, true))
+    if (!claim_queued(xs, u, true) && !claim_held(u, unit_pool(self)))
         return COEXEC_ESTATE;
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
         coexec__unit_fail_nostack(xs, u);
@@ -83,6 +125,91 @@ COEXEC_API int coexec_yield_to(coexec_thread_t t)
     stat_add(&xs->count[XC_YIELDS], 1);
     leave_to(xs, self, u, POST_REQUEUE, 0);
     return COEXEC_OK;
+}
+
+/* What the caller of hand_off does as it leaves for the target. */
+enum { TO_YIELD, TO_SUSPEND, TO_EXIT };
+
+/* The _to calls other than coexec_yield_to: the caller yields, suspends or
+ * ends (how), and its stream runs t next. t is ready, queued or held
+ * (resume false), or parked and resumed here (resume true). */
+static int hand_off(coexec_thread_t t, int how, bool resume)
+{
+    int err;
+    struct coexec_xstream_rec *xs;
+    struct coexec_unit_rec *self = self_ult(&xs, &err);
+    if (!self)
+        return err;
+    if (how == TO_EXIT && self->kind == UNIT_MAIN)
+        return COEXEC_EPERM;
+    int rc = check_unit(t.p, t.gen, false);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = t.p;
+    if (u == self)
+        return COEXEC_EDEADLK;
+    if (!pool_may_take(u, xs))
+        return COEXEC_EPERM;
+    if (u->kind != UNIT_ULT)
+        return COEXEC_ESTATE;
+    if (resume ? !claim_parked(xs, u, t.gen)
+               : !claim_queued(xs, u, true) && !claim_held(u, unit_pool(self)))
+        return COEXEC_ESTATE;
+    /* A parked target has run: only a ready one may still need a stack. */
+    if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
+        coexec__unit_fail_nostack(xs, u);
+        return COEXEC_ENOMEM;
+    }
+    release_inplace_joiner(self);
+    switch (how) {
+    case TO_YIELD:
+        atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
+        stat_add(&xs->count[XC_YIELDS], 1);
+        leave_to(xs, self, u, POST_REQUEUE, 0);
+        return COEXEC_OK;
+    case TO_SUSPEND:
+        /* As coexec_self_suspend: a resume that came first is consumed by
+         * the post-switch step (park_commit), which then queues us. */
+        unit_note_wait(self, "suspended (coexec_self_suspend_to)", NULL,
+                       UINT64_MAX);
+        atom_store_rlx_u32(&self->state, COEXEC_UNIT_BLOCKED);
+        leave_to(xs, self, u, POST_PARK, 0);
+        return fin_cancelling() ? COEXEC_ECANCELED : COEXEC_OK;
+    default:
+        /* t is ours now (claimed, in no pool): run our key destructors,
+         * which may switch, before we go. */
+        if (self->keys) {
+            coexec__keys_destroy(self);
+            xs = coexec__xs_self();
+        }
+        leave_to(xs, self, u, POST_FINISH, 1);
+        __builtin_unreachable();
+    }
+}
+
+COEXEC_API int coexec_self_suspend_to(coexec_thread_t t)
+{
+    return hand_off(t, TO_SUSPEND, false);
+}
+
+COEXEC_API int coexec_thread_exit_to(coexec_thread_t t)
+{
+    return hand_off(t, TO_EXIT, false);
+}
+
+COEXEC_API int coexec_resume_yield_to(coexec_thread_t t)
+{
+    return hand_off(t, TO_YIELD, true);
+}
+
+COEXEC_API int coexec_resume_suspend_to(coexec_thread_t t)
+{
+    return hand_off(t, TO_SUSPEND, true);
+}
+
+COEXEC_API int coexec_resume_exit_to(coexec_thread_t t)
+{
+    return hand_off(t, TO_EXIT, true);
 }
 
 COEXEC_API int coexec_thread_create_child_first(coexec_pool_t pool,
@@ -97,8 +224,6 @@ COEXEC_API int coexec_thread_create_child_first(coexec_pool_t pool,
         return err;
     if (!fn)
         return COEXEC_EINVAL;
-    if (self->flags & UF_NOSTEAL)
-        return COEXEC_ECONTEXT;
     int rc = CHECK_HANDLE(pool);
     if (rc)
         return rc;
@@ -164,17 +289,6 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
         leave_to(xs, u, leave_target(u), POST_REQUEUE, 0);
         return COEXEC_OK;
     }
-    /* Popped out of its pool and held by someone: it goes to `to` now,
-     * if no one gives it a home first (set_home leaves it to its holder,
-     * to run or push). */
-    void *none = NULL;
-    if (!later && atom_load_acq_ptr(&u->pool) == NULL && !unit_inpool(u) &&
-        atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
-        atom_cas_ar_ptr(&u->pool, &none, to)) {
-        unit_held_clear(u);
-        coexec__pool_push(to, u, PUSH_NEW);
-        return COEXEC_OK;
-    }
     /* Queued somewhere we may take it from: move it now. */
     if (xs && claim_queued(xs, u, true)) {
         atom_store_rel_uptr(&u->dest, req);
@@ -195,6 +309,14 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
                 return COEXEC_OK;
             }
         }
+    }
+    /* Held (popped out of its pool by the user): nobody else would queue
+     * it, so it goes to its destination now (set_home leaves it to its
+     * holder, to run or push). */
+    if (!later && claim_held(u, to)) {
+        atom_store_rel_uptr(&u->dest, req);
+        coexec__enqueue(u, false);
+        return COEXEC_OK;
     }
     /* Running or parked (or queued where only its owner may touch it):
      * it moves when it next goes back to a pool. */

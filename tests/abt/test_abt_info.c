@@ -235,7 +235,12 @@ static void test_last_xstream(void)
     AT_OK(ABT_thread_create(idle, last_ult, NULL, ABT_THREAD_ATTR_NULL, &w));
     AT_OK(ABT_thread_get_last_xstream(w, &last));
     CU_ASSERT_PTR_EQUAL(last, ABT_XSTREAM_NULL);
-    /* Joined, it runs in place on the joiner's stream. */
+    /* A join never runs it on the joiner's stream (as in Argobots): moved
+     * to a stream, it runs there. */
+    AT_OK(ABT_thread_migrate_to_xstream(w, xs[1]));
+    AT_OK(ABT_thread_join(w));
+    AT_OK(ABT_thread_get_last_xstream(w, &last));
+    CU_ASSERT_PTR_EQUAL(last, xs[1]);
     AT_OK(ABT_thread_free(&w));
     /* Bad handles. */
     CU_ASSERT_EQUAL(ABT_thread_get_last_xstream(ABT_THREAD_NULL, &last),

@@ -1451,9 +1451,12 @@ static void t_cf_errors(void)
     job_stream_t js;
     job_stream_start(&js);
     coexec_pool_t p = b.pool;
-    /* The main ULT is bound; tasklets, external threads, loops are not
-     * ULTs. */
-    cf_ctx(&p);
+    /* Tasklets, external threads, loops are not ULTs. The main ULT, bound
+     * to the primary, may create child first (into another stream's pool
+     * too: the child runs here first). */
+    coexec_thread_t mc = {0};
+    CH_ASSERT_OK(coexec_thread_create_child_first(p, noop_ult, NULL, NULL, &mc));
+    CH_ASSERT_OK(coexec_thread_free(&mc));
     CH_ASSERT_OK(ch_run_tasklet_in(b.pool, cf_ctx, &p));
     ch_run_external(cf_ctx, &p);
     job_stream_run(&js, cf_ctx_job, &p);
