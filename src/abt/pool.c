@@ -535,12 +535,17 @@ int ABT_pool_config_get(ABT_pool_config config, int key,
 
 int abtx_pool_push_thread(ABT_pool p, ABT_thread t)
 {
-    int rc = coexec_pool_push(p->cp, t->u);
-    if (rc)
-        return abtx_err(rc, ABT_ERR_INV_THREAD,
-                        rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
+    /* t->pool is written before the push: once queued, another stream may
+     * pop and run t (and read it) at once. */
+    ABT_pool old = t->pool;
     if (!p->def)
         t->pool = p;
+    int rc = coexec_pool_push(p->cp, t->u);
+    if (rc) {
+        t->pool = old;
+        return abtx_err(rc, ABT_ERR_INV_THREAD,
+                        rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
+    }
     return ABT_SUCCESS;
 }
 
