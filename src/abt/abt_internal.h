@@ -10,9 +10,9 @@
  *
  * Units: a ULT or a tasklet is created in coexec with a trampoline whose
  * argument is its struct ABT_thread_opaque, so coexec_unit_get_arg maps a
- * coexec unit back to its handle. Records come from a per-OS-thread cache
- * (src/abt/thread.c), so creating and freeing units does not call malloc in
- * steady state. The running ABT unit is kept in a thread-local pointer that
+ * coexec unit back to its handle. Records come from slabs through
+ * per-OS-thread free lists (src/abt/thread.c), so creating and freeing units
+ * does not call malloc in steady state. The running ABT unit is kept in a thread-local pointer that
  * every layer call which may switch saves before and restores after (a
  * resumed ULT may be on another OS thread); accesses go through non-inlined
  * functions so that no thread-local address is cached across a switch.

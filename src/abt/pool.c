@@ -2,7 +2,7 @@
  * src/abt/pool.c: pools (ABT_pool_*), pool configurations, user-defined
  * pools and units.
  *
- * A built-in ABT pool is a coexec FIFO pool; its units are the records of
+ * A built-in ABT pool is a coexec FIFO pool (RANDWS: a DEQUE); its units are the records of
  * the ULTs and tasklets (ABT_unit == ABT_thread). A user-defined pool, given
  * as Argobots 1.x's ABT_pool_def or made with ABT_pool_user_def_create, is a
  * coexec user pool whose operations call the program's functions: a push
@@ -105,9 +105,14 @@ int ABT_pool_create_basic(ABT_pool_kind kind, ABT_pool_access access,
     if ((unsigned)access > ABT_POOL_ACCESS_MPMC)
         return ABT_ERR_INV_POOL_ACCESS;
     /* Every ABT pool is MPMC in coexec: Argobots does not check access
-     * modes by default, and programs push across streams freely. */
+     * modes by default, and programs push across streams freely. A RANDWS
+     * pool is a work-stealing deque, as in Argobots: the stream whose
+     * scheduler pops it first takes the newest unit (fork-join runs
+     * depth-first), other streams and ABT_pool_pop elsewhere the oldest. */
     coexec_pool_t cp;
-    int rc = coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &cp);
+    int rc = coexec_pool_create(kind == ABT_POOL_RANDWS ? COEXEC_POOL_DEQUE
+                                                        : COEXEC_POOL_FIFO,
+                                COEXEC_ACCESS_MPMC, &cp);
     if (rc)
         return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
     ABT_pool p = abtx_pool_wrap(cp, kind, access, automatic == ABT_TRUE, false);
@@ -530,12 +535,17 @@ int ABT_pool_config_get(ABT_pool_config config, int key,
 
 int abtx_pool_push_thread(ABT_pool p, ABT_thread t)
 {
-    int rc = coexec_pool_push(p->cp, t->u);
-    if (rc)
-        return abtx_err(rc, ABT_ERR_INV_THREAD,
-                        rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
+    /* t->pool is written before the push: once queued, another stream may
+     * pop and run t (and read it) at once. */
+    ABT_pool old = t->pool;
     if (!p->def)
         t->pool = p;
+    int rc = coexec_pool_push(p->cp, t->u);
+    if (rc) {
+        t->pool = old;
+        return abtx_err(rc, ABT_ERR_INV_THREAD,
+                        rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
+    }
     return ABT_SUCCESS;
 }
 

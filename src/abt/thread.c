@@ -4,8 +4,8 @@
  *
  * A unit's record (struct ABT_thread_opaque) is the argument of the
  * trampoline coexec runs, so the record is found from the coexec unit and
- * the handle needs no table. Records are recycled through a per-OS-thread
- * cache, returned to the heap when the OS thread exits.
+ * the handle needs no table. Records are carved from slabs and recycled
+ * through per-OS-thread free lists that overflow into a global one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +14,70 @@
 
 /* ---- record cache ----------------------------------------------------- */
 
-#define CACHE_MAX 256
+/*
+ * Records are carved from slabs of REC_PER_SLAB, each record on its own
+ * cache lines (the hot fields share the first), and are never returned to
+ * the heap while the runtime may use them: a freed record keeps its magic
+ * ABTX_FREED, so a stale handle is refused rather than read from freed
+ * memory.
+ *
+ * Each OS thread keeps a free list without a cap (many outstanding units
+ * recycle without malloc). A thread whose list grows past LOCAL_HIGH (it
+ * frees what others allocated) hands chains of CHAIN_LEN records to a
+ * global stack of chains, where a thread whose list is empty takes a chain
+ * before carving a new slab; a thread that exits hands its whole list over.
+ * In a free record, next links the chain, arg the next chain of the global
+ * stack and id the chain's length (in its first record).
+ *
+ * The thread-local state is initial-exec (no __tls_get_addr) and is read
+ * only inside the non-inlined functions below: a caller may have switched
+ * OS threads since its last call.
+ */
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+#define REC_STRIDE ((sizeof(struct ABT_thread_opaque) + 63) & ~(size_t)63)
+#define REC_PER_SLAB 64
+#define CHAIN_LEN 1024
+#define LOCAL_HIGH (4 * CHAIN_LEN)
 
-static _Thread_local struct ABT_thread_opaque *cache_head;
-static _Thread_local int cache_len;
+struct rec_cache {
+    struct ABT_thread_opaque *head;
+    long len;
+    bool registered; /* its pthread key is set: the list is handed over
+                        when the thread exits */
+};
+static _Thread_local struct rec_cache cache TLS_IE;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ABT_thread_opaque *g_chains; /* the global stack of chains */
+static long g_free;                        /* records in g_chains */
+static long g_total;                       /* records carved in all */
+static void **g_slabs;                     /* slab list: first word links */
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
-static void cache_free_list(struct ABT_thread_opaque *t)
+#define CHAIN_NEXT(t) (*(struct ABT_thread_opaque **)&(t)->arg)
+
+/* Pushes the chain first..(len records) onto the global stack. */
+static void chain_put(struct ABT_thread_opaque *first, long len)
 {
-    while (t) {
-        struct ABT_thread_opaque *n = t->next;
-        free(t);
-        t = n;
-    }
+    first->id = (uint64_t)len;
+    pthread_mutex_lock(&g_lock);
+    CHAIN_NEXT(first) = g_chains;
+    g_chains = first;
+    g_free += len;
+    pthread_mutex_unlock(&g_lock);
 }
 
 /* Runs when an OS thread that cached records exits. */
-static void cache_exit(void *head)
+static void cache_exit(void *unused)
 {
-    cache_free_list(head);
+    (void)unused;
+    struct rec_cache *c = &cache;
+    if (c->head)
+        chain_put(c->head, c->len);
+    c->head = NULL;
+    c->len = 0;
+    c->registered = false;
 }
 
 static void cache_setup(void)
@@ -41,68 +85,146 @@ static void cache_setup(void)
     (void)pthread_key_create(&cache_key, cache_exit);
 }
 
+/* Once per OS thread: its list is handed over when it exits. */
+static void cache_register(struct rec_cache *c)
+{
+    pthread_once(&cache_once, cache_setup);
+    c->registered = pthread_setspecific(cache_key, c) == 0;
+}
+
+/* Refills an empty local list: a chain of the global stack, else a slab. */
+static bool cache_refill(struct rec_cache *c)
+{
+    if (!c->registered)
+        cache_register(c);
+    pthread_mutex_lock(&g_lock);
+    struct ABT_thread_opaque *first = g_chains;
+    if (first) {
+        g_chains = CHAIN_NEXT(first);
+        g_free -= (long)first->id;
+        c->len = (long)first->id;
+        c->head = first;
+        pthread_mutex_unlock(&g_lock);
+        return true;
+    }
+    pthread_mutex_unlock(&g_lock);
+    void **slab = NULL;
+    if (posix_memalign((void **)&slab, 64, 64 + REC_PER_SLAB * REC_STRIDE))
+        return false;
+    char *base = (char *)slab + 64;
+    struct ABT_thread_opaque *head = NULL;
+    for (int i = REC_PER_SLAB - 1; i >= 0; i--) {
+        struct ABT_thread_opaque *t =
+            (struct ABT_thread_opaque *)(base + (size_t)i * REC_STRIDE);
+        t->magic = ABTX_FREED;
+        t->next = head;
+        head = t;
+    }
+    pthread_mutex_lock(&g_lock);
+    *slab = g_slabs;
+    g_slabs = slab;
+    g_total += REC_PER_SLAB;
+    pthread_mutex_unlock(&g_lock);
+    c->head = head;
+    c->len = REC_PER_SLAB;
+    return true;
+}
+
 /* Not inlined, like abtx_cur_get: callers may have switched OS threads. */
 __attribute__((noinline)) static ABT_thread rec_alloc(void)
 {
-    struct ABT_thread_opaque *t = cache_head;
-    if (t) {
-        cache_head = t->next;
-        cache_len--;
-        (void)pthread_setspecific(cache_key, cache_head);
-        memset(t, 0, sizeof(*t));
-        return t;
-    }
-    return calloc(1, sizeof(*t));
+    struct rec_cache *c = &cache;
+    if (__builtin_expect(!c->head, 0) && !cache_refill(c))
+        return NULL;
+    struct ABT_thread_opaque *t = c->head;
+    c->head = t->next;
+    c->len--;
+    memset(t, 0, sizeof(*t));
+    return t;
 }
 
-__attribute__((noinline)) static void rec_free(ABT_thread t)
+/* Hands the first CHAIN_LEN records of the local list to the global stack. */
+static void cache_spill(struct rec_cache *c)
+{
+    struct ABT_thread_opaque *first = c->head, *last = first;
+    for (long i = 1; i < CHAIN_LEN; i++)
+        last = last->next;
+    c->head = last->next;
+    c->len -= CHAIN_LEN;
+    last->next = NULL;
+    chain_put(first, CHAIN_LEN);
+}
+
+__attribute__((noinline)) static void rec_put(ABT_thread t)
+{
+    struct rec_cache *c = &cache;
+    t->magic = ABTX_FREED;
+    t->next = c->head;
+    c->head = t;
+    if (__builtin_expect(++c->len > LOCAL_HIGH, 0))
+        cache_spill(c);
+    if (__builtin_expect(!c->registered, 0))
+        cache_register(c);
+}
+
+static void rec_free(ABT_thread t)
 {
     if (t->keys)
-        abtx_keys_release(t); /* its destructors, as Argobots runs them */
-    t->magic = ABTX_FREED;
-    if (cache_len >= CACHE_MAX) {
-        free(t);
-        return;
-    }
-    pthread_once(&cache_once, cache_setup);
-    t->next = cache_head;
-    cache_head = t;
-    cache_len++;
-    (void)pthread_setspecific(cache_key, cache_head);
+        abtx_keys_release(t); /* its destructors, as Argobots runs them (may
+                                 switch: rec_put reads the cache afresh) */
+    rec_put(t);
 }
 
-/* rec_free for a record that may come back: it goes to the cache even
- * when full, so rec_unfree can take it back while no other record of this
- * OS thread was freed or taken in between (ABT_self_exit_to, whose
- * coexec call returns only when it failed, without switching). */
+/* rec_free for a record that may come back: it goes to the head of the
+ * local list without a spill, so rec_unfree can take it back while no
+ * other record of this OS thread was freed or taken in between
+ * (ABT_self_exit_to, whose coexec call returns only when it failed,
+ * without switching). */
 __attribute__((noinline)) static void rec_free_undoable(ABT_thread t)
 {
+    struct rec_cache *c = &cache;
     t->magic = ABTX_FREED;
-    pthread_once(&cache_once, cache_setup);
-    t->next = cache_head;
-    cache_head = t;
-    cache_len++;
-    (void)pthread_setspecific(cache_key, cache_head);
+    t->next = c->head;
+    c->head = t;
+    c->len++;
+    if (__builtin_expect(!c->registered, 0))
+        cache_register(c);
 }
 
 __attribute__((noinline)) static void rec_unfree(ABT_thread t)
 {
-    if (cache_head == t) {
-        cache_head = t->next;
-        cache_len--;
-        (void)pthread_setspecific(cache_key, cache_head);
+    struct rec_cache *c = &cache;
+    if (c->head == t) {
+        c->head = t->next;
+        c->len--;
     }
     t->next = NULL;
     t->magic = ABTX_THREAD;
 }
 
-void abtx_thread_cache_drain(void)
+/* ABT_finalize, on the primary: the caller's list goes to the global
+ * stack; when every record carved is free, the slabs go back to the heap. */
+__attribute__((noinline)) void abtx_thread_cache_drain(void)
 {
-    cache_free_list(cache_head);
-    cache_head = NULL;
-    cache_len = 0;
-    if (pthread_once(&cache_once, cache_setup) == 0)
-        (void)pthread_setspecific(cache_key, NULL);
+    struct rec_cache *c = &cache;
+    if (c->head)
+        chain_put(c->head, c->len);
+    c->head = NULL;
+    c->len = 0;
+    pthread_mutex_lock(&g_lock);
+    void **slabs = NULL;
+    if (g_free == g_total) {
+        slabs = g_slabs;
+        g_slabs = NULL;
+        g_chains = NULL;
+        g_free = g_total = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    while (slabs) {
+        void **n = *slabs;
+        free(slabs);
+        slabs = n;
+    }
 }
 
 ABT_thread abtx_thread_of(coexec_unit_t u)

@@ -261,6 +261,11 @@ static void run_user_main(struct coexec_xstream_rec *xs,
 
 void coexec__sched_run(struct coexec_xstream_rec *xs)
 {
+    /* A replacement asked before the loop first ran (the primary's main
+     * ULT set its stream's scheduler, then yielded into this loop): before
+     * any unit, or the old scheduler would run that ULT on and on. */
+    if (atom_load_acq_ptr(&xs->sched_req) != NULL)
+        apply_replacement(xs);
     for (;;) {
         struct coexec_sched_rec *s = atom_load_rlx_ptr(&xs->sched);
         xs->cur_sched = s;

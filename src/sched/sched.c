@@ -19,7 +19,8 @@
  * (coexec_sched_finish) or when its stream stops, once its pools are empty.
  *
  * Replacement: coexec_xstream_set_main_sched stores a request in
- * xs->sched_req; the stream honours it at its next event check. Pools the
+ * xs->sched_req; the stream honours it at its next event check (asked by
+ * a ULT of that stream: when that ULT next yields). Pools the
  * old scheduler served and no running scheduler serves any more forward
  * their units, and later pushes, to the new scheduler's first pool.
  */
@@ -556,6 +557,14 @@ COEXEC_API int coexec_xstream_set_main_sched(coexec_xstream_t xs,
     struct coexec_sched_rec *prev = atom_xchg_ar_ptr(&x->sched_req, s);
     if (prev)
         atom_store_rel_u32(&prev->in_use, 0); /* superseded before it ran */
+    if (xs_self_entry() == x && x->cur) {
+        /* A ULT of the stream itself: its next yield goes through the
+         * scheduler, which switches at once (a program that sets its
+         * stream's scheduler, yields, then forks and joins in place would
+         * otherwise go on with the old one's pools unowned). */
+        x->events_due = 1;
+        x->direct_yields = x->cur_sched ? x->cur_sched->event_freq : 0;
+    }
     xs_kick(x);
     return COEXEC_OK;
 }

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "abt_test.h"
 
 /* ---- init ------------------------------------------------------------------ */
@@ -515,7 +517,105 @@ static void test_pool_basic(void)
     AT_OK(ABT_finalize());
 }
 
+static int randws_order[8];
+static atomic_int randws_n;
+
+static void randws_note(void *arg)
+{
+    randws_order[atomic_fetch_add(&randws_n, 1)] = (int)(intptr_t)arg;
+}
+
+/* RANDWS pools: the stream whose RANDWS scheduler pops the pool first runs
+ * the newest unit first (depth-first fork-join); another stream whose
+ * scheduler lists the pool steals from it. */
+static void test_pool_randws(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool p[2];
+    for (int i = 0; i < 2; i++)
+        AT_OK(ABT_pool_create_basic(ABT_POOL_RANDWS, ABT_POOL_ACCESS_MPMC,
+                                    ABT_TRUE, &p[i]));
+    ABT_xstream self, es1;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_set_main_sched_basic(self, ABT_SCHED_RANDWS, 1, &p[0]));
+    atomic_store(&randws_n, 0);
+    ABT_thread t[3];
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_create(p[0], randws_note, (void *)(intptr_t)i,
+                                ABT_THREAD_ATTR_NULL, &t[i]));
+    size_t size = 0;
+    AT_OK(ABT_pool_get_size(p[0], &size));
+    CU_ASSERT_EQUAL(size, 3);
+    AT_OK(ABT_self_yield());
+    AT_OK(ABT_thread_free_many(3, t));
+    CU_ASSERT_EQUAL(atomic_load(&randws_n), 3);
+    CU_ASSERT_EQUAL(randws_order[0], 2);
+    CU_ASSERT_EQUAL(randws_order[1], 1);
+    CU_ASSERT_EQUAL(randws_order[2], 0);
+    /* ES1 pops p[1] and steals from p[0]: units queued on the primary run
+     * while its main ULT does not yield. */
+    ABT_pool order[2] = {p[1], p[0]};
+    AT_OK(ABT_xstream_create_basic(ABT_SCHED_RANDWS, 2, order,
+                                   ABT_SCHED_CONFIG_NULL, &es1));
+    atomic_store(&counter, 0);
+    ABT_thread s[8];
+    for (int i = 0; i < 8; i++)
+        AT_OK(ABT_thread_create(p[0], add_one, NULL, ABT_THREAD_ATTR_NULL,
+                                &s[i]));
+    for (int spins = 0; atomic_load(&counter) < 8 && spins < 20000; spins++)
+        usleep(100);
+    CU_ASSERT_EQUAL(atomic_load(&counter), 8);
+    AT_OK(ABT_thread_free_many(8, s));
+    AT_OK(ABT_xstream_join(es1));
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
+/* Many outstanding units whose records are freed on another stream than
+ * the one that made them, over and over (the record lists overflow to the
+ * global one and are taken back from it). */
+#define MANY_UNITS 6000
+static ABT_thread many[MANY_UNITS];
+
+static void free_many(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < MANY_UNITS; i++)
+        AT_CHECK_OK(ABT_thread_free(&many[i]));
+}
+
+static void test_thread_many_outstanding(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream es1;
+    ABT_pool p1, p0;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &p0));
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&counter, 0);
+        for (int i = 0; i < MANY_UNITS; i++)
+            AT_OK(ABT_thread_create(i % 2 ? p1 : p0, add_one, NULL,
+                                    ABT_THREAD_ATTR_NULL, &many[i]));
+        ABT_thread f;
+        AT_OK(ABT_thread_create(p1, free_many, NULL, ABT_THREAD_ATTR_NULL,
+                                &f));
+        AT_OK(ABT_thread_free(&f));
+        CU_ASSERT_EQUAL(atomic_load(&counter), MANY_UNITS);
+        for (int i = 0; i < MANY_UNITS; i++)
+            CU_ASSERT_PTR_NULL(many[i]);
+    }
+    AT_OK(ABT_xstream_join(es1));
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t pool_tests[] = {{"basic", test_pool_basic},
+                                       {"randws", test_pool_randws},
+                                       {"many_outstanding",
+                                        test_thread_many_outstanding},
                                        {NULL, NULL}};
 
 /* ---- sched ------------------------------------------------------------------ */
