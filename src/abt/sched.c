@@ -524,6 +524,7 @@ int ABT_sched_has_to_stop(ABT_sched sched, ABT_bool *stop)
 
 /* ---- for a scheduler's loop --------------------------------------------------- */
 
+
 int ABT_xstream_run_unit(ABT_unit unit, ABT_pool pool)
 {
     ABTX_CHECK_INIT();
@@ -532,6 +533,12 @@ int ABT_xstream_run_unit(ABT_unit unit, ABT_pool pool)
     ABT_thread t = abtx_thread_of_unit(unit);
     if (!t)
         return ABT_ERR_INV_UNIT;
+    /* From a ULT (Argobots lets any ULT act as a scheduler): as
+     * ABT_self_schedule. */
+    ABT_thread caller = abtx_cur_get();
+    if (coexec_self_caller() == COEXEC_CALLER_ULT &&
+        !(running_sched && caller == &running_sched->ult))
+        return ABT_self_schedule(t, pool);
     coexec_sched_t cs;
     int rc = coexec_sched_self(&cs);
     if (rc)
