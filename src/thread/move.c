@@ -95,45 +95,13 @@ static bool claim_parked(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
     return true;
 }
 
-COEXEC_API int coexec_yield_to(coexec_thread_t t)
-{
-    int err;
-    struct coexec_xstream_rec *xs;
-    struct coexec_unit_rec *self = self_ult(&xs, &err);
-    if (!self)
-        return err;
-    int rc = check_unit(t.p, t.gen, false);
-    if (rc)
-        return rc;
-    struct coexec_unit_rec *u = t.p;
-    if (u == self)
-        return COEXEC_EDEADLK;
-    /* Bound elsewhere (the primary's main ULT, from another stream) is
-     * EPERM; the main ULT is never switched to directly. */
-    if (!pool_may_take(u, xs))
-        return COEXEC_EPERM;
-    if (u->kind != UNIT_ULT)
-        return COEXEC_ESTATE;
-    if (!claim_queued(xs, u, true) && !claim_held(u, unit_pool(self)))
-        return COEXEC_ESTATE;
-    if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
-        coexec__unit_fail_nostack(xs, u);
-        return COEXEC_ENOMEM;
-    }
-    release_inplace_joiner(self);
-    atom_store_rlx_u32(&self->state, COEXEC_UNIT_READY);
-    stat_add(&xs->count[XC_YIELDS], 1);
-    leave_to(xs, self, u, POST_REQUEUE, 0);
-    return COEXEC_OK;
-}
-
 /* What the caller of hand_off does as it leaves for the target. */
 enum { TO_YIELD, TO_SUSPEND, TO_EXIT };
 
-/* The _to calls other than coexec_yield_to: the caller yields, suspends or
- * ends (how), and its stream runs t next. t is ready, queued or held
+/* The _to calls: the caller yields, suspends or ends (how), and its
+ * stream runs t next. t is ready, queued or held
  * (resume false), or parked and resumed here (resume true). */
-static int hand_off(coexec_thread_t t, int how, bool resume)
+static ALWAYS_INLINE int hand_off(coexec_thread_t t, int how, bool resume)
 {
     int err;
     struct coexec_xstream_rec *xs;
@@ -185,6 +153,11 @@ static int hand_off(coexec_thread_t t, int how, bool resume)
         leave_to(xs, self, u, POST_FINISH, 1);
         __builtin_unreachable();
     }
+}
+
+COEXEC_API int coexec_yield_to(coexec_thread_t t)
+{
+    return hand_off(t, TO_YIELD, false);
 }
 
 COEXEC_API int coexec_self_suspend_to(coexec_thread_t t)

@@ -794,6 +794,25 @@ static int up_fini(ABT_pool pool)
     return ABT_SUCCESS;
 }
 
+/* The program's pool, as an ABT_pool_def. */
+static ABT_pool_def up_def(void)
+{
+    ABT_pool_def def = {
+        .access = ABT_POOL_ACCESS_MPMC,
+        .u_get_type = up_get_type,
+        .u_get_thread = up_get_thread,
+        .u_is_in_pool = up_is_in_pool,
+        .u_create_from_thread = up_create,
+        .u_free = up_free,
+        .p_init = up_init,
+        .p_get_size = up_size,
+        .p_push = up_push,
+        .p_pop = up_pop,
+        .p_free = up_fini,
+    };
+    return def;
+}
+
 /* The scheduler: pops its one pool, runs the unit, checks for the end. */
 static atomic_int sched_runs;
 
@@ -829,19 +848,7 @@ static void record_ult(void *arg)
 static void test_user_pool_sched(void)
 {
     AT_OK(ABT_init(0, NULL));
-    ABT_pool_def def = {
-        .access = ABT_POOL_ACCESS_MPMC,
-        .u_get_type = up_get_type,
-        .u_get_thread = up_get_thread,
-        .u_is_in_pool = up_is_in_pool,
-        .u_create_from_thread = up_create,
-        .u_free = up_free,
-        .p_init = up_init,
-        .p_get_size = up_size,
-        .p_push = up_push,
-        .p_pop = up_pop,
-        .p_free = up_fini,
-    };
+    ABT_pool_def def = up_def();
     ABT_pool pool;
     AT_OK(ABT_pool_create(&def, ABT_POOL_CONFIG_NULL, &pool));
     /* Four ULTs queued before any stream runs the pool: LIFO order. */
@@ -919,19 +926,7 @@ static void test_user_sched_mixed_pools(void)
     AT_OK(ABT_init(0, NULL));
     atomic_store(&up_units_live, 0);
     atomic_store(&mix_done, 0);
-    ABT_pool_def def = {
-        .access = ABT_POOL_ACCESS_MPMC,
-        .u_get_type = up_get_type,
-        .u_get_thread = up_get_thread,
-        .u_is_in_pool = up_is_in_pool,
-        .u_create_from_thread = up_create,
-        .u_free = up_free,
-        .p_init = up_init,
-        .p_get_size = up_size,
-        .p_push = up_push,
-        .p_pop = up_pop,
-        .p_free = up_fini,
-    };
+    ABT_pool_def def = up_def();
     AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_FALSE,
                                 &mix_pools[0]));
     AT_OK(ABT_pool_create(&def, ABT_POOL_CONFIG_NULL, &mix_pools[1]));
