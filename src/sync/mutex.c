@@ -68,14 +68,19 @@ static int mx_check(struct mutex *m)
 {
     if (!m)
         return COEXEC_EINVAL;
-    if (m->magic_ != COEXEC__MAGIC_MUTEX && m->magic_ != COEXEC__MAGIC_MUTEX_REC)
+    /* Atomic: a statically initialised mutex may be made live by another
+     * thread's compare-and-swap on this word (libcoexec-abt's static
+     * mutex memory) while we look. */
+    uint64_t magic = __atomic_load_n(&m->magic_, __ATOMIC_RELAXED);
+    if (magic != COEXEC__MAGIC_MUTEX && magic != COEXEC__MAGIC_MUTEX_REC)
         return COEXEC_EHANDLE;
     return COEXEC_OK;
 }
 
 static bool mx_recursive(struct mutex *m)
 {
-    return m->magic_ == COEXEC__MAGIC_MUTEX_REC;
+    return __atomic_load_n(&m->magic_, __ATOMIC_RELAXED) ==
+           COEXEC__MAGIC_MUTEX_REC;
 }
 
 COEXEC_API int coexec_mutex_init(coexec_mutex_t *mp, coexec_mutex_kind_t kind)
@@ -355,7 +360,10 @@ static int cv_check(struct cond *c)
 {
     if (!c)
         return COEXEC_EINVAL;
-    return c->magic_ == COEXEC__MAGIC_COND ? COEXEC_OK : COEXEC_EHANDLE;
+    /* Atomic, as for a mutex's (mx_check). */
+    return __atomic_load_n(&c->magic_, __ATOMIC_RELAXED) == COEXEC__MAGIC_COND
+               ? COEXEC_OK
+               : COEXEC_EHANDLE;
 }
 
 COEXEC_API int coexec_cond_init(coexec_cond_t *cp)
