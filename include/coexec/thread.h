@@ -138,12 +138,14 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_join_timed(coexec_thread_t t,
                                                          uint64_t timeout_ns);
 
 /*
- * Waits until t has finished, as coexec_thread_join does, but never runs t
- * in place: a t that has not started runs where its pool is served, and
- * the caller waits (a ULT suspends, an external thread sleeps) meanwhile.
- * For callers that must not have t run on their own stream (t then sees
- * the stream its pool is served by). A coexec_thread_free after it does
- * not wait.
+ * Waits until t has finished, as coexec_thread_join does, but runs t in
+ * place only where it would have run anyway: a t that has not started
+ * runs in place only when the calling ULT's scheduler pops from t's pool.
+ * Otherwise t runs on a stream that serves its pool, and the caller waits
+ * (a ULT suspends, an external thread sleeps) meanwhile. For callers that
+ * must not have t run on a stream that does not serve its pool (t then
+ * sees a stream its pool is served by). A coexec_thread_free after it
+ * does not wait.
  * Context: a ULT, or an external thread. Switches: yes (a ULT); an
  * external thread sleeps on a futex.
  * Returns: as coexec_thread_join.
@@ -486,6 +488,18 @@ coexec_tasklet_create_on(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
  * COEXEC_ECONTEXT (from a tasklet or scheduler); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_tasklet_join(coexec_tasklet_t k);
+
+/*
+ * Waits until k has returned COEXEC_READY, as coexec_tasklet_join does,
+ * but runs k in place only where it would have run anyway: a k that has
+ * not started runs in place only when the calling ULT's scheduler pops
+ * from k's pool; otherwise k runs on a stream that serves its pool while
+ * the caller waits (as coexec_thread_wait). A coexec_tasklet_free after it
+ * does not wait.
+ * Context and Switches: as coexec_tasklet_join.
+ * Returns: as coexec_tasklet_join.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_wait(coexec_tasklet_t k);
 
 /*
  * coexec_tasklet_join, waiting at most timeout_ns. On COEXEC_ETIMEDOUT the

@@ -524,16 +524,18 @@ static int unit_wait(ABT_thread t, bool release)
 {
     ABT_thread self = abtx_cur_get();
     int rc;
+    /* As in Argobots, t runs on a stream that serves its pool (and sees
+     * that stream's rank): the joiner runs it only if its own stream does. */
     if (t->is_ult) {
-        /* As in Argobots, the joiner never runs t itself: t runs on a
-         * stream that serves its pool (and sees that stream's rank). */
         coexec_thread_t h = t->th;
         rc = coexec_thread_wait(h);
         if (release && (!rc || rc == COEXEC_ENOMEM))
             rc = coexec_thread_free(&h);
     } else {
         coexec_tasklet_t h = t->tk;
-        rc = release ? coexec_tasklet_free(&h) : coexec_tasklet_join(h);
+        rc = coexec_tasklet_wait(h);
+        if (release && (!rc || rc == COEXEC_ENOMEM))
+            rc = coexec_tasklet_free(&h);
     }
     abtx_cur_set(self);
     return rc;

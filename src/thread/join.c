@@ -14,6 +14,12 @@
 
 /* ---- join ---------------------------------------------------------------- */
 
+/* When a ULT joiner runs a unit that has not started in place: always
+ * (coexec_*_join, _free), only when the joiner's stream serves the unit's
+ * pool, so it runs on a stream it would have run on anyway (_wait), or
+ * never (the runtime's own waits that must not switch to it). */
+enum join_run { JOIN_RUN_NEVER, JOIN_RUN_SERVED, JOIN_RUN_ANY };
+
 static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *xs)
 {
     return pool_may_take(u, xs);
@@ -223,13 +229,23 @@ static int join_wait_external(struct coexec_unit_rec *u, struct join_waiter *w,
     return join_leave(u, j, w);
 }
 
+/* Does the scheduler running on the calling stream pop from p? */
+static bool sched_serves(const struct coexec_sched_rec *s,
+                         const struct coexec_pool_rec *p)
+{
+    for (int i = 0; i < s->npools; i++)
+        if (s->pools[i] == p)
+            return true;
+    return false;
+}
+
 /* Waits for u until deadline (UINT64_MAX: none); gen is the caller's
  * handle generation. for_free: the caller will release u if this returns
  * COEXEC_OK or COEXEC_ENOMEM, so it must be the only one left touching u.
- * inplace: a ULT caller may run a u that has not started in place. */
+ * run: when a ULT caller may run a u that has not started in place. */
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                                    bool for_free, uint64_t deadline,
-                                   bool *held, bool inplace)
+                                   bool *held, enum join_run run)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -270,7 +286,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         /* It finished meanwhile and its finisher is waking us: let it. */
         stale = true;
     }
-    if (self && !stale && inplace) {
+    if (self && !stale && run != JOIN_RUN_NEVER) {
         /* Still queued: run it in place. Acquire: pairs with a thief's
          * release of u's new home. */
         struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
@@ -279,6 +295,9 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
             may_run_here(u, xs)) {
             if (p) {
                 claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
+                          (run == JOIN_RUN_ANY ||
+                           (xs->cur_sched &&
+                            sched_serves(xs->cur_sched, p))) &&
                           coexec__pool_remove_as(p, u, xs);
             } else if (!unit_inpool(u) && !(u->rflags & RF_STARTED) &&
                        unit_held_by(u, self)) {
@@ -432,7 +451,7 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
 static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
                                      bool tasklet, bool for_free,
                                      uint64_t deadline, bool *held,
-                                     bool inplace)
+                                     enum join_run run)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -445,13 +464,14 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
             return COEXEC_ECONTEXT;
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return join_unit(p, gen, for_free, deadline, held, inplace);
+    return join_unit(p, gen, for_free, deadline, held, run);
 }
 
 static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 {
     bool held = false;
-    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held, true);
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held,
+                         JOIN_RUN_ANY);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
@@ -467,20 +487,21 @@ static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
 COEXEC_API int coexec_thread_join(coexec_thread_t t)
 {
     bool held;
-    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held, true);
+    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held, JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_thread_wait(coexec_thread_t t)
 {
     bool held;
-    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held, false);
+    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held,
+                       JOIN_RUN_SERVED);
 }
 
 COEXEC_API int coexec_thread_join_timed(coexec_thread_t t, uint64_t timeout_ns)
 {
     bool held;
     return join_common(t.p, t.gen, false, false, clock_deadline(timeout_ns),
-                       &held, true);
+                       &held, JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_thread_free(coexec_thread_t *t)
@@ -493,7 +514,14 @@ COEXEC_API int coexec_thread_free(coexec_thread_t *t)
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
 {
     bool held;
-    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held, true);
+    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held, JOIN_RUN_ANY);
+}
+
+COEXEC_API int coexec_tasklet_wait(coexec_tasklet_t k)
+{
+    bool held;
+    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held,
+                       JOIN_RUN_SERVED);
 }
 
 COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
@@ -501,7 +529,7 @@ COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
 {
     bool held;
     return join_common(k.p, k.gen, true, false, clock_deadline(timeout_ns),
-                       &held, true);
+                       &held, JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
@@ -515,5 +543,5 @@ int coexec__join_unit(struct coexec_unit_rec *u)
 {
     bool held;
     return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX, &held,
-                     true);
+                     JOIN_RUN_ANY);
 }

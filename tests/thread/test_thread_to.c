@@ -2,7 +2,7 @@
  * tests/thread/test_thread_to.c: the direct hand-off calls: coexec_yield_to
  * to a held unit (popped out of its pool), coexec_self_suspend_to,
  * coexec_thread_exit_to, the coexec_resume_*_to calls and
- * coexec_thread_wait: who runs next, where a held unit goes home, one
+ * coexec_thread_wait and coexec_tasklet_wait: who runs next, where a held unit goes home, one
  * winner when claims race, a mesh of hand-offs on more streams than
  * cores, and every error.
  */
@@ -439,8 +439,9 @@ static void rank_ult(void *arg)
     atomic_store((atomic_int *)arg, ch_self_rank());
 }
 
-/* A joiner that waits never runs the unit itself: it runs on the stream
- * serving its pool (coexec_thread_join would run it here, in place). */
+/* A joiner that waits does not run the unit itself when its stream does
+ * not serve the unit's pool: it runs on the stream serving its pool
+ * (coexec_thread_join would run it here, in place). */
 static void t_wait_not_in_place(void)
 {
     ch_init(1);
@@ -455,6 +456,80 @@ static void t_wait_not_in_place(void)
         CH_ASSERT_EQ(atomic_load(&rank), s.rank);
         CH_ASSERT_OK(coexec_thread_wait(t)); /* finished: at once */
         CH_ASSERT_OK(coexec_thread_free(&t));
+    }
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
+static coexec_poll_status_t rank_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    atomic_store((atomic_int *)arg, ch_self_rank());
+    return COEXEC_READY;
+}
+
+static coexec_poll_status_t log_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    log_add((int)(intptr_t)arg);
+    return COEXEC_READY;
+}
+
+/* A tasklet is waited for as a ULT is: from the primary, a tasklet of
+ * another stream's pool runs on that stream. */
+static void t_tasklet_wait_not_in_place(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    for (int i = 0; i < (int)ch_iters(50, 5); i++) {
+        atomic_int rank;
+        atomic_store(&rank, -1);
+        coexec_tasklet_t k;
+        CH_ASSERT_OK(coexec_tasklet_create(s.pool, rank_tasklet, &rank, &k));
+        CH_ASSERT_OK(coexec_tasklet_wait(k));
+        CH_ASSERT_EQ(atomic_load(&rank), s.rank);
+        CH_ASSERT_OK(coexec_tasklet_wait(k)); /* finished: at once */
+        CH_ASSERT_OK(coexec_tasklet_free(&k));
+    }
+    coexec_tasklet_t none = {NULL, 0};
+    CH_ASSERT_EQ(coexec_tasklet_wait(none), COEXEC_EHANDLE);
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
+/* A ULT of the pool it waits on: its stream serves that pool, so the
+ * waited units run in place, ahead of a unit queued before them. */
+static void served_waiter(void *arg)
+{
+    coexec_pool_t pool = *(coexec_pool_t *)arg;
+    coexec_thread_t first, u;
+    coexec_tasklet_t k;
+    CH_CHECK_RC(coexec_thread_create(pool, logger, (void *)1, NULL, &first),
+                COEXEC_OK);
+    CH_CHECK_RC(coexec_tasklet_create(pool, log_tasklet, (void *)2, &k),
+                COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_create(pool, logger, (void *)3, NULL, &u),
+                COEXEC_OK);
+    CH_CHECK_RC(coexec_tasklet_wait(k), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_wait(u), COEXEC_OK);
+    log_add(4);
+    CH_CHECK_RC(coexec_thread_wait(first), COEXEC_OK);
+    CH_CHECK_RC(coexec_tasklet_free(&k), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_free(&u), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_free(&first), COEXEC_OK);
+}
+
+static void t_wait_in_place_where_served(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    for (int i = 0; i < (int)ch_iters(20, 3); i++) {
+        atomic_store(&g_nlog, 0);
+        CH_ASSERT_OK(ch_run_ult_in(s.pool, served_waiter, &s.pool));
+        int want[] = {2, 3, 4, 1};
+        log_expect(want, 4, "waited units run in place, first");
     }
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
@@ -583,7 +658,10 @@ static const ch_test_t race_tests[] = {
     {"mesh_on_more_streams_than_cores", t_mesh},
     {NULL, NULL}};
 static const ch_test_t wait_tests[] = {
-    {"never_in_place", t_wait_not_in_place}, {NULL, NULL}};
+    {"not_in_place_where_not_served", t_wait_not_in_place},
+    {"tasklet_not_in_place_where_not_served", t_tasklet_wait_not_in_place},
+    {"in_place_where_served", t_wait_in_place_where_served},
+    {NULL, NULL}};
 static const ch_test_t errors_tests[] = {{"errors", t_errors}, {NULL, NULL}};
 
 static const ch_suite_t suites[] = {{"order", order_tests},
