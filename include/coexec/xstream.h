@@ -197,12 +197,16 @@ coexec_xstream_get_main_sched(coexec_xstream_t xs, coexec_sched_t *out);
 /*
  * Replaces the main scheduler of xs (which must not be in use elsewhere).
  * The switch happens at xs's next event check (within event_freq units, or
- * at once when xs is idle); the call does not wait for it. Units queued in
- * a pool of the old scheduler that the new one does not take from, and
- * that no other running scheduler serves, move to the new scheduler's
- * first pool, and so do units that later return to such a pool: none is
- * lost. The old scheduler is then free to be freed or reused.
- * Context: any thread (also a unit running on xs). Switches: never.
+ * at once when xs is idle). A ULT running on xs that makes the call waits,
+ * parked (in no pool), until xs has switched, and then goes back to its
+ * pool under the new scheduler; any other caller does not wait. Units
+ * queued in a pool of the old scheduler that the new one does not take
+ * from, and that no other running scheduler serves, move to the new
+ * scheduler's first pool, and so do units that later return to such a
+ * pool: none is lost. The old scheduler is then free to be freed or
+ * reused.
+ * Context: any thread (also a unit running on xs). Switches: yes, for a
+ * ULT of xs (it parks until the switch); never otherwise.
  * Returns: COEXEC_OK; COEXEC_EHANDLE (bad xs or sched); COEXEC_EBUSY
  * (sched in use, or stacked); COEXEC_ESTATE (xs is stopping or joined);
  * COEXEC_ENOTINIT.

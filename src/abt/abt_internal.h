@@ -136,6 +136,7 @@ struct ABT_xstream_opaque {
 struct abtx_global {
     int refcount;
     ABT_xstream primary;
+    ABT_sched primary_sched; /* coexec's own scheduler of the primary */
     struct ABT_thread_opaque main_ult;
     size_t stacksize;
     int max_xstreams;        /* ABT_MAX_NUM_XSTREAMS, as queried */
@@ -234,6 +235,11 @@ int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
                          const ABT_pool *pools, ABT_sched_config config,
                          ABT_sched *out);
 ABT_xstream abtx_xstream_self(void);
+/* Frees the automatic schedulers x replaced that no stream runs any more. */
+void abtx_xstream_prune_retired(ABT_xstream x);
+/* Gives the primary its first scheduler back (the caller is the main ULT)
+ * and frees what it replaced: ABT_finalize, before coexec_finalize. */
+void abtx_xstream_restore_primary(void);
 void abtx_registry_free(void);
 
 /* Key/value tables of the configurations (src/abt/kv.c); type 0 int,

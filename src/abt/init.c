@@ -129,6 +129,7 @@ static int adopt_primary(void)
     abtx_g.by_crank[xs->crank] = xs;
     abtx_g.by_rank[0] = xs;
     abtx_g.primary = xs;
+    abtx_g.primary_sched = sched;
     pthread_mutex_unlock(&abtx_lock);
 
     struct ABT_thread_opaque *m = &abtx_g.main_ult;
@@ -225,6 +226,7 @@ int ABT_finalize(void)
      * before the runtime stops; units that run meanwhile (and during
      * coexec_finalize) still see an initialised runtime. */
     drain_primary(self);
+    abtx_xstream_restore_primary();
     abtx_keys_release(self);
     abtx_unit_release(self); /* a user-defined pool's unit for main */
     int rc = coexec_finalize();

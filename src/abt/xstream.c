@@ -196,11 +196,7 @@ int ABT_xstream_free(ABT_xstream *xstream)
         abtx_g.by_crank[x->crank] = NULL;
     x->magic = ABTX_FREED;
     pthread_mutex_unlock(&abtx_lock);
-    for (ABT_sched r = x->retired, n; r; r = n) {
-        n = r->retired_next;
-        if (abtx_sched(r) && !r->used)
-            (void)abtx_sched_release(r);
-    }
+    abtx_xstream_prune_retired(x);
     x->retired = NULL;
     ABT_sched s = x->sched;
     x->sched = NULL;
@@ -308,6 +304,46 @@ int ABT_xstream_get_main_pools(ABT_xstream xstream, int max_pools,
     return ABT_SUCCESS;
 }
 
+void abtx_xstream_prune_retired(ABT_xstream x)
+{
+    ABT_sched *link = &x->retired;
+    while (*link) {
+        ABT_sched r = *link, next = r->retired_next;
+        /* A scheduler made main again elsewhere leaves the list too. */
+        if (!abtx_sched(r) || r->used || !abtx_sched_release(r))
+            *link = next;
+        else
+            link = &r->retired_next; /* still running: at the next prune */
+    }
+}
+
+void abtx_xstream_restore_primary(void)
+{
+    ABT_xstream x = abtx_g.primary;
+    ABT_sched first = abtx_g.primary_sched;
+    if (!abtx_xstream(x) || !abtx_sched(first))
+        return;
+    if (x->sched != first)
+        ABTX_IGNORE(ABT_xstream_set_main_sched(x, first));
+    /* The switch is made at the primary's next scheduling point. */
+    for (int i = 0; i < 64 && x->retired; i++) {
+        abtx_xstream_prune_retired(x);
+        if (x->retired) {
+            ABT_thread self = abtx_cur_get();
+            ABTX_IGNORE(coexec_yield());
+            abtx_cur_set(self);
+        }
+    }
+}
+
+static bool sched_has_pool(ABT_sched s, ABT_pool p)
+{
+    for (int i = 0; i < s->num_pools; i++)
+        if (s->pools[i] == p)
+            return true;
+    return false;
+}
+
 int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
 {
     ABTX_CHECK_INIT();
@@ -317,31 +353,52 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
         return ABT_ERR_INV_SCHED;
     if (sched == xstream->sched)
         return ABT_SUCCESS;
-    int rc = coexec_xstream_set_main_sched(xstream->cx, sched->cs);
-    if (rc == COEXEC_EBUSY)
-        return ABT_ERR_INV_SCHED;
-    if (rc)
-        return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM_STATE);
-    /* The old scheduler is switched out at the stream's next event check,
-     * later: an automatic one is freed with the stream. */
+    /* A caller of that stream resumes under the new scheduler (coexec
+     * parks it until the switch): in its pool if the new scheduler takes
+     * from it, else (as Argobots does for a pool of the old scheduler) in
+     * the new one's first pool. Set either way, so that coexec's home of
+     * it is that pool even if coexec forwarded it since. */
     ABT_sched old = xstream->sched;
+    ABT_thread self = abtx_cur_get();
+    bool own = xstream == abtx_xstream_self() && self && self->is_ult;
+    ABT_pool self_pool = own ? self->pool : ABT_POOL_NULL;
+    bool moved = false;
+    if (own && sched->num_pools > 0) {
+        ABT_pool to = abtx_pool(self_pool) && sched_has_pool(sched, self_pool)
+                          ? self_pool
+                          : sched->pools[0];
+        moved = ABT_thread_set_associated_pool(self, to) == ABT_SUCCESS;
+    }
+    /* The records first: other units of the stream run during the wait. */
+    abtx_xstream_prune_retired(xstream);
+    bool retired = false;
     if (abtx_sched(old)) {
         old->used = false;
         if (old->automatic && !old->borrowed) {
             old->retired_next = xstream->retired;
             xstream->retired = old;
+            retired = true;
         }
     }
     sched->used = true;
     xstream->sched = sched;
-    /* A caller on that stream gives it the chance to switch now. */
-    if (xstream == abtx_xstream_self() && abtx_cur_get() &&
-        abtx_cur_get()->is_ult) {
-        ABT_thread self = abtx_cur_get();
-        ABTX_IGNORE(coexec_yield());
+    int rc = coexec_xstream_set_main_sched(xstream->cx, sched->cs);
+    if (own)
         abtx_cur_set(self);
-    }
-    return ABT_SUCCESS;
+    if (!rc)
+        return ABT_SUCCESS;
+    /* Refused before anything changed: undo. */
+    xstream->sched = old;
+    sched->used = false;
+    if (abtx_sched(old))
+        old->used = true;
+    if (retired)
+        xstream->retired = old->retired_next;
+    if (moved && abtx_pool(self_pool))
+        ABTX_IGNORE(ABT_thread_set_associated_pool(self, self_pool));
+    if (rc == COEXEC_EBUSY)
+        return ABT_ERR_INV_SCHED;
+    return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM_STATE);
 }
 
 int ABT_xstream_set_main_sched_basic(ABT_xstream xstream,

@@ -250,6 +250,7 @@ static void apply_replacement(struct coexec_xstream_rec *xs)
     /* Release: the old one may now be freed, used elsewhere or put back
      * (a default setup stays the stream's: it is freed with it). */
     atom_store_rel_u32(&old->in_use, 0);
+    coexec__sched_req_wake(xs);
 }
 
 static void run_user_main(struct coexec_xstream_rec *xs,

@@ -20,7 +20,8 @@
  *
  * Replacement: coexec_xstream_set_main_sched stores a request in
  * xs->sched_req; the stream honours it at its next event check (asked by
- * a ULT of that stream: when that ULT next yields). Pools the
+ * a ULT of that stream: that ULT parks on xs->sched_req_waiters, and the
+ * switch wakes it into its pool, now under the new scheduler). Pools the
  * old scheduler served and no running scheduler serves any more forward
  * their units, and later pushes, to the new scheduler's first pool.
  */
@@ -31,6 +32,7 @@
 #include "pool/pool.h"
 #include "sched/loop.h"
 #include "sched/sched.h"
+#include "thread/engine.h"
 #include "thread/thread.h"
 #include "thread/unit.h"
 #include "xstream/xstream.h"
@@ -536,6 +538,48 @@ COEXEC_API int coexec_pool_add_sched(coexec_pool_t pool, coexec_sched_t sched)
     return COEXEC_OK;
 }
 
+/* A ULT of the stream waiting for its switch (on its own stack). state:
+ * 0 waiting, 1 being woken, 2 woken (the waker is done with the record). */
+struct sched_req_waiter {
+    struct coexec_unit_rec *u;
+    struct sched_req_waiter *next;
+    atom_u32_t state;
+};
+
+void coexec__sched_req_wake(struct coexec_xstream_rec *xs)
+{
+    struct sched_req_waiter *w = atom_xchg_ar_ptr(&xs->sched_req_waiters, NULL);
+    while (w) {
+        struct sched_req_waiter *next = w->next;
+        struct coexec_unit_rec *u = w->u;
+        atom_store_rel_u32(&w->state, 1);
+        coexec__wake_unit(u);
+        atom_store_rel_u32(&w->state, 2);
+        w = next;
+    }
+}
+
+/* The calling ULT u of x parks until x has made its switch: it then runs
+ * under the new scheduler, and was in no pool meanwhile (no other stream
+ * could take it while its own was between schedulers). */
+static void wait_for_switch(struct coexec_xstream_rec *x,
+                            struct coexec_unit_rec *u)
+{
+    struct sched_req_waiter w = {u, NULL, ATOM_INIT(0)};
+    void *head = atom_load_rlx_ptr(&x->sched_req_waiters);
+    do
+        w.next = head;
+    while (!atom_cas_ar_ptr(&x->sched_req_waiters, &head, &w));
+    x->events_due = 1; /* the loop looks at the request at once */
+    xs_kick(x);
+    unit_note_wait(u, "set_main_sched", x, 0);
+    while (atom_load_acq_u32(&w.state) == 0)
+        coexec__park_self(coexec__xs_self(), u);
+    while (atom_load_acq_u32(&w.state) != 2)
+        cpu_relax();
+    coexec__wake_clear(u);
+}
+
 COEXEC_API int coexec_xstream_set_main_sched(coexec_xstream_t xs,
                                              coexec_sched_t sched)
 {
@@ -557,11 +601,16 @@ COEXEC_API int coexec_xstream_set_main_sched(coexec_xstream_t xs,
     struct coexec_sched_rec *prev = atom_xchg_ar_ptr(&x->sched_req, s);
     if (prev)
         atom_store_rel_u32(&prev->in_use, 0); /* superseded before it ran */
-    if (xs_self_entry() == x && x->cur) {
-        /* A ULT of the stream itself: its next yield goes through the
-         * scheduler, which switches at once (a program that sets its
-         * stream's scheduler, yields, then forks and joins in place would
+    struct coexec_unit_rec *self = xs_self_entry() == x ? x->cur : NULL;
+    if (self && self->kind != UNIT_TASKLET) {
+        /* A ULT of the stream itself waits for the switch (a program that
+         * sets its stream's scheduler, then forks and joins in place would
          * otherwise go on with the old one's pools unowned). */
+        wait_for_switch(x, self);
+        return COEXEC_OK;
+    }
+    if (self) {
+        /* A tasklet of the stream: the loop looks at the request next. */
         x->events_due = 1;
         x->direct_yields = x->cur_sched ? x->cur_sched->event_freq : 0;
     }

@@ -122,6 +122,10 @@ static inline bool pollers_hot(void)
  * any. */
 bool coexec__sched_drain_events(struct coexec_xstream_rec *xs);
 
+/* Wakes the ULTs of xs that wait in coexec_xstream_set_main_sched for
+ * its switch: once the switch is made (or the request dropped). */
+void coexec__sched_req_wake(struct coexec_xstream_rec *xs);
+
 /* Makes s the running main scheduler of xs: binds its pools to xs and
  * counts it as serving them. */
 void coexec__sched_activate(struct coexec_sched_rec *s,

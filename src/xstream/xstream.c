@@ -341,6 +341,7 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
     struct coexec_sched_rec *req = atom_xchg_ar_ptr(&xs->sched_req, NULL);
     if (req)
         atom_store_rel_u32(&req->in_use, 0); /* asked for, never ran */
+    coexec__sched_req_wake(xs);
     if (xs->default_pool) {
         /* Units still queued there, or woken later with it as their home,
          * go to the primary: nothing is lost with the stream. (A default

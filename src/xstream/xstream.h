@@ -95,6 +95,7 @@ struct coexec_xstream_rec {
     struct mailbox mb CACHE_ALIGNED; /* remote wakes, the park word */
     atom_u32_t stop;
     atom_ptr_t sched_req; /* coexec_xstream_set_main_sched's request */
+    atom_ptr_t sched_req_waiters; /* its ULTs that wait for the switch */
     atom_u32_t state; /* coexec_xstream_state_t */
     atom_u32_t done;  /* futex: 1 once the OS thread left the loop */
     /* ULTs parked until done, or until join_claim is 2 (struct

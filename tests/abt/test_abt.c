@@ -699,10 +699,129 @@ static void test_sched_set_main(void)
     AT_OK(ABT_finalize());
 }
 
+/* A ULT that sets its own stream's main scheduler returns under the new
+ * one, in its own pool if the new one takes from it, else in the new
+ * one's first pool (a pool of the old one, or of none). */
+enum { OWN_POOLS = 3, OWN_STREAMS = 4, OWN_ULTS = 8 };
+static ABT_pool own_pools[OWN_POOLS];
+static atomic_int own_bad;
+
+static ABT_pool own_last_pool(void)
+{
+    ABT_thread me;
+    ABT_pool last = ABT_POOL_NULL;
+    AT_CHECK_OK(ABT_self_get_thread(&me));
+    AT_CHECK_OK(ABT_thread_get_last_pool(me, &last));
+    return last;
+}
+
+static void own_switch_ult(void *arg)
+{
+    ABT_xstream xs, now;
+    AT_CHECK_OK(ABT_self_get_xstream(&xs));
+    ABT_pool *p = own_pools;
+    /* {0} -> {1, 0}: its pool 0 is still taken from, it stays there. */
+    ABT_pool two[2] = {p[1], p[0]};
+    AT_CHECK_OK(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC, 2, two));
+    CH_CHECK(own_last_pool() == p[0]);
+    /* -> {2}: pool 0 is not, it goes to pool 2. */
+    AT_CHECK_OK(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC, 1,
+                                                 &p[2]));
+    CH_CHECK(own_last_pool() == p[2]);
+    /* Associated with a pool no scheduler takes from (1, not yet moved),
+     * -> {0}: it goes to pool 0, and runs. */
+    AT_CHECK_OK(ABT_self_set_associated_pool(p[1]));
+    AT_CHECK_OK(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC, 1,
+                                                 &p[0]));
+    CH_CHECK(own_last_pool() == p[0]);
+    AT_CHECK_OK(ABT_self_yield());
+    AT_CHECK_OK(ABT_self_get_xstream(&now));
+    CH_CHECK(now == xs);
+    ABT_pool mp = ABT_POOL_NULL;
+    AT_CHECK_OK(ABT_xstream_get_main_pools(xs, 1, &mp));
+    CH_CHECK(mp == p[0]);
+}
+
+/* Many ULTs on more streams than cores, each setting its stream's
+ * scheduler over one or two of three pools, never all, so pools keep
+ * losing their server: none may be stranded (every join returns). */
+static void own_churn_ult(void *arg)
+{
+    intptr_t id = (intptr_t)arg;
+    int iters = (int)ch_iters(40, 6);
+    for (int i = 0; i < iters; i++) {
+        ABT_xstream xs;
+        AT_CHECK_OK(ABT_self_get_xstream(&xs));
+        ABT_pool ps[2] = {own_pools[(id + i) % OWN_POOLS],
+                          own_pools[(id + i + 1) % OWN_POOLS]};
+        if ((i & 3) == 3)
+            AT_CHECK_OK(ABT_self_set_associated_pool(
+                own_pools[(id + i + 2) % OWN_POOLS]));
+        AT_CHECK_OK(ABT_xstream_set_main_sched_basic(
+            xs, ABT_SCHED_BASIC, 1 + (int)((id + i) & 1), ps));
+        AT_CHECK_OK(ABT_self_yield());
+    }
+    atomic_fetch_add(&own_bad, -1);
+    /* Every pool served again before leaving. */
+    ABT_xstream xs;
+    AT_CHECK_OK(ABT_self_get_xstream(&xs));
+    AT_CHECK_OK(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC,
+                                                 OWN_POOLS, own_pools));
+}
+
+static void test_sched_set_main_own_stream(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    for (int i = 0; i < OWN_POOLS; i++)
+        AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
+                                    ABT_FALSE, &own_pools[i]));
+    ABT_xstream one;
+    AT_OK(ABT_xstream_create_basic(ABT_SCHED_BASIC, 1, &own_pools[0],
+                                   ABT_SCHED_CONFIG_NULL, &one));
+    ABT_thread t1;
+    AT_OK(ABT_thread_create(own_pools[0], own_switch_ult, NULL,
+                            ABT_THREAD_ATTR_NULL, &t1));
+    AT_OK(ABT_thread_free(&t1));
+    AT_OK(ABT_xstream_free(&one));
+
+    atomic_store(&own_bad, OWN_ULTS);
+    ABT_xstream xs[OWN_STREAMS];
+    for (int i = 0; i < OWN_STREAMS; i++)
+        AT_OK(ABT_xstream_create_basic(ABT_SCHED_BASIC, OWN_POOLS, own_pools,
+                                       ABT_SCHED_CONFIG_NULL, &xs[i]));
+    ABT_thread t[OWN_ULTS];
+    for (intptr_t i = 0; i < OWN_ULTS; i++)
+        AT_OK(ABT_thread_create(own_pools[i % OWN_POOLS], own_churn_ult,
+                                (void *)i, ABT_THREAD_ATTR_NULL, &t[i]));
+    AT_OK(ABT_thread_free_many(OWN_ULTS, t));
+    CU_ASSERT_EQUAL(atomic_load(&own_bad), 0);
+    for (int i = 0; i < OWN_STREAMS; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+
+    /* The primary's main ULT too: it stays on the primary, in the new
+     * scheduler's pool. ABT_finalize gives the primary its first scheduler
+     * back and frees the automatic ones, and their automatic pool. */
+    ABT_pool auto_pool;
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_TRUE,
+                                &auto_pool));
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_set_main_sched_basic(self, ABT_SCHED_BASIC, 1,
+                                           &auto_pool));
+    CU_ASSERT_PTR_EQUAL(own_last_pool(), auto_pool);
+    ABT_bool primary = ABT_FALSE;
+    AT_OK(ABT_self_on_primary_xstream(&primary));
+    CU_ASSERT_EQUAL(primary, ABT_TRUE);
+    for (int i = 0; i < OWN_POOLS; i++)
+        AT_OK(ABT_pool_free(&own_pools[i]));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t sched_tests[] = {
     {"predef", test_sched_predef},
     {"config", test_sched_config},
     {"set_main", test_sched_set_main},
+    {"set_main_from_own_stream", test_sched_set_main_own_stream},
     {NULL, NULL}};
 
 /* ---- user-defined pool and scheduler ------------------------------------------ */

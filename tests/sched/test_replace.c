@@ -9,15 +9,18 @@ typedef struct gate {
     coexec_xstream_t xs;
     coexec_sched_t to;
     int self_replace;
-    atomic_int started, open, rc;
+    atomic_int started, open, rc, switched;
     long idx;
 } gate_t;
 
 static void gate_ult(void *arg)
 {
     gate_t *g = arg;
-    if (g->self_replace)
+    if (g->self_replace) {
         atomic_store(&g->rc, coexec_xstream_set_main_sched(g->xs, g->to));
+        /* The call returns once the stream has switched. */
+        atomic_store(&g->switched, CH_SAME(main_sched_of(g->xs), g->to));
+    }
     atomic_store(&g->started, 1);
     while (!atomic_load(&g->open))
         ;
@@ -63,7 +66,15 @@ static void run_replace(int who)
     CU_ASSERT_FATAL(args != NULL);
     for (long i = 0; i < n; i++)
         CH_ASSERT_OK(cnt_create(pold, args, i, (int)(i % 3)));
-    CH_ASSERT_EQ(pool_size(pold), n);
+    if (who == BY_OWN_UNIT) {
+        /* Switched already: pold is served by no running scheduler, so
+         * what is pushed there goes to the new one's pool (held by the
+         * gate, it runs none yet). */
+        CH_ASSERT_EQ(pool_size(pold), 0);
+        CH_ASSERT_EQ(pool_size(pnew), n);
+    } else {
+        CH_ASSERT_EQ(pool_size(pold), n);
+    }
     if (who == BY_OTHER_STREAM) {
         CH_ASSERT_OK(coexec_xstream_set_main_sched(xs, news));
     } else if (who == BY_EXTERNAL) {
@@ -71,9 +82,12 @@ static void run_replace(int who)
         CH_ASSERT_OK(ext_call(&c));
     } else {
         CH_ASSERT_OK(atomic_load(&g.rc));
+        CH_ASSERT_EQ(atomic_load(&g.switched), 1);
     }
-    /* The new one is in use now; the old one until the switch. */
-    CH_ASSERT_RC(coexec_xstream_set_main_sched(xs, news), COEXEC_EBUSY);
+    /* The new one is in use now; the old one until the switch (asked
+     * again of a stream it runs already: nothing to do). */
+    CH_ASSERT_RC(coexec_xstream_set_main_sched(xs, news),
+                 who == BY_OWN_UNIT ? COEXEC_OK : COEXEC_EBUSY);
     atomic_store(&g.open, 1);
     CH_WAIT(atomic_load(&g_hit_total) == n + 1);
     CH_WAIT(CH_SAME(main_sched_of(xs), news));
