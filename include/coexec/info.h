@@ -18,6 +18,7 @@
 #define COEXEC_INFO_H
 
 #include "defs.h"
+#include "types.h"
 
 /* coexec_info_print's flag: the streams, schedulers and pools. */
 #define COEXEC_INFO_STREAMS 0x1u
@@ -48,6 +49,19 @@ COEXEC_BEGIN_DECLS
  * Returns: COEXEC_OK; COEXEC_EINVAL (unknown flag bits); COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_info_print(void *fp, unsigned flags);
+
+/*
+ * Prints one unit to fp (a FILE *; NULL: stderr), as coexec_info_print
+ * shows it: its id, kind and state, what it waits on if it is blocked,
+ * and with flags COEXEC_INFO_BACKTRACE, for a ULT that is not running,
+ * its stack and call stack ("not started yet" before its first run). A
+ * unit that goes on meanwhile is shown as it was a moment ago.
+ * Context: any thread, a unit included. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (flags other than
+ * COEXEC_INFO_BACKTRACE); COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_info_print_unit(void *fp, coexec_unit_t unit, unsigned flags);
 
 COEXEC_END_DECLS
 

@@ -241,6 +241,10 @@ void abtx_xstream_prune_retired(ABT_xstream x);
  * and frees what it replaced: ABT_finalize, before coexec_finalize. */
 void abtx_xstream_restore_primary(void);
 void abtx_registry_free(void);
+/* The helper thread of ABT_info_trigger_print_all_thread_stacks
+ * (src/abt/dump.c): started by ABT_init, stopped by ABT_finalize. */
+int abtx_dump_start(void);
+void abtx_dump_stop(void);
 
 /* Key/value tables of the configurations (src/abt/kv.c); type 0 int,
  * 1 double, 2 pointer. */

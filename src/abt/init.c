@@ -189,6 +189,8 @@ int ABT_init(int argc, char **argv)
                            : cfg.stack_size;
     abtx_g.refcount = 1;
     rc = adopt_primary();
+    if (!rc)
+        rc = abtx_dump_start();
     if (rc) {
         abtx_g.refcount = 0;
         ABTX_IGNORE(coexec_finalize());
@@ -226,6 +228,7 @@ int ABT_finalize(void)
      * before the runtime stops; units that run meanwhile (and during
      * coexec_finalize) still see an initialised runtime. */
     drain_primary(self);
+    abtx_dump_stop();
     abtx_xstream_restore_primary();
     abtx_keys_release(self);
     abtx_unit_release(self); /* a user-defined pool's unit for main */

@@ -33,28 +33,11 @@ int ABT_info_print_thread_attr(FILE* fp, ABT_thread_attr attr)
     ABTX_NA("ABT_info_print_thread_attr");
 }
 
-int ABT_info_print_thread_stack(FILE *fp, ABT_thread thread)
-{
-    (void)fp;
-    (void)thread;
-    ABTX_NA("ABT_info_print_thread_stack");
-}
-
 int ABT_info_print_thread_stacks_in_pool(FILE *fp, ABT_pool pool)
 {
     (void)fp;
     (void)pool;
     ABTX_NA("ABT_info_print_thread_stacks_in_pool");
-}
-
-int ABT_info_trigger_print_all_thread_stacks(FILE *fp, double timeout,
-    void (*cb_func)(ABT_bool, void *), void *arg)
-{
-    (void)fp;
-    (void)timeout;
-    (void)cb_func;
-    (void)arg;
-    ABTX_NA("ABT_info_trigger_print_all_thread_stacks");
 }
 
 int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,

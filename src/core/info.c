@@ -103,6 +103,10 @@ NO_TSAN static void print_backtrace(FILE *f, struct coexec_unit_rec *u)
     uintptr_t sp = (uintptr_t)LD(u->sp);
     uintptr_t lo = (uintptr_t)LD(u->stack);
     uintptr_t hi = lo + LD(u->stack_size);
+    if (!(LD(u->rflags) & RF_STARTED) && LD(u->kind) != UNIT_MAIN) {
+        fprintf(f, "      (not started yet)\n");
+        return;
+    }
     if (!sp || !lo || sp < lo || sp >= hi || LD(u->kind) == UNIT_MAIN) {
         fprintf(f, "      (no call stack to show)\n");
         return;
@@ -159,6 +163,30 @@ NO_TSAN static void print_wait(FILE *f, struct coexec_unit_rec *u, uint64_t id,
                 arg > now ? (double)(arg - now) / 1e6 : 0.0);
 }
 
+/* Unit u's lines, read in state st; gen: its generation before that. The
+ * call stack (flags COEXEC_INFO_BACKTRACE) of a ULT that is not running. */
+NO_TSAN static void print_unit(FILE *f, struct coexec_unit_rec *u, uint64_t gen,
+                               unsigned st, unsigned flags, uint64_t now)
+{
+    uint64_t id = LD(u->id);
+    int kind = LD(u->kind);
+    fprintf(f, "  unit %llu (%s): %s", (unsigned long long)id,
+            kind == UNIT_TASKLET ? "tasklet" : kind == UNIT_MAIN ? "main ULT"
+                                                                 : "ULT",
+            NAME(unit_states, st));
+    if (st == COEXEC_UNIT_BLOCKED)
+        print_wait(f, u, id, now);
+    fputc('\n', f);
+    if (kind == UNIT_TASKLET || !(flags & COEXEC_INFO_BACKTRACE) ||
+        st == COEXEC_UNIT_RUNNING || st == COEXEC_UNIT_TERMINATED ||
+        atom_load_acq_u64(&u->gen) != gen)
+        return;
+    if (kind == UNIT_ULT && LD(u->stack))
+        fprintf(f, "    stack %p, %zu bytes\n", LD(u->stack),
+                (size_t)LD(u->stack_size));
+    print_backtrace(f, u);
+}
+
 NO_TSAN static void unit_one(struct coexec_unit_rec *u, void *arg)
 {
     struct unit_walk *w = arg;
@@ -166,8 +194,7 @@ NO_TSAN static void unit_one(struct coexec_unit_rec *u, void *arg)
     /* A free descriptor names no home pool; a never-used one is zeros. */
     if (!atom_load_acq_ptr(&u->pool))
         return;
-    uint64_t id = LD(u->id);
-    if (!id)
+    if (!LD(u->id))
         return;
     unsigned st = atom_load_acq_u32(&u->state);
     bool blocked = st == COEXEC_UNIT_BLOCKED;
@@ -176,18 +203,23 @@ NO_TSAN static void unit_one(struct coexec_unit_rec *u, void *arg)
         return;
     w->shown++;
     w->blocked += blocked;
-    FILE *f = w->f;
-    int kind = LD(u->kind);
-    fprintf(f, "  unit %llu (%s): %s", (unsigned long long)id,
-            kind == UNIT_TASKLET ? "tasklet" : kind == UNIT_MAIN ? "main ULT"
-                                                                 : "ULT",
-            NAME(unit_states, st));
-    if (blocked)
-        print_wait(f, u, id, w->now);
-    fputc('\n', f);
-    if (blocked && kind != UNIT_TASKLET && (w->flags & COEXEC_INFO_BACKTRACE) &&
-        atom_load_acq_u64(&u->gen) == gen)
-        print_backtrace(f, u);
+    print_unit(w->f, u, gen, st, w->flags, w->now);
+}
+
+COEXEC_API int coexec_info_print_unit(void *fp, coexec_unit_t unit,
+                                      unsigned flags)
+{
+    if (flags & ~COEXEC_INFO_BACKTRACE)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = CHECK_HANDLE(unit);
+    if (rc)
+        return rc;
+    FILE *f = fp ? (FILE *)fp : stderr;
+    unsigned st = atom_load_acq_u32(&unit.p->state);
+    print_unit(f, unit.p, unit.gen, st, flags, clock_now_ns());
+    fflush(f);
+    return COEXEC_OK;
 }
 
 COEXEC_API int coexec_info_print(void *fp, unsigned flags)

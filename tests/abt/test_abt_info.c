@@ -10,6 +10,10 @@
  *            the unit and after it, for units given to other streams
  *   affinity ABT_xstream_set_cpubind/set_affinity re-pin a running stream
  *            and get_cpubind/get_affinity report it; errors
+ *   dump     ABT_info_print_thread_stack of units in each state;
+ *            ABT_info_trigger_print_all_thread_stacks: every stream stops,
+ *            the dump is printed and the callback told no timeout; a stream
+ *            that never reaches its event check: the timeout, told; errors
  */
 #include <stdlib.h>
 #include <string.h>
@@ -322,9 +326,181 @@ static void test_affinity(void)
 static const ch_test_t affinity_tests[] = {{"set_get", test_affinity},
                                            {NULL, NULL}};
 
+/* ---- dump ------------------------------------------------------------------- */
+
+/* An open_memstream and what it holds once closed. */
+typedef struct {
+    FILE *f;
+    char *buf;
+    size_t len;
+} mem_t;
+
+static void mem_open(mem_t *m)
+{
+    m->buf = NULL;
+    m->len = 0;
+    m->f = open_memstream(&m->buf, &m->len);
+    CU_ASSERT_FATAL(m->f != NULL);
+}
+
+static char *mem_close(mem_t *m)
+{
+    fclose(m->f);
+    return m->buf;
+}
+
+static atomic_int g_go, g_spin_stop, g_cb_calls, g_cb_timeout;
+static void *g_cb_arg;
+
+static void yield_until_go(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_go))
+        AT_CHECK_OK(ABT_thread_yield());
+}
+
+static void spin_until_told(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_spin_stop))
+        ;
+}
+
+static void dump_cb(ABT_bool timeout, void *arg)
+{
+    atomic_store(&g_cb_timeout, timeout == ABT_TRUE);
+    g_cb_arg = arg;
+    atomic_fetch_add(&g_cb_calls, 1);
+    atomic_store(&g_go, 1);
+}
+
+static void test_print_thread_stack(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&g_go, 0);
+    ABT_xstream self;
+    ABT_pool pool, idle;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
+                                ABT_FALSE, &idle));
+    ABT_thread ran, never, me;
+    AT_OK(ABT_thread_create(pool, yield_until_go, NULL, ABT_THREAD_ATTR_NULL,
+                            &ran));
+    AT_OK(ABT_thread_yield()); /* ran has run, and yielded */
+    AT_OK(ABT_thread_create(idle, yield_until_go, NULL, ABT_THREAD_ATTR_NULL,
+                            &never));
+    AT_OK(ABT_thread_self(&me));
+    mem_t m;
+    mem_open(&m);
+    AT_OK(ABT_info_print_thread_stack(m.f, ran));
+    AT_OK(ABT_info_print_thread_stack(m.f, never));
+    AT_OK(ABT_info_print_thread_stack(m.f, me));
+    char *s = mem_close(&m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(ULT): ready"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "    stack 0x"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(not started yet)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(main ULT): running"));
+    free(s);
+    CU_ASSERT_EQUAL(ABT_info_print_thread_stack(stdout, ABT_THREAD_NULL),
+                    ABT_ERR_INV_THREAD);
+    atomic_store(&g_go, 1);
+    AT_OK(ABT_thread_migrate_to_pool(never, pool));
+    AT_OK(ABT_thread_free(&ran));
+    AT_OK(ABT_thread_free(&never));
+    AT_OK(ABT_pool_free(&idle));
+    AT_OK(ABT_finalize());
+    CU_ASSERT_EQUAL(ABT_info_print_thread_stack(stdout, me),
+                    ABT_ERR_UNINITIALIZED);
+}
+
+/* Three more streams, each running ULTs that yield; the main ULT asks for
+ * the dump (as a signal handler would) and yields until the callback. */
+static void test_trigger_all_stop(void)
+{
+    enum { NX = 4, PER = 3 };
+    CU_ASSERT_EQUAL(ABT_info_trigger_print_all_thread_stacks(stdout, -1.0,
+                                                             dump_cb, NULL),
+                    ABT_ERR_UNINITIALIZED);
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&g_go, 0);
+    atomic_store(&g_cb_calls, 0);
+    atomic_store(&g_cb_timeout, -1);
+    ABT_xstream xs[NX];
+    ABT_thread t[NX * PER];
+    AT_OK(ABT_xstream_self(&xs[0]));
+    for (int i = 1; i < NX; i++)
+        AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs[i]));
+    for (int i = 0; i < NX * PER; i++)
+        AT_OK(ABT_thread_create_on_xstream(xs[i % NX], yield_until_go, NULL,
+                                           ABT_THREAD_ATTR_NULL, &t[i]));
+    mem_t m;
+    mem_open(&m);
+    AT_OK(ABT_info_trigger_print_all_thread_stacks(m.f, -1.0, dump_cb,
+                                                   (void *)&g_go));
+    while (!atomic_load(&g_go))
+        AT_OK(ABT_thread_yield());
+    for (int i = 0; i < NX * PER; i++)
+        AT_OK(ABT_thread_free(&t[i]));
+    char *s = mem_close(&m);
+    CU_ASSERT_EQUAL(atomic_load(&g_cb_calls), 1);
+    CU_ASSERT_EQUAL(atomic_load(&g_cb_timeout), 0);
+    CU_ASSERT_PTR_EQUAL(g_cb_arg, (void *)&g_go);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "stream 3:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(ULT): ready"));
+    CU_ASSERT_PTR_NULL(strstr(s, "timeout"));
+    free(s);
+    for (int i = 1; i < NX; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+    AT_OK(ABT_finalize());
+}
+
+/* A stream busy in a ULT that never yields: the dump comes after the
+ * timeout, which the callback is told; the stream's late stop returns at
+ * once. */
+static void test_trigger_timeout(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&g_go, 0);
+    atomic_store(&g_spin_stop, 0);
+    atomic_store(&g_cb_calls, 0);
+    ABT_xstream xs;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs));
+    ABT_thread spinner;
+    AT_OK(ABT_thread_create_on_xstream(xs, spin_until_told, NULL,
+                                       ABT_THREAD_ATTR_NULL, &spinner));
+    mem_t m;
+    mem_open(&m);
+    AT_OK(ABT_info_trigger_print_all_thread_stacks(m.f, 0.05, dump_cb, NULL));
+    while (!atomic_load(&g_go))
+        AT_OK(ABT_thread_yield());
+    atomic_store(&g_spin_stop, 1);
+    AT_OK(ABT_thread_free(&spinner));
+    char *s = mem_close(&m);
+    CU_ASSERT_EQUAL(atomic_load(&g_cb_calls), 1);
+    CU_ASSERT_EQUAL(atomic_load(&g_cb_timeout), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "timeout (only 1 of 2 ESs stop)"));
+    free(s);
+    /* The stream goes on: a unit given to it now runs. */
+    atomic_store(&g_go, 1);
+    ABT_thread again;
+    AT_OK(ABT_thread_create_on_xstream(xs, yield_until_go, NULL,
+                                       ABT_THREAD_ATTR_NULL, &again));
+    AT_OK(ABT_thread_free(&again));
+    AT_OK(ABT_xstream_free(&xs));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t dump_tests[] = {
+    {"print_thread_stack", test_print_thread_stack},
+    {"trigger_all_stop", test_trigger_all_stop},
+    {"trigger_timeout", test_trigger_timeout},
+    {NULL, NULL}};
+
 static const ch_suite_t suites[] = {{"stack", stack_tests},
                                     {"last", last_tests},
                                     {"affinity", affinity_tests},
+                                    {"dump", dump_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

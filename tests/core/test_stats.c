@@ -346,6 +346,83 @@ static void t_dump_sleep(void)
     ch_finalize();
 }
 
+/* What coexec_info_print_unit prints now, in a malloc'ed string. */
+static char *dump_unit(coexec_unit_t u, unsigned flags)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_FATAL(f != NULL);
+    CH_ASSERT_OK(coexec_info_print_unit(f, u, flags));
+    fclose(f);
+    return buf;
+}
+
+static void yield_ult(void *arg)
+{
+    while (!atomic_load((atomic_int *)arg))
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+}
+
+/* One unit: blocked on a mutex, with its stack and call stack; one not
+ * started yet; the running caller (no call stack read); errors. */
+static void t_dump_unit(void)
+{
+    ch_init(2);
+    CH_ASSERT_OK(coexec_mutex_init(&dmx, COEXEC_MUTEX_PLAIN));
+    CH_ASSERT_OK(coexec_mutex_lock(&dmx));
+    atomic_int go;
+    atomic_store(&go, 0);
+    coexec_thread_t t[2];
+    ch_spawn_on(1, lock_ult, NULL, &t[0]);
+    ch_spawn_on(1, yield_ult, &go, &t[1]);
+    wait_blocked(t[0]);
+    uint64_t id;
+    CH_ASSERT_OK(coexec_thread_get_id(t[0], &id));
+    char want[128];
+    snprintf(want, sizeof want, "unit %llu (ULT): blocked on mutex %p",
+             (unsigned long long)id, (void *)&dmx);
+    char *s = dump_unit(coexec_thread_unit(t[0]), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, want));
+    CU_ASSERT_PTR_NULL(strstr(s, "stack "));
+    free(s);
+    s = dump_unit(coexec_thread_unit(t[0]), COEXEC_INFO_BACKTRACE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "    stack 0x"));
+    CU_ASSERT(strstr(s, "      #0 ") ||
+              strstr(s, "not shown with this context switch"));
+    free(s);
+    /* Not started: in a pool no stream serves. */
+    coexec_pool_t idle;
+    CH_ASSERT_OK(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &idle));
+    coexec_thread_t n;
+    CH_ASSERT_OK(coexec_thread_create(idle, yield_ult, &go, NULL, &n));
+    s = dump_unit(coexec_thread_unit(n), COEXEC_INFO_BACKTRACE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(ULT): ready"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(not started yet)"));
+    free(s);
+    /* The running caller: no call stack is read. */
+    coexec_thread_t self;
+    CH_ASSERT_OK(coexec_thread_self(&self));
+    s = dump_unit(coexec_thread_unit(self), COEXEC_INFO_BACKTRACE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, "(main ULT): running"));
+    CU_ASSERT_PTR_NULL(strstr(s, "#0"));
+    free(s);
+    /* Errors. */
+    coexec_unit_t none = {NULL, 0};
+    CH_ASSERT_RC(coexec_info_print_unit(NULL, none, 0), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_info_print_unit(NULL, coexec_thread_unit(n), 0x1),
+                 COEXEC_EINVAL);
+    atomic_store(&go, 1);
+    CH_ASSERT_OK(coexec_mutex_unlock(&dmx));
+    CH_ASSERT_OK(coexec_thread_migrate_to_xstream(n, ch_xstream(1)));
+    coexec_thread_t all[3] = {t[0], t[1], n};
+    ch_free_threads(all, 3);
+    CH_ASSERT_OK(coexec_pool_free(&idle));
+    CH_ASSERT_OK(coexec_mutex_destroy(&dmx));
+    ch_finalize();
+}
+
 static void t_dump_errors(void)
 {
     CH_ASSERT_RC(coexec_info_print(NULL, 0), COEXEC_ENOTINIT);
@@ -444,6 +521,7 @@ static void t_dump_signal(void)
 static const ch_test_t dump_tests[] = {
     {"blocked", t_dump_blocked},
     {"sleep", t_dump_sleep},
+    {"unit", t_dump_unit},
     {"errors", t_dump_errors},
     {"hang", t_hang_dump},
     {"signal", t_dump_signal},
