@@ -205,6 +205,15 @@ typedef struct coexec_config {
     /* Events each thread's trace buffer holds (32 bytes each, touched as
      * used); default 262,144; 1,024..268,435,456. */
     unsigned trace_events;
+    /* 1: a stream's OS thread runs with the signal mask of the thread
+     * that called coexec_init, as a pthread inherits its creator's: a
+     * signal sent to the process may be taken by a stream, and a unit's
+     * raise() or pthread_kill() of its own thread is delivered (an
+     * interrupted call in a unit may fail with EINTR). 0 (the default):
+     * streams block the asynchronous signals, as the library's other
+     * threads always do, so process signals go to the user's threads
+     * (the primary among them) only; 0 or 1. */
+    int stream_signals;
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

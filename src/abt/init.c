@@ -162,6 +162,9 @@ int ABT_init(int argc, char **argv)
      * others. Streams are pinned only when ABT_SET_AFFINITY asks. */
     cfg.num_xstreams = 1;
     cfg.affinity = env_bool("ABT_SET_AFFINITY", 0);
+    /* Argobots' streams are pthreads with their creator's signal mask: a
+     * ULT's raise() reaches its handler there. */
+    cfg.stream_signals = 1;
     size_t ss = env_size("ABT_THREAD_STACKSIZE");
     if (!ss)
         ss = env_size("ABT_ENV_THREAD_STACKSIZE");

@@ -25,6 +25,7 @@ struct os_start {
     sigset_t mask;
     cpu_set_t cpus;
     int have_cpus;
+    int user_signals; /* runs the user's code with the creator's mask */
     char origin_name[16];
 };
 
@@ -53,6 +54,8 @@ static void *os_thread_main(void *arg)
     /* The thread names itself (a prctl): naming another thread opens a
      * file under /proc, a descriptor a concurrent fork would inherit. */
     IGNORE_RESULT(pthread_setname_np(pthread_self(), st->name));
+    if (st->user_signals)
+        pthread_sigmask(SIG_SETMASK, &st->mask, NULL);
     void *ret = st->fn(st->arg);
     self_start = NULL;
     free(st);
@@ -61,7 +64,7 @@ static void *os_thread_main(void *arg)
 
 int coexec__os_thread_create(pthread_t *t, const pthread_attr_t *attr,
                              void *(*fn)(void *), void *arg,
-                             const char *prefix, int index)
+                             const char *prefix, int index, int user_signals)
 {
     int saved = errno; /* the library never sets errno */
     struct os_start *st = malloc(sizeof *st);
@@ -78,6 +81,7 @@ int coexec__os_thread_create(pthread_t *t, const pthread_attr_t *attr,
     sigset_t block, old;
     async_signals(&block);
     pthread_sigmask(SIG_BLOCK, &block, &old);
+    st->user_signals = user_signals;
     struct os_start *mine = self_start;
     if (mine) {
         st->mask = mine->mask;

@@ -341,7 +341,7 @@ int coexec__monitor_start(void)
         mon.signo = c->dump_signal;
     }
     if (coexec__os_thread_create(&mon.thread, NULL, monitor, NULL,
-                                 "coexec-mon", -1) != 0) {
+                                 "coexec-mon", -1, 0) != 0) {
         coexec__monitor_stop();
         return COEXEC_EAGAIN;
     }

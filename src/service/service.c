@@ -184,7 +184,7 @@ static int worker_spawn_locked(int extra)
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
     int e = coexec__os_thread_create(&w->thread, &a, worker_main, w,
-                                     "coexec-svc", svc.spawned++);
+                                     "coexec-svc", svc.spawned++, 0);
     pthread_attr_destroy(&a);
     if (e) {
         free(w);

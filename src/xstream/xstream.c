@@ -290,7 +290,8 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     pthread_attr_setstacksize(&attr, 1 << 20);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_READY);
     int e = coexec__os_thread_create(&xs->thread, &attr, xs_main, xs,
-                                     "coexec-xs", xs->rank);
+                                     "coexec-xs", xs->rank,
+                                     coexec__g.cfg.stream_signals);
     pthread_attr_destroy(&attr);
     if (e != 0) {
         rc = e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;

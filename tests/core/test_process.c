@@ -896,6 +896,87 @@ static void t_signals_masks(void)
     pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 
+/* With COEXEC_STREAM_SIGNALS=1: the streams take the creator's mask (what
+ * it blocks, they block; SIGUSR1 it lets through), the service threads
+ * still block everything asynchronous; a ULT's raise() on a secondary
+ * stream runs the handler there, at once. */
+static atomic_int g_raised;
+static atomic_int g_raised_rank;
+
+static void on_raise(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&g_raised, 1);
+}
+
+static void raise_ult(void *arg)
+{
+    (void)arg;
+    atomic_store(&g_raised_rank, ch_self_rank());
+    CH_CHECK_EQ(raise(SIGUSR1), 0);
+}
+
+static void check_stream_mask(const char *comm, unsigned long long blk,
+                              void *arg)
+{
+    int *streams = arg;
+    if (strncmp(comm, "coexec-xs", 9) == 0) {
+        ++*streams;
+        if (blk & SIGBIT(SIGUSR1))
+            ch_fail_at(__FILE__, __LINE__, "%s blocks SIGUSR1", comm);
+        if (!(blk & SIGBIT(SIGUSR2)))
+            ch_fail_at(__FILE__, __LINE__,
+                       "%s lets SIGUSR2 through, which its creator blocks",
+                       comm);
+    } else {
+        check_blocked(comm, blk, NULL);
+    }
+}
+
+static void t_signals_stream_mask(void)
+{
+    struct sigaction sa, old_sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_raise;
+    sigemptyset(&sa.sa_mask);
+    CH_ASSERT_EQ_FATAL(sigaction(SIGUSR1, &sa, &old_sa), 0);
+    sigset_t mask, before;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGUSR2);
+    pthread_sigmask(SIG_SETMASK, &mask, &before);
+    remember_threads();
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
+    cfg.num_xstreams = 3;
+    cfg.service_threads = 1;
+    cfg.quiet = 1;
+    cfg.stream_signals = 1;
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    intptr_t r;
+    CH_ASSERT_OK(coexec_offload(off_42, NULL, &r));
+    CU_ASSERT(CH_WAIT(threads_ready() >= 3));
+    int streams = 0;
+    for_each_other_thread(check_stream_mask, &streams);
+    g_n_old = 0;
+    CU_ASSERT(streams >= 2);
+    atomic_store(&g_raised, 0);
+    atomic_store(&g_raised_rank, -1);
+    coexec_xstream_t x2;
+    CH_ASSERT_OK(coexec_xstream_by_rank(2, &x2));
+    coexec_thread_t t;
+    coexec_thread_attr_t pin;
+    CH_ASSERT_OK(coexec_thread_attr_init(&pin));
+    pin.pinned = 1; /* never stolen: it runs on stream 2 */
+    CH_ASSERT_OK(coexec_thread_create_on(x2, raise_ult, NULL, &pin, &t));
+    CH_ASSERT_OK(coexec_thread_wait(t));
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CU_ASSERT_EQUAL(atomic_load(&g_raised_rank), 2);
+    CU_ASSERT_EQUAL(atomic_load(&g_raised), 1);
+    ch_finalize();
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    sigaction(SIGUSR1, &old_sa, NULL);
+}
+
 /* The storm: a signal sent to the process, again and again, while ULTs
  * offload reads of pipes a feeder writes one byte at a time. It is a
  * real-time signal, which queues: the kernel gives a process-directed
@@ -1135,6 +1216,7 @@ static const ch_test_t fork_tests[] = {
 
 static const ch_test_t signals_tests[] = {
     {"library_threads_block", t_signals_masks},
+    {"streams_take_the_creators_mask", t_signals_stream_mask},
     {"storm_threads", t_signals_storm_threads},
     {"storm_uring", t_signals_storm_uring},
     {NULL, NULL}};

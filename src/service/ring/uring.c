@@ -555,7 +555,7 @@ int coexec__ring_start(int cpu, uint64_t spin_ns, const char **why)
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 * 1024);
     int e = coexec__os_thread_create(&rg.thread, &a, ring_main, NULL,
-                                     "coexec-ring", -1);
+                                     "coexec-ring", -1, 0);
     pthread_attr_destroy(&a);
     if (e) {
         snprintf(rg.why, sizeof rg.why, "cannot start its thread (errno %d)",
