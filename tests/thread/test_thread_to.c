@@ -439,32 +439,10 @@ static void rank_ult(void *arg)
     atomic_store((atomic_int *)arg, ch_self_rank());
 }
 
-/* A joiner that waits does not run the unit itself when its stream does
- * not serve the unit's pool: it runs on the stream serving its pool
- * (coexec_thread_join would run it here, in place). */
-static void t_wait_not_in_place(void)
-{
-    ch_init(1);
-    ch_stream_t s;
-    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
-    for (int i = 0; i < (int)ch_iters(50, 5); i++) {
-        atomic_int rank;
-        atomic_store(&rank, -1);
-        coexec_thread_t t;
-        CH_ASSERT_OK(coexec_thread_create(s.pool, rank_ult, &rank, NULL, &t));
-        CH_ASSERT_OK(coexec_thread_wait(t));
-        CH_ASSERT_EQ(atomic_load(&rank), s.rank);
-        CH_ASSERT_OK(coexec_thread_wait(t)); /* finished: at once */
-        CH_ASSERT_OK(coexec_thread_free(&t));
-    }
-    CH_ASSERT_OK(ch_stream_free(&s));
-    ch_finalize();
-}
-
 static coexec_poll_status_t rank_tasklet(coexec_poll_t *cx, void *arg)
 {
     (void)cx;
-    atomic_store((atomic_int *)arg, ch_self_rank());
+    rank_ult(arg);
     return COEXEC_READY;
 }
 
@@ -475,28 +453,47 @@ static coexec_poll_status_t log_tasklet(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
-/* A tasklet is waited for as a ULT is: from the primary, a tasklet of
- * another stream's pool runs on that stream. */
-static void t_tasklet_wait_not_in_place(void)
+/* A ULT's (or tasklet's) wait, and whether it ran on the given rank. */
+static void wait_one(coexec_pool_t pool, int rank, bool tasklet)
+{
+    atomic_int ran;
+    atomic_store(&ran, -1);
+    if (tasklet) {
+        coexec_tasklet_t k;
+        CH_ASSERT_OK(coexec_tasklet_create(pool, rank_tasklet, &ran, &k));
+        CH_ASSERT_OK(coexec_tasklet_wait(k));
+        CH_ASSERT_EQ(atomic_load(&ran), rank);
+        CH_ASSERT_OK(coexec_tasklet_wait(k)); /* finished: at once */
+        CH_ASSERT_OK(coexec_tasklet_free(&k));
+    } else {
+        coexec_thread_t t;
+        CH_ASSERT_OK(coexec_thread_create(pool, rank_ult, &ran, NULL, &t));
+        CH_ASSERT_OK(coexec_thread_wait(t));
+        CH_ASSERT_EQ(atomic_load(&ran), rank);
+        CH_ASSERT_OK(coexec_thread_wait(t)); /* finished: at once */
+        CH_ASSERT_OK(coexec_thread_free(&t));
+    }
+}
+
+/* A joiner that waits does not run the unit itself when its stream does
+ * not serve the unit's pool: it runs on the stream serving its pool
+ * (coexec_thread_join would run it here, in place). A tasklet is waited
+ * for as a ULT is. */
+static void wait_not_in_place(bool tasklet)
 {
     ch_init(1);
     ch_stream_t s;
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
-    for (int i = 0; i < (int)ch_iters(50, 5); i++) {
-        atomic_int rank;
-        atomic_store(&rank, -1);
-        coexec_tasklet_t k;
-        CH_ASSERT_OK(coexec_tasklet_create(s.pool, rank_tasklet, &rank, &k));
-        CH_ASSERT_OK(coexec_tasklet_wait(k));
-        CH_ASSERT_EQ(atomic_load(&rank), s.rank);
-        CH_ASSERT_OK(coexec_tasklet_wait(k)); /* finished: at once */
-        CH_ASSERT_OK(coexec_tasklet_free(&k));
-    }
+    for (int i = 0; i < (int)ch_iters(50, 5); i++)
+        wait_one(s.pool, s.rank, tasklet);
     coexec_tasklet_t none = {NULL, 0};
     CH_ASSERT_EQ(coexec_tasklet_wait(none), COEXEC_EHANDLE);
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
 }
+
+static void t_wait_not_in_place(void) { wait_not_in_place(false); }
+static void t_tasklet_wait_not_in_place(void) { wait_not_in_place(true); }
 
 /* A ULT of the pool it waits on: its stream serves that pool, so the
  * waited units run in place, ahead of a unit queued before them. */
