@@ -231,8 +231,10 @@ coexec_xstream_get_main_pool(coexec_xstream_t xs, coexec_pool_t *out);
  * as pushing into its private pools. fn may return COEXEC_PENDING like any
  * tasklet; it is never stolen by another stream.
  * Context: any thread. Switches: never.
+ * A post that returned COEXEC_OK runs, even if xs is asked to stop
+ * meanwhile; once it is stopping, posts from other threads are refused.
  * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL); COEXEC_EHANDLE; COEXEC_ESTATE
- * (xs has been joined); COEXEC_ENOMEM; COEXEC_ENOTINIT.
+ * (xs is stopping, or has been joined); COEXEC_ENOMEM; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int
 coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn, void *arg);

@@ -58,17 +58,52 @@ static coexec_poll_status_t stop_here(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
+/* The streams asked to stop in the current round (the helper's own). */
+static coexec_xstream_t asked[ABTX_MAX_XSTREAMS];
+
 /* Asks every live stream to stop; the number asked. */
 static int stop_streams(uintptr_t gen)
 {
     int n = 0;
     pthread_mutex_lock(&abtx_lock);
     for (ABT_xstream x = abtx_g.xstreams; x; x = x->next)
-        if (x->magic == ABTX_XSTREAM && !x->joined &&
+        if (x->magic == ABTX_XSTREAM && !x->joined && n < ABTX_MAX_XSTREAMS &&
             coexec_xstream_post(x->cx, stop_here, (void *)gen) == COEXEC_OK)
-            n++;
+            asked[n++] = x->cx;
     pthread_mutex_unlock(&abtx_lock);
     return n;
+}
+
+/* Of the n streams asked, those that have ended since: they will not
+ * stop here (a stream stops in stop_here until the round ends, so none
+ * of them is among those that arrived). */
+static int streams_gone(int n)
+{
+    int gone = 0;
+    for (int i = 0; i < n; i++) {
+        coexec_xstream_state_t st = COEXEC_XSTREAM_RUNNING;
+        if (coexec_xstream_get_state(asked[i], &st) != COEXEC_OK ||
+            st == COEXEC_XSTREAM_TERMINATED)
+            gone++;
+    }
+    return gone;
+}
+
+/* until + ms milliseconds, or the deadline if it is sooner (NULL: none). */
+static struct timespec slice_end(const struct timespec *deadline, long ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += ms * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    if (deadline && (deadline->tv_sec < t.tv_sec ||
+                     (deadline->tv_sec == t.tv_sec &&
+                      deadline->tv_nsec < t.tv_nsec)))
+        return *deadline;
+    return t;
 }
 
 static void one_round(void)
@@ -97,15 +132,25 @@ static void one_round(void)
         }
     }
     pthread_mutex_lock(&dump.lock);
-    int rc = 0;
-    while (dump.arrived < n && rc != ETIMEDOUT)
-        rc = timeout >= 0 ? pthread_cond_timedwait(&dump.cv, &dump.lock, &until)
-                          : pthread_cond_wait(&dump.cv, &dump.lock);
+    int gone = 0;
+    bool late = false;
+    /* In slices, to see streams that end meanwhile (freed while asked);
+     * ABT_finalize ends the wait: its primary is no longer scheduling. */
+    while (dump.arrived + gone < n && !late && !atomic_load(&dump.quit)) {
+        struct timespec end = slice_end(timeout >= 0 ? &until : NULL, 10);
+        late = pthread_cond_timedwait(&dump.cv, &dump.lock, &end) ==
+                   ETIMEDOUT &&
+               timeout >= 0 && end.tv_sec == until.tv_sec &&
+               end.tv_nsec == until.tv_nsec;
+        pthread_mutex_unlock(&dump.lock);
+        gone = streams_gone(n);
+        pthread_mutex_lock(&dump.lock);
+    }
     int arrived = dump.arrived;
     pthread_mutex_unlock(&dump.lock);
 
     /* The streams that arrived stay stopped while this prints. */
-    bool forced = arrived < n;
+    bool forced = arrived + gone < n;
     if (fp) {
         if (forced)
             fprintf(fp,
@@ -160,7 +205,10 @@ void abtx_dump_stop(void)
 {
     if (!dump.started)
         return;
+    pthread_mutex_lock(&dump.lock);
     atomic_store(&dump.quit, true);
+    pthread_cond_broadcast(&dump.cv);
+    pthread_mutex_unlock(&dump.lock);
     sem_post(&dump.sem);
     pthread_join(dump.thread, NULL);
     sem_destroy(&dump.sem);

@@ -226,6 +226,18 @@ fail:
     return rc;
 }
 
+/* The primary's main ULT yields until the primary's pool p and inbox are
+ * empty (a yield into an empty pool does not look at the inbox). */
+static void run_primary_queue(struct coexec_xstream_rec *xs,
+                              struct coexec_pool_rec *p)
+{
+    do {
+        coexec__sched_drain_events(xs);
+        while (pool_size(p) > 0)
+            IGNORE_RESULT(coexec_yield());
+    } while (xs_events_pending(xs));
+}
+
 COEXEC_API int coexec_finalize(void)
 {
     if (!rt_on())
@@ -238,10 +250,10 @@ COEXEC_API int coexec_finalize(void)
         pthread_mutex_unlock(&init_lock);
         return COEXEC_ENOTINIT;
     }
-    /* Let the primary's queued units run first. */
+    /* Let the primary's queued units run first, and what was posted to it
+     * (coexec_xstream_post) or woken for it through its inbox. */
     struct coexec_pool_rec *p = xs->default_pool;
-    while (pool_size(p) > 0)
-        IGNORE_RESULT(coexec_yield());
+    run_primary_queue(xs, p);
     /* No new service requests; queued ones are cancelled, running ones
      * finish (or are abandoned after a grace period): their waiters wake. */
     coexec__service_close();
@@ -255,8 +267,7 @@ COEXEC_API int coexec_finalize(void)
     }
     /* Units that stealers moved back here, or that were woken meanwhile,
      * then every unit still blocked, here or on a stream now gone. */
-    while (pool_size(p) > 0)
-        IGNORE_RESULT(coexec_yield());
+    run_primary_queue(xs, p);
     cancel_blocked(xs);
     if (xs->cur->keys)
         coexec__keys_destroy(xs->cur);

@@ -219,6 +219,13 @@ static void *xs_main(void *arg)
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_RUNNING);
     TOOL_EVENT(COEXEC_TOOL_XSTREAM_START, xs, NULL, NULL);
     coexec__sched_run(xs);
+    /* Posts refused from now on; one that came after the loop's last look
+     * at the inbox still runs here (a second loop drains it, and stops). */
+    spin_lock(&xs->post_lock);
+    xs->post_closed = 1;
+    spin_unlock(&xs->post_lock);
+    if (xs_events_pending(xs))
+        coexec__sched_run(xs);
     TOOL_EVENT(COEXEC_TOOL_XSTREAM_STOP, xs, NULL, NULL);
     coexec__cache_flush(&xs->ucache, &xs->scache);
     atom_fadd_rlx_u64(&coexec__g.live_units, (uint64_t)xs->live_units);
@@ -854,10 +861,21 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     u->flags = UF_DETACHED | UF_NOSTEAL;
     u->bound_rank = (int16_t)x->rank;
     atom_store_rlx_ptr(&u->pool, s->pools[0]);
-    TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), u, NULL);
-    if (xs_self_entry() == x)
+    if (xs_self_entry() == x) {
+        TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, x, u, NULL);
         coexec__pool_push(s->pools[0], u, false);
-    else
-        coexec__mb_push(&x->mb, u);
+        return COEXEC_OK;
+    }
+    spin_lock(&x->post_lock);
+    if (x->post_closed || atom_load_acq_u32(&x->stop)) {
+        /* Stopping (a stream that kept taking posts might never stop),
+         * or its loop has ended. */
+        spin_unlock(&x->post_lock);
+        coexec__unit_release(xs_self_entry(), u);
+        return COEXEC_ESTATE;
+    }
+    TOOL_EVENT(COEXEC_TOOL_UNIT_CREATE, xs_self_entry(), u, NULL);
+    coexec__mb_push(&x->mb, u);
+    spin_unlock(&x->post_lock);
     return COEXEC_OK;
 }

@@ -96,6 +96,11 @@ struct coexec_xstream_rec {
     atom_u32_t stop;
     atom_ptr_t sched_req; /* coexec_xstream_set_main_sched's request */
     atom_ptr_t sched_req_waiters; /* its ULTs that wait for the switch */
+    /* coexec_xstream_post's lock, and 1 once the loop has ended for good:
+     * a post either lands before the stream's last look at its inbox or
+     * is refused. */
+    atom_u32_t post_lock;
+    uint32_t post_closed;
     atom_u32_t state; /* coexec_xstream_state_t */
     atom_u32_t done;  /* futex: 1 once the OS thread left the loop */
     /* ULTs parked until done, or until join_claim is 2 (struct

@@ -1398,7 +1398,59 @@ static const ch_test_t many_tests[] = {
     {"idle_wake_free_randws", t_many_randws},
     {NULL, NULL}};
 
+/* Posts racing the stream's end: a pthread posts until refused while the
+ * stream is freed; every post that returned COEXEC_OK has run, on that
+ * stream, and the first refusal is COEXEC_ESTATE (or EHANDLE once the
+ * handle is gone). */
+typedef struct post_race {
+    coexec_xstream_t xs;
+    post_arg_t *pa;
+    atomic_long ok;
+    atomic_int go, last_rc;
+} post_race_t;
+
+static void *post_until_refused(void *arg)
+{
+    post_race_t *r = arg;
+    while (!atomic_load(&r->go))
+        sched_yield();
+    for (;;) {
+        int rc = coexec_xstream_post(r->xs, post_tasklet, r->pa);
+        if (rc != COEXEC_OK) {
+            atomic_store(&r->last_rc, rc);
+            return NULL;
+        }
+        atomic_fetch_add(&r->ok, 1);
+    }
+}
+
+static void t_post_races_free(void)
+{
+    ch_init(1);
+    for (int round = 0; round < (int)ch_iters(50, 5); round++) {
+        coexec_xstream_t xs;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs));
+        int rank = -1;
+        CH_ASSERT_OK(coexec_xstream_get_rank(xs, &rank));
+        post_arg_t pa = {.want_rank = rank};
+        post_race_t r = {.xs = xs, .pa = &pa};
+        ch_pthread_t th;
+        ch_pthread_start(&th, post_until_refused, &r);
+        atomic_store(&r.go, 1);
+        while (atomic_load(&r.ok) < 20)
+            sched_yield();
+        CH_ASSERT_OK(coexec_xstream_free(&xs));
+        ch_pthread_join(&th);
+        CU_ASSERT(atomic_load(&r.last_rc) == COEXEC_ESTATE ||
+                  atomic_load(&r.last_rc) == COEXEC_EHANDLE);
+        CH_ASSERT_EQ(atomic_load(&pa.ran), atomic_load(&r.ok));
+        CH_ASSERT_EQ(atomic_load(&pa.wrong), 0);
+    }
+    ch_finalize();
+}
+
 static const ch_test_t post_tests[] = {{"runs_on_its_stream", t_post_runs_there},
+                                       {"races_the_streams_end", t_post_races_free},
                                        {"errors", t_post_errors},
                                        {NULL, NULL}};
 
