@@ -66,8 +66,9 @@ static int stop_streams(uintptr_t gen)
 {
     int n = 0;
     pthread_mutex_lock(&abtx_lock);
+    /* (A joined stream refuses the post: x->joined is its joiner's.) */
     for (ABT_xstream x = abtx_g.xstreams; x; x = x->next)
-        if (x->magic == ABTX_XSTREAM && !x->joined && n < ABTX_MAX_XSTREAMS &&
+        if (x->magic == ABTX_XSTREAM && n < ABTX_MAX_XSTREAMS &&
             coexec_xstream_post(x->cx, stop_here, (void *)gen) == COEXEC_OK)
             asked[n++] = x->cx;
     pthread_mutex_unlock(&abtx_lock);

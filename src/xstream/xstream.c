@@ -851,7 +851,9 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
         return rc;
     struct coexec_xstream_rec *x = xs.p;
     struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
-    if (x->joined || atom_load_acq_u32(&x->done) || !s)
+    /* A joined stream has no scheduler (its joiner may be writing
+     * x->joined now: the atomic words tell). */
+    if (atom_load_acq_u32(&x->done) || !s)
         return COEXEC_ESTATE;
     struct coexec_unit_rec *u = coexec__unit_new(xs_self_entry(), UNIT_TASKLET);
     if (UNLIKELY(!u))
