@@ -1405,6 +1405,7 @@ static const ch_test_t many_tests[] = {
 typedef struct post_race {
     coexec_xstream_t xs;
     post_arg_t *pa;
+    long max;
     atomic_long ok;
     atomic_int go, last_rc;
 } post_race_t;
@@ -1414,7 +1415,10 @@ static void *post_until_refused(void *arg)
     post_race_t *r = arg;
     while (!atomic_load(&r->go))
         sched_yield();
-    for (;;) {
+    /* At most max posts (under valgrind a stream runs them slowly): the
+     * last ones race the free. */
+    atomic_store(&r->last_rc, COEXEC_ESTATE);
+    for (long i = 0; i < r->max; i++) {
         int rc = coexec_xstream_post(r->xs, post_tasklet, r->pa);
         if (rc != COEXEC_OK) {
             atomic_store(&r->last_rc, rc);
@@ -1422,6 +1426,7 @@ static void *post_until_refused(void *arg)
         }
         atomic_fetch_add(&r->ok, 1);
     }
+    return NULL;
 }
 
 static void t_post_races_free(void)
@@ -1433,14 +1438,15 @@ static void t_post_races_free(void)
         int rank = -1;
         CH_ASSERT_OK(coexec_xstream_get_rank(xs, &rank));
         post_arg_t pa = {.want_rank = rank};
-        post_race_t r = {.xs = xs, .pa = &pa};
+        post_race_t r = {.xs = xs, .pa = &pa, .max = ch_iters(4000, 200)};
         ch_pthread_t th;
         ch_pthread_start(&th, post_until_refused, &r);
         atomic_store(&r.go, 1);
-        while (atomic_load(&r.ok) < 20)
+        while (atomic_load(&r.ok) < r.max / 2)
             sched_yield();
         CH_ASSERT_OK(coexec_xstream_free(&xs));
         ch_pthread_join(&th);
+        /* Refused once stopping (or the handle gone), if it got there. */
         CU_ASSERT(atomic_load(&r.last_rc) == COEXEC_ESTATE ||
                   atomic_load(&r.last_rc) == COEXEC_EHANDLE);
         CH_ASSERT_EQ(atomic_load(&pa.ran), atomic_load(&r.ok));
