@@ -90,20 +90,19 @@ static int streams_gone(int n)
     return gone;
 }
 
-/* until + ms milliseconds, or the deadline if it is sooner (NULL: none). */
-static struct timespec slice_end(const struct timespec *deadline, long ms)
+/* CLOCK_REALTIME (what pthread_cond_timedwait reads) in nanoseconds, and
+ * back. */
+static uint64_t realtime_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += ms * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    if (deadline && (deadline->tv_sec < t.tv_sec ||
-                     (deadline->tv_sec == t.tv_sec &&
-                      deadline->tv_nsec < t.tv_nsec)))
-        return *deadline;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static struct timespec timespec_of(uint64_t ns)
+{
+    struct timespec t = {(time_t)(ns / 1000000000u),
+                         (long)(ns % 1000000000u)};
     return t;
 }
 
@@ -121,28 +120,22 @@ static void one_round(void)
     pthread_mutex_unlock(&dump.lock);
 
     int n = stop_streams(gen);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    if (timeout >= 0) {
-        double whole = (double)(time_t)timeout;
-        until.tv_sec += (time_t)timeout;
-        until.tv_nsec += (long)((timeout - whole) * 1e9);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    uint64_t deadline =
+        timeout >= 0 ? realtime_ns() + (uint64_t)(timeout * 1e9) : UINT64_MAX;
     pthread_mutex_lock(&dump.lock);
     int gone = 0;
-    bool late = false;
-    /* In slices, to see streams that end meanwhile (freed while asked);
-     * ABT_finalize ends the wait: its primary is no longer scheduling. */
-    while (dump.arrived + gone < n && !late && !atomic_load(&dump.quit)) {
-        struct timespec end = slice_end(timeout >= 0 ? &until : NULL, 10);
-        late = pthread_cond_timedwait(&dump.cv, &dump.lock, &end) ==
-                   ETIMEDOUT &&
-               timeout >= 0 && end.tv_sec == until.tv_sec &&
-               end.tv_nsec == until.tv_nsec;
+    /* In 10 ms slices, to see streams that end meanwhile (freed while
+     * asked); ABT_finalize ends the wait: its primary is no longer
+     * scheduling. */
+    for (;;) {
+        if (dump.arrived + gone >= n || atomic_load(&dump.quit))
+            break;
+        uint64_t now = realtime_ns();
+        if (now >= deadline)
+            break;
+        struct timespec end = timespec_of(
+            deadline - now < 10000000u ? deadline : now + 10000000u);
+        pthread_cond_timedwait(&dump.cv, &dump.lock, &end);
         pthread_mutex_unlock(&dump.lock);
         gone = streams_gone(n);
         pthread_mutex_lock(&dump.lock);

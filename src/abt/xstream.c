@@ -323,17 +323,11 @@ void abtx_xstream_restore_primary(void)
     ABT_sched first = abtx_g.primary_sched;
     if (!abtx_xstream(x) || !abtx_sched(first))
         return;
+    /* The caller, the primary's main ULT, returns once the primary has
+     * switched: what it replaced no longer runs and can be freed. */
     if (x->sched != first)
         ABTX_IGNORE(ABT_xstream_set_main_sched(x, first));
-    /* The switch is made at the primary's next scheduling point. */
-    for (int i = 0; i < 64 && x->retired; i++) {
-        abtx_xstream_prune_retired(x);
-        if (x->retired) {
-            ABT_thread self = abtx_cur_get();
-            ABTX_IGNORE(coexec_yield());
-            abtx_cur_set(self);
-        }
-    }
+    abtx_xstream_prune_retired(x);
 }
 
 static bool sched_has_pool(ABT_sched s, ABT_pool p)
