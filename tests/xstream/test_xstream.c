@@ -1373,7 +1373,9 @@ static void t_join_sharing_a_pool(void)
                                               (void *)(intptr_t)(i % 3), NULL, NULL));
         coexec_thread_t joiner;
         CH_ASSERT_OK_FATAL(coexec_thread_create(ypool, share_joiner_ult, &j, NULL, &joiner));
-        CH_ASSERT_OK(coexec_thread_join(joiner));
+        /* A wait, not a join: a join could run the joiner here, in place,
+         * and the test is about a joiner that runs on y. */
+        CH_ASSERT_OK(coexec_thread_wait(joiner));
         CH_ASSERT_OK(coexec_thread_free(&joiner));
         CH_ASSERT_RC(j.home_rc, COEXEC_OK);
         CH_ASSERT_RC(j.join_rc, COEXEC_OK);
