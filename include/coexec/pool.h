@@ -199,7 +199,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_push(coexec_pool_t pool,
  * scheduler's coexec_sched_run_unit) or joins it (then it runs in place).
  * Others' joins wait meanwhile; whoever gives it a home first, a push, a
  * run or a migration, has it, and the others get COEXEC_ESTATE. *out is
- * the null handle when the pool is empty.
+ * the null handle when the pool is empty. A user-defined pool's pop is
+ * called every time, even when the runtime counts no unit in it (a
+ * scheduler's own pops skip a pool that looks empty).
  * Context: any thread the access mode allows. Switches: never.
  * Returns: COEXEC_OK (also when empty); COEXEC_EINVAL; COEXEC_EHANDLE;
  * COEXEC_EACCESS; COEXEC_ENOTINIT.

@@ -52,6 +52,13 @@ struct ABT_thread_opaque {
     uint8_t detached;    /* created without a handle: freed when done */
     uint8_t is_main;     /* the primary's main ULT */
     uint8_t migratable;
+    /* has_push_ctx: push_ctx is the ABT_pool_context of its next push
+     * into a user-defined pool, given by the call that pushes it when it
+     * says more than coexec's push kind (create_to, revive, yield_to, a
+     * push by the program...). Set by that call before it pushes, cleared
+     * by the push or after it. */
+    uint8_t has_push_ctx;
+    ABT_pool_context push_ctx;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a
                             detached one: at its first push) */
@@ -83,6 +90,10 @@ struct abtx_pool_def {
     ABT_pool_user_init_fn init;
     ABT_pool_user_free_fn free;
     ABT_pool_user_get_size_fn get_size;
+    ABT_pool_user_pop_wait_fn pop_wait;
+    ABT_pool_user_pop_many_fn pop_many;
+    ABT_pool_user_push_many_fn push_many;
+    ABT_pool_user_print_all_fn print_all;
 };
 
 struct ABT_pool_opaque {
@@ -272,6 +283,13 @@ int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt);
 ABT_thread abtx_thread_of(coexec_unit_t u);
 /* Pushes t into p the Argobots way (a user-defined pool gets its unit). */
 int abtx_pool_push_thread(ABT_pool p, ABT_thread t);
+/* Says which ABT_pool_context t's next push into a user-defined pool
+ * carries (abtx_push_ctx_clear after the call that pushes). */
+void abtx_push_ctx_set(ABT_thread t, ABT_pool_context ctx);
+void abtx_push_ctx_clear(ABT_thread t);
+/* The unit of t in user-defined pool p, made if t has none there yet (a
+ * ULT created to run at once is in no pool, but has its unit). */
+void abtx_unit_make(ABT_pool p, ABT_thread t);
 
 /* The ULT or tasklet of a unit (of any pool), or NULL (pool.c). */
 ABT_thread abtx_thread_of_unit(ABT_unit u);

@@ -229,6 +229,12 @@ static ABT_unit unit_for(ABT_pool p, ABT_thread t)
     return t->unit;
 }
 
+void abtx_unit_make(ABT_pool p, ABT_thread t)
+{
+    if (p->def)
+        (void)unit_for(p, t);
+}
+
 ABT_thread abtx_thread_of_unit(ABT_unit u)
 {
     if (!u)
@@ -261,6 +267,64 @@ static void up_free(void *state)
         (void)p->def->d.p_free(p);
 }
 
+/*
+ * What the layer's own call asks of a user-defined pool's callbacks beyond
+ * a plain pop or push: coexec calls up_pop and up_push synchronously, on
+ * the thread that called coexec_pool_pop or coexec_pool_push, so the call
+ * leaves its request in a thread-local for them (a scheduler's pops and
+ * pushes find none). Nothing between setting it and clearing it switches.
+ */
+enum req_op {
+    REQ_POP,      /* pop(ctx) */
+    REQ_POP_WAIT, /* pop_wait(secs, ctx) */
+    REQ_POP_MANY, /* pop_many(ctx) once, then hand its units out one by
+                     one (REQ_STASH) */
+    REQ_STASH,
+    REQ_PUSH_MANY /* collect the units pushed, for one push_many after */
+};
+
+struct pool_req {
+    ABT_pool pool;
+    enum req_op op;
+    ABT_pool_context ctx;
+    double secs;
+    ABT_thread *many;  /* pop_many's results */
+    ABT_unit *units;   /* push_many's units */
+    size_t max, got, next;
+};
+
+static __thread struct pool_req *pool_req;
+
+static struct pool_req *req_for(ABT_pool p)
+{
+    struct pool_req *r = pool_req;
+    return r && r->pool == p ? r : NULL;
+}
+
+/* The context a push of t carries: the one its call gave, else the push
+ * kind's. */
+static ABT_pool_context push_ctx_of(ABT_thread t, coexec_push_kind_t kind)
+{
+    if (t->has_push_ctx) {
+        t->has_push_ctx = 0;
+        return t->push_ctx;
+    }
+    return kind == COEXEC_PUSH_YIELD  ? ABT_POOL_CONTEXT_OP_THREAD_YIELD
+           : kind == COEXEC_PUSH_WAKE ? ABT_POOL_CONTEXT_OP_THREAD_RESUME
+                                      : ABT_POOL_CONTEXT_OP_THREAD_CREATE;
+}
+
+void abtx_push_ctx_set(ABT_thread t, ABT_pool_context ctx)
+{
+    t->push_ctx = ctx;
+    t->has_push_ctx = 1;
+}
+
+void abtx_push_ctx_clear(ABT_thread t)
+{
+    t->has_push_ctx = 0;
+}
+
 static void up_push(void *state, coexec_unit_t cu, coexec_push_kind_t kind)
 {
     ABT_pool p = state;
@@ -277,26 +341,50 @@ static void up_push(void *state, coexec_unit_t cu, coexec_push_kind_t kind)
     abtx_thread_learn_unit(t, cu);
     t->pool = p;
     ABT_unit u = unit_for(p, t);
+    ABT_pool_context ctx = push_ctx_of(t, kind);
+    struct pool_req *r = req_for(p);
+    if (r && r->op == REQ_PUSH_MANY && r->got < r->max) {
+        r->units[r->got++] = u; /* given to push_many by the caller */
+        return;
+    }
     if (p->def->push)
-        p->def->push(p, u,
-                     kind == COEXEC_PUSH_YIELD ? ABT_POOL_CONTEXT_OP_THREAD_YIELD
-                     : kind == COEXEC_PUSH_WAKE
-                         ? ABT_POOL_CONTEXT_OP_THREAD_RESUME
-                         : ABT_POOL_CONTEXT_OP_THREAD_CREATE);
+        p->def->push(p, u, ctx);
     else
         p->def->d.p_push(p, u);
+}
+
+/* The user pool's answer to the request r (NULL: a plain pop). */
+static ABT_thread user_pop(ABT_pool p, struct pool_req *r)
+{
+    const struct abtx_pool_def *d = p->def;
+    if (!d->pop)
+        return abtx_thread_of_unit(d->d.p_pop(p));
+    if (!r)
+        return abtx_thread(d->pop(p, ABT_POOL_CONTEXT_OP_POOL_OTHER));
+    switch (r->op) {
+    case REQ_POP_WAIT:
+        if (d->pop_wait)
+            return abtx_thread(d->pop_wait(p, r->secs, r->ctx));
+        break;
+    case REQ_POP_MANY:
+        r->got = r->next = 0;
+        d->pop_many(p, r->many, r->max, &r->got, r->ctx);
+        if (r->got > r->max)
+            r->got = r->max;
+        r->op = REQ_STASH;
+        /* fall through */
+    case REQ_STASH:
+        return r->next < r->got ? abtx_thread(r->many[r->next++]) : NULL;
+    default:
+        break;
+    }
+    return abtx_thread(d->pop(p, r->ctx));
 }
 
 static coexec_unit_t up_pop(void *state)
 {
     ABT_pool p = state;
-    ABT_thread t;
-    if (p->def->pop) {
-        t = abtx_thread(p->def->pop(p, ABT_POOL_CONTEXT_OP_POOL_OTHER));
-    } else {
-        ABT_unit u = p->def->d.p_pop(p);
-        t = abtx_thread_of_unit(u);
-    }
+    ABT_thread t = user_pop(p, req_for(p));
     return t ? t->u : (coexec_unit_t){0};
 }
 
@@ -456,34 +544,14 @@ USER_DEF_SETTER(ABT_pool_user_def_set_free, free, ABT_pool_user_free_fn)
 USER_DEF_SETTER(ABT_pool_user_def_set_get_size, get_size,
                 ABT_pool_user_get_size_fn)
 
-int ABT_pool_user_def_set_pop_wait(ABT_pool_user_def def,
-                                   ABT_pool_user_pop_wait_fn p_pop_wait)
-{
-    /* Accepted; coexec's schedulers park by themselves, so it is unused. */
-    (void)p_pop_wait;
-    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
-}
-
-int ABT_pool_user_def_set_pop_many(ABT_pool_user_def def,
-                                   ABT_pool_user_pop_many_fn p_pop_many)
-{
-    (void)p_pop_many; /* unused: units are popped one at a time */
-    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
-}
-
-int ABT_pool_user_def_set_push_many(ABT_pool_user_def def,
-                                    ABT_pool_user_push_many_fn p_push_many)
-{
-    (void)p_push_many; /* unused: units are pushed one at a time */
-    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
-}
-
-int ABT_pool_user_def_set_print_all(ABT_pool_user_def def,
-                                    ABT_pool_user_print_all_fn p_print_all)
-{
-    (void)p_print_all;
-    return user_def(def) ? ABT_SUCCESS : ABT_ERR_INV_POOL_USER_DEF;
-}
+USER_DEF_SETTER(ABT_pool_user_def_set_pop_wait, pop_wait,
+                ABT_pool_user_pop_wait_fn)
+USER_DEF_SETTER(ABT_pool_user_def_set_pop_many, pop_many,
+                ABT_pool_user_pop_many_fn)
+USER_DEF_SETTER(ABT_pool_user_def_set_push_many, push_many,
+                ABT_pool_user_push_many_fn)
+USER_DEF_SETTER(ABT_pool_user_def_set_print_all, print_all,
+                ABT_pool_user_print_all_fn)
 
 /* ---- pool configuration ------------------------------------------------------ */
 
@@ -561,110 +629,170 @@ static ABT_thread pool_take(ABT_pool p)
     return t;
 }
 
-int ABT_pool_pop_thread(ABT_pool pool, ABT_thread *thread)
+/* The same, with request r for a user-defined pool's callbacks. */
+static ABT_thread pool_take_req(ABT_pool p, struct pool_req *r)
+{
+    pool_req = r;
+    ABT_thread t = pool_take(p);
+    pool_req = NULL;
+    return t;
+}
+
+/* A pop with context ctx: a user-defined pool's pop is told it. */
+static ABT_thread pool_take_ctx(ABT_pool p, ABT_pool_context ctx)
+{
+    struct pool_req r = {.pool = p, .op = REQ_POP, .ctx = ctx};
+    return pool_take_req(p, &r);
+}
+
+static int pop_thread(ABT_pool pool, ABT_thread *thread, ABT_pool_context ctx)
 {
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     if (!thread)
         return ABT_ERR_INV_ARG;
-    *thread = pool_take(pool);
+    *thread = pool_take_ctx(pool, ctx);
     return ABT_SUCCESS;
+}
+
+int ABT_pool_pop_thread(ABT_pool pool, ABT_thread *thread)
+{
+    return pop_thread(pool, thread, ABT_POOL_CONTEXT_OP_POOL_OTHER);
 }
 
 int ABT_pool_pop_thread_ex(ABT_pool pool, ABT_thread *thread,
                            ABT_pool_context pool_ctx)
 {
-    (void)pool_ctx;
-    return ABT_pool_pop_thread(pool, thread);
-}
-
-int ABT_pool_pop_threads(ABT_pool pool, ABT_thread *threads, size_t len,
-                         size_t *num)
-{
-    ABTX_CHECK_INIT();
-    if (!abtx_pool(pool))
-        return ABT_ERR_INV_POOL;
-    size_t n = 0;
-    while (n < len && (threads[n] = pool_take(pool)))
-        n++;
-    *num = n;
-    return ABT_SUCCESS;
+    return pop_thread(pool, thread, pool_ctx);
 }
 
 int ABT_pool_pop_threads_ex(ABT_pool pool, ABT_thread *threads, size_t len,
                             size_t *num, ABT_pool_context pool_ctx)
 {
-    (void)pool_ctx;
-    return ABT_pool_pop_threads(pool, threads, len, num);
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!num || (len && !threads))
+        return ABT_ERR_INV_ARG;
+    size_t n = 0;
+    if (len && pool->def && pool->def->pop_many) {
+        /* One pop_many; coexec then takes its units one by one (each
+         * take hands out the next of them: REQ_STASH). Every unit the
+         * user pool gave is taken, so none stays counted in the pool. */
+        struct pool_req r = {.pool = pool, .op = REQ_POP_MANY,
+                             .ctx = pool_ctx, .many = threads, .max = len};
+        ABT_thread t = pool_take_req(pool, &r);
+        if (t)
+            threads[n++] = t;
+        while (r.op == REQ_STASH && r.next < r.got)
+            if ((t = pool_take_req(pool, &r)) != NULL)
+                threads[n++] = t;
+    } else {
+        ABT_thread t;
+        while (n < len && (t = pool_take_ctx(pool, pool_ctx)) != NULL)
+            threads[n++] = t;
+    }
+    *num = n;
+    return ABT_SUCCESS;
 }
 
-int ABT_pool_push_thread(ABT_pool pool, ABT_thread thread)
+int ABT_pool_pop_threads(ABT_pool pool, ABT_thread *threads, size_t len,
+                         size_t *num)
+{
+    return ABT_pool_pop_threads_ex(pool, threads, len, num,
+                                   ABT_POOL_CONTEXT_OP_POOL_OTHER);
+}
+
+int ABT_pool_push_thread_ex(ABT_pool pool, ABT_thread thread,
+                            ABT_pool_context pool_ctx)
 {
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
-    return abtx_pool_push_thread(pool, thread);
+    if (pool->def)
+        abtx_push_ctx_set(thread, pool_ctx);
+    int rc = abtx_pool_push_thread(pool, thread);
+    if (rc && pool->def)
+        abtx_push_ctx_clear(thread);
+    return rc;
 }
 
-int ABT_pool_push_thread_ex(ABT_pool pool, ABT_thread thread,
-                            ABT_pool_context pool_ctx)
+int ABT_pool_push_thread(ABT_pool pool, ABT_thread thread)
 {
-    (void)pool_ctx;
-    return ABT_pool_push_thread(pool, thread);
-}
-
-int ABT_pool_push_threads(ABT_pool pool, const ABT_thread *threads,
-                          size_t num)
-{
-    for (size_t i = 0; i < num; i++) {
-        int rc = ABT_pool_push_thread(pool, threads[i]);
-        if (rc)
-            return rc;
-    }
-    return ABT_SUCCESS;
+    return ABT_pool_push_thread_ex(pool, thread,
+                                   ABT_POOL_CONTEXT_OP_POOL_OTHER);
 }
 
 int ABT_pool_push_threads_ex(ABT_pool pool, const ABT_thread *threads,
                              size_t num, ABT_pool_context pool_ctx)
 {
-    (void)pool_ctx;
-    return ABT_pool_push_threads(pool, threads, num);
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (num && !threads)
+        return ABT_ERR_INV_ARG;
+    /* A user pool with push_many gets the units in one call: coexec's
+     * pushes (which keep the books) only collect them (REQ_PUSH_MANY). */
+    struct pool_req r = {.pool = pool, .op = REQ_PUSH_MANY, .ctx = pool_ctx,
+                         .max = num};
+    if (num && pool->def && pool->def->push_many)
+        r.units = malloc(num * sizeof(*r.units));
+    int rc = ABT_SUCCESS;
+    pool_req = r.units ? &r : NULL;
+    for (size_t i = 0; i < num && !rc; i++)
+        rc = ABT_pool_push_thread_ex(pool, threads[i], pool_ctx);
+    pool_req = NULL;
+    if (r.got)
+        pool->def->push_many(pool, r.units, r.got, pool_ctx);
+    free(r.units);
+    return rc;
 }
 
-/* Pops, polling until the deadline (coexec's pools do not block). */
-static ABT_thread pool_take_until(ABT_pool p, uint64_t deadline)
+int ABT_pool_push_threads(ABT_pool pool, const ABT_thread *threads,
+                          size_t num)
 {
+    return ABT_pool_push_threads_ex(pool, threads, num,
+                                    ABT_POOL_CONTEXT_OP_POOL_OTHER);
+}
+
+/* Pops, polling until the deadline (coexec's pools do not block); a user
+ * pool's pop_wait, when it has one, does the waiting itself. */
+static ABT_thread pool_take_wait(ABT_pool p, double secs, ABT_pool_context ctx)
+{
+    if (p->def && p->def->pop_wait) {
+        struct pool_req r = {.pool = p, .op = REQ_POP_WAIT, .ctx = ctx,
+                             .secs = secs};
+        return pool_take_req(p, &r);
+    }
+    uint64_t deadline = coexec_now_ns() + (secs > 0 ? (uint64_t)(secs * 1e9) : 0);
     for (;;) {
-        ABT_thread t = pool_take(p);
+        ABT_thread t = pool_take_ctx(p, ctx);
         if (t || coexec_now_ns() >= deadline)
             return t;
         sched_yield();
     }
 }
 
-static uint64_t deadline_after(double secs)
+int ABT_pool_pop_wait_thread_ex(ABT_pool pool, ABT_thread *thread,
+                                double time_secs, ABT_pool_context pool_ctx)
 {
-    return coexec_now_ns() + (secs > 0 ? (uint64_t)(secs * 1e9) : 0);
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!thread)
+        return ABT_ERR_INV_ARG;
+    *thread = pool_take_wait(pool, time_secs, pool_ctx);
+    return ABT_SUCCESS;
 }
 
 int ABT_pool_pop_wait_thread(ABT_pool pool, ABT_thread *thread,
                              double time_secs)
 {
-    ABTX_CHECK_INIT();
-    if (!abtx_pool(pool))
-        return ABT_ERR_INV_POOL;
-    *thread = pool_take_until(pool, deadline_after(time_secs));
-    return ABT_SUCCESS;
-}
-
-int ABT_pool_pop_wait_thread_ex(ABT_pool pool, ABT_thread *thread,
-                                double time_secs, ABT_pool_context pool_ctx)
-{
-    (void)pool_ctx;
-    return ABT_pool_pop_wait_thread(pool, thread, time_secs);
+    return ABT_pool_pop_wait_thread_ex(pool, thread, time_secs,
+                                       ABT_POOL_CONTEXT_OP_POOL_OTHER);
 }
 
 /* The ABT_unit of t as p's users see it. */
@@ -691,7 +819,10 @@ int ABT_pool_pop_wait(ABT_pool pool, ABT_unit *unit, double time_secs)
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
-    *unit = unit_of(pool, pool_take_until(pool, deadline_after(time_secs)));
+    if (!unit)
+        return ABT_ERR_INV_ARG;
+    *unit = unit_of(pool, pool_take_wait(pool, time_secs,
+                                         ABT_POOL_CONTEXT_OP_POOL_OTHER));
     return ABT_SUCCESS;
 }
 
@@ -700,9 +831,11 @@ int ABT_pool_pop_timedwait(ABT_pool pool, ABT_unit *unit, double abstime_secs)
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
-    double now = ABT_get_wtime();
-    *unit = unit_of(pool,
-                    pool_take_until(pool, deadline_after(abstime_secs - now)));
+    if (!unit)
+        return ABT_ERR_INV_ARG;
+    double secs = abstime_secs - ABT_get_wtime();
+    *unit = unit_of(pool, pool_take_wait(pool, secs > 0 ? secs : 0,
+                                         ABT_POOL_CONTEXT_OP_POOL_OTHER));
     return ABT_SUCCESS;
 }
 
@@ -714,7 +847,7 @@ int ABT_pool_push(ABT_pool pool, ABT_unit unit)
     ABT_thread t = abtx_thread_of_unit(unit);
     if (!t)
         return ABT_ERR_INV_UNIT;
-    return abtx_pool_push_thread(pool, t);
+    return ABT_pool_push_thread_ex(pool, t, ABT_POOL_CONTEXT_OP_POOL_OTHER);
 }
 
 int ABT_unit_get_thread(ABT_unit unit, ABT_thread *thread)
@@ -828,8 +961,16 @@ int ABT_pool_print_all(ABT_pool pool, void *arg,
 int ABT_pool_print_all_threads(ABT_pool pool, void *arg,
                                void (*print_fn)(void *arg, ABT_thread))
 {
-    (void)pool;
-    (void)arg;
-    (void)print_fn;
-    ABTX_NA("ABT_pool_print_all_threads");
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!print_fn)
+        return ABT_ERR_INV_ARG;
+    /* A user-defined pool knows its units; coexec's built-in pools do not
+     * list theirs. */
+    if (pool->def && pool->def->print_all) {
+        pool->def->print_all(pool, arg, print_fn);
+        return ABT_SUCCESS;
+    }
+    ABTX_NA("ABT_pool_print_all_threads on a pool without print_all");
 }

@@ -393,9 +393,22 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     t->arg = arg;
     t->pool = pool;
     t->stacksize = attr ? attr->stacksize : abtx_g.stacksize;
+    t->has_push_ctx = 0;
     memset(&t->u, 0, sizeof(t->u));
     if (out)
         *out = t;
+    /* What a user-defined pool is told: the caller of a _to call goes back
+     * to its pool (CREATE_TO, REVIVE_TO) while t, which runs at once and is
+     * pushed nowhere, has its unit made all the same; a revived unit is
+     * pushed as REVIVE. */
+    ABT_thread self = child_first ? abtx_cur_get() : NULL;
+    if (self)
+        abtx_push_ctx_set(self, fresh ? ABT_POOL_CONTEXT_OP_THREAD_CREATE_TO
+                                      : ABT_POOL_CONTEXT_OP_THREAD_REVIVE_TO);
+    if (child_first)
+        abtx_unit_make(pool, t);
+    else if (!fresh && pool->def)
+        abtx_push_ctx_set(t, ABT_POOL_CONTEXT_OP_THREAD_REVIVE);
     int rc;
     if (ult) {
         coexec_thread_attr_t ca, *cap = NULL;
@@ -409,10 +422,10 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
             cap = &ca;
         }
         if (child_first) {
-            ABT_thread self = abtx_cur_get();
             rc = coexec_thread_create_child_first(pool->cp, ult_main, t, cap,
                                                   detached ? NULL : &t->th);
             abtx_cur_set(self);
+            abtx_push_ctx_clear(self);
         } else {
             rc = coexec_thread_create(pool->cp, ult_main, t, cap,
                                       detached ? NULL : &t->th);
@@ -944,7 +957,16 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
         rec_free_undoable(self);
         freed = true;
     }
+    /* As in Argobots, t keeps the pool it belongs to (coexec would give
+     * a t popped out of its pool the caller's). */
+    if (!resume && abtx_pool(thread->pool))
+        ABTX_IGNORE(coexec_thread_set_home(th, thread->pool->cp));
+    if (kind == TO_YIELD) /* for a user-defined pool we go back to */
+        abtx_push_ctx_set(self, resume
+                                    ? ABT_POOL_CONTEXT_OP_THREAD_RESUME_YIELD_TO
+                                    : ABT_POOL_CONTEXT_OP_THREAD_YIELD_TO);
     rc = direct[resume][kind](th);
+    abtx_push_ctx_clear(self);
     if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
         if (resume)
             ABTX_IGNORE(coexec_thread_resume(th));

@@ -586,8 +586,13 @@ static int take_public(coexec_pool_t pool, coexec_unit_t *out, bool steal)
     if (!steal && (rc = check_access(pool.p, false)))
         return rc;
     struct coexec_xstream_rec *xs = coexec__xs_self();
-    struct coexec_unit_rec *u = steal ? coexec__pool_steal(pool.p, xs, NULL, false)
-                                      : coexec__pool_pop(pool.p, xs);
+    struct coexec_unit_rec *u;
+    if (steal)
+        u = coexec__pool_steal(pool.p, xs, NULL, false);
+    else if (pool.p->kind == COEXEC_POOL_USER)
+        u = pool.p->impl->pop(pool.p, xs); /* asked even when it looks empty */
+    else
+        u = coexec__pool_pop(pool.p, xs);
     if (u)
         handed_out(pool.p, u);
     set_out_unit(out, u);

@@ -11,7 +11,8 @@
  *   self      self queries from the main ULT, a ULT, a tasklet, a pthread
  *   pool      built-in pools: push/pop of units, sizes, ids, data, errors
  *   sched     predefined schedulers on new streams, configs, set_main_sched
- *   user_pool an ABT_pool_def pool and a user-defined scheduler that runs it
+ *   user_pool an ABT_pool_def pool and a user-defined scheduler that runs it;
+ *             an ABT_pool_user_def pool: which callback each call reaches
  *   timer     timers and ABT_get_wtime move forward
  *   errors    error strings, info queries, an unsupported call's code
  */
@@ -1153,10 +1154,311 @@ static void test_user_sched_blocks_in_run(void)
     AT_OK(ABT_finalize());
 }
 
+/* An ABT_pool_user_def pool with every optional callback: a FIFO ring
+ * that logs which callback each ABT call reached, with its context. */
+#define CB_RING 16
+enum cb_op { CB_PUSH, CB_POP, CB_POP_WAIT, CB_POP_MANY, CB_PUSH_MANY,
+             CB_PRINT_ALL, CB_CREATE_UNIT, CB_FREE_UNIT, CB_OPS };
+
+static struct {
+    ABT_unit ring[CB_RING];
+    unsigned head, tail; /* taken at head, queued at tail */
+    int calls[CB_OPS];
+    enum cb_op last_op;
+    ABT_pool_context last_ctx;
+    ABT_pool_context last_push_ctx;
+    size_t last_n;   /* pop_many's max, push_many's count */
+    double last_secs;
+} cb;
+
+static void cb_log(enum cb_op op, ABT_pool_context ctx)
+{
+    cb.calls[op]++;
+    cb.last_op = op;
+    cb.last_ctx = ctx;
+}
+
+static ABT_unit cb_take(void)
+{
+    return cb.head == cb.tail ? ABT_UNIT_NULL : cb.ring[cb.head++ % CB_RING];
+}
+
+static void cb_put(ABT_unit u)
+{
+    CH_CHECK(cb.tail - cb.head < CB_RING);
+    cb.ring[cb.tail++ % CB_RING] = u;
+}
+
+/* Units are the ULT handles themselves, tagged so a unit is never taken
+ * for its ULT by mistake. */
+static ABT_unit cb_create_unit(ABT_pool pool, ABT_thread t)
+{
+    (void)pool;
+    cb_log(CB_CREATE_UNIT, 0);
+    return (ABT_unit)((uintptr_t)t | 1);
+}
+static ABT_thread cb_thread(ABT_unit u)
+{
+    return u ? (ABT_thread)((uintptr_t)u & ~(uintptr_t)1) : ABT_THREAD_NULL;
+}
+static void cb_free_unit(ABT_pool pool, ABT_unit u)
+{
+    (void)pool;
+    (void)u;
+    cb_log(CB_FREE_UNIT, 0);
+}
+static ABT_bool cb_is_empty(ABT_pool pool)
+{
+    (void)pool;
+    return cb.head == cb.tail ? ABT_TRUE : ABT_FALSE;
+}
+static size_t cb_get_size(ABT_pool pool)
+{
+    (void)pool;
+    return cb.tail - cb.head;
+}
+static void cb_push(ABT_pool pool, ABT_unit u, ABT_pool_context ctx)
+{
+    (void)pool;
+    cb_log(CB_PUSH, ctx);
+    cb.last_push_ctx = ctx;
+    cb_put(u);
+}
+static ABT_thread cb_pop(ABT_pool pool, ABT_pool_context ctx)
+{
+    (void)pool;
+    cb_log(CB_POP, ctx);
+    return cb_thread(cb_take());
+}
+static ABT_thread cb_pop_wait(ABT_pool pool, double secs, ABT_pool_context ctx)
+{
+    (void)pool;
+    cb_log(CB_POP_WAIT, ctx);
+    cb.last_secs = secs;
+    return cb_thread(cb_take());
+}
+static void cb_pop_many(ABT_pool pool, ABT_thread *out, size_t max,
+                        size_t *num, ABT_pool_context ctx)
+{
+    (void)pool;
+    cb_log(CB_POP_MANY, ctx);
+    cb.last_n = max;
+    size_t n = 0;
+    ABT_unit u;
+    while (n < max && (u = cb_take()) != ABT_UNIT_NULL)
+        out[n++] = cb_thread(u);
+    *num = n;
+}
+static void cb_push_many(ABT_pool pool, const ABT_unit *units, size_t n,
+                         ABT_pool_context ctx)
+{
+    (void)pool;
+    cb_log(CB_PUSH_MANY, ctx);
+    cb.last_n = n;
+    for (size_t i = 0; i < n; i++)
+        cb_put(units[i]);
+}
+static void cb_print_all(ABT_pool pool, void *arg,
+                         void (*print)(void *, ABT_thread))
+{
+    (void)pool;
+    cb_log(CB_PRINT_ALL, 0);
+    for (unsigned i = cb.head; i != cb.tail; i++)
+        print(arg, cb_thread(cb.ring[i % CB_RING]));
+}
+
+static void cb_count_print(void *arg, ABT_thread t)
+{
+    CH_CHECK(t != ABT_THREAD_NULL);
+    ++*(int *)arg;
+}
+
+static ABT_pool cb_pool_create(void)
+{
+    ABT_pool_user_def def;
+    AT_OK(ABT_pool_user_def_create(cb_create_unit, cb_free_unit, cb_is_empty,
+                                   cb_pop, cb_push, &def));
+    AT_OK(ABT_pool_user_def_set_get_size(def, cb_get_size));
+    AT_OK(ABT_pool_user_def_set_pop_wait(def, cb_pop_wait));
+    AT_OK(ABT_pool_user_def_set_pop_many(def, cb_pop_many));
+    AT_OK(ABT_pool_user_def_set_push_many(def, cb_push_many));
+    AT_OK(ABT_pool_user_def_set_print_all(def, cb_print_all));
+    ABT_pool pool;
+    AT_OK(ABT_pool_create(def, ABT_POOL_CONFIG_NULL, &pool));
+    AT_OK(ABT_pool_user_def_free(&def));
+    return pool;
+}
+
+/* One call reached exactly the callback op, once, with context ctx. */
+#define CB_EXPECT(before, op, ctx)                                             \
+    do {                                                                       \
+        int total_ = 0;                                                        \
+        for (int k_ = 0; k_ < CB_OPS; k_++)                                    \
+            total_ += cb.calls[k_] - (before)[k_];                             \
+        CU_ASSERT_EQUAL(total_, 1);                                            \
+        CU_ASSERT_EQUAL(cb.calls[op] - (before)[op], 1);                       \
+        CU_ASSERT_EQUAL(cb.last_ctx, (ABT_pool_context)(ctx));                 \
+    } while (0)
+#define CB_SNAP(into) memcpy((into), cb.calls, sizeof cb.calls)
+
+static void noop_ult(void *arg)
+{
+    ++*(int *)arg;
+}
+
+/* Runs whatever the pool holds on this ULT's stream until it is empty. */
+static void cb_drain(ABT_pool pool)
+{
+    for (;;) {
+        ABT_thread t;
+        AT_OK(ABT_pool_pop_thread(pool, &t));
+        if (t == ABT_THREAD_NULL)
+            return;
+        AT_OK(ABT_self_schedule(t, pool));
+    }
+}
+
+/* Each ABT_pool call reaches the one callback Argobots documents for it,
+ * once, with the caller's context, even on an empty pool. */
+static void test_user_def_calls(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    memset(&cb, 0, sizeof cb);
+    ABT_pool pool = cb_pool_create();
+    const ABT_pool_context ctx = (ABT_pool_context)0x7000000;
+    int before[CB_OPS], runs = 0;
+    ABT_thread t, ts[4];
+    size_t n = 9;
+
+    CB_SNAP(before);
+    AT_OK(ABT_pool_pop_thread_ex(pool, &t, ctx));
+    CU_ASSERT_EQUAL(t, ABT_THREAD_NULL);
+    CB_EXPECT(before, CB_POP, ctx);
+    CB_SNAP(before);
+    AT_OK(ABT_pool_pop_wait_thread_ex(pool, &t, 0.25, ctx + 1));
+    CU_ASSERT_EQUAL(t, ABT_THREAD_NULL);
+    CB_EXPECT(before, CB_POP_WAIT, ctx + 1);
+    CU_ASSERT_EQUAL(cb.last_secs, 0.25);
+    CB_SNAP(before);
+    AT_OK(ABT_pool_pop_threads_ex(pool, ts, 4, &n, ctx + 2));
+    CU_ASSERT_EQUAL(n, 0);
+    CB_EXPECT(before, CB_POP_MANY, ctx + 2);
+
+    /* Three ULTs: each made its unit, then was pushed as CREATE. */
+    ABT_thread u[3];
+    for (int i = 0; i < 3; i++) {
+        CB_SNAP(before);
+        AT_OK(ABT_thread_create(pool, noop_ult, &runs, ABT_THREAD_ATTR_NULL,
+                                &u[i]));
+        CU_ASSERT_EQUAL(cb.calls[CB_CREATE_UNIT] - before[CB_CREATE_UNIT], 1);
+        CU_ASSERT_EQUAL(cb.calls[CB_PUSH] - before[CB_PUSH], 1);
+        CU_ASSERT_EQUAL(cb.last_ctx, ABT_POOL_CONTEXT_OP_THREAD_CREATE);
+    }
+    /* pop_many once for two, push_many once to put them back. */
+    CB_SNAP(before);
+    AT_OK(ABT_pool_pop_threads_ex(pool, ts, 2, &n, ctx + 3));
+    CB_EXPECT(before, CB_POP_MANY, ctx + 3);
+    CU_ASSERT_EQUAL(cb.last_n, 2);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(ts[0] == u[0] && ts[1] == u[1]);
+    CB_SNAP(before);
+    AT_OK(ABT_pool_push_threads_ex(pool, ts, 2, ctx + 4));
+    CB_EXPECT(before, CB_PUSH_MANY, ctx + 4);
+    CU_ASSERT_EQUAL(cb.last_n, 2);
+    size_t size = 0;
+    AT_OK(ABT_pool_get_size(pool, &size));
+    CU_ASSERT_EQUAL(size, 3);
+    int printed = 0;
+    CB_SNAP(before);
+    AT_OK(ABT_pool_print_all_threads(pool, &printed, cb_count_print));
+    CB_EXPECT(before, CB_PRINT_ALL, 0);
+    CU_ASSERT_EQUAL(printed, 3);
+    /* FIFO: u[2] first now; a pop_wait takes it, a push gives it back. */
+    CB_SNAP(before);
+    AT_OK(ABT_pool_pop_wait_thread(pool, &t, 1.0));
+    CB_EXPECT(before, CB_POP_WAIT, ABT_POOL_CONTEXT_OP_POOL_OTHER);
+    CU_ASSERT(t == u[2]);
+    CB_SNAP(before);
+    AT_OK(ABT_pool_push_thread_ex(pool, t, ctx + 5));
+    CB_EXPECT(before, CB_PUSH, ctx + 5);
+
+    cb_drain(pool);
+    CU_ASSERT_EQUAL(runs, 3);
+    /* A revived ULT is pushed as REVIVE into the unit it has. */
+    CB_SNAP(before);
+    AT_OK(ABT_thread_revive(pool, noop_ult, &runs, &u[0]));
+    CB_EXPECT(before, CB_PUSH, ABT_POOL_CONTEXT_OP_THREAD_REVIVE);
+    cb_drain(pool);
+    CU_ASSERT_EQUAL(runs, 4);
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_free(&u[i]));
+    CU_ASSERT_EQUAL(cb.calls[CB_FREE_UNIT], cb.calls[CB_CREATE_UNIT]);
+    CU_ASSERT_EQUAL(cb.head, cb.tail);
+    AT_OK(ABT_pool_free(&pool));
+    AT_OK(ABT_finalize());
+}
+
+/* A ULT of the pool: a yield pushes it as YIELD, a yield_to as YIELD_TO;
+ * a create_to makes the child's unit without pushing the child and
+ * pushes the caller as CREATE_TO. */
+static ABT_pool cb_upool;
+static int cb_child_runs;
+static ABT_pool_context cb_seen[3];
+
+static void cb_yielder(void *arg)
+{
+    (void)arg;
+    AT_CHECK_OK(ABT_self_yield());
+    cb_seen[0] = cb.last_push_ctx;
+    ABT_thread child;
+    int made = cb.calls[CB_CREATE_UNIT], pushed = cb.calls[CB_PUSH];
+    AT_CHECK_OK(ABT_thread_create_to(cb_upool, noop_ult, &cb_child_runs,
+                                     ABT_THREAD_ATTR_NULL, &child));
+    CH_CHECK_EQ(cb_child_runs, 1);
+    CH_CHECK_EQ(cb.calls[CB_CREATE_UNIT] - made, 1);
+    CH_CHECK_EQ(cb.calls[CB_PUSH] - pushed, 1); /* ourselves only */
+    cb_seen[1] = cb.last_push_ctx;
+    ABT_thread other;
+    AT_CHECK_OK(ABT_thread_create(cb_upool, noop_ult, &cb_child_runs,
+                                  ABT_THREAD_ATTR_NULL, &other));
+    ABT_thread popped;
+    AT_CHECK_OK(ABT_pool_pop_thread(cb_upool, &popped));
+    CH_CHECK(popped == other);
+    AT_CHECK_OK(ABT_self_yield_to(other));
+    cb_seen[2] = cb.last_push_ctx;
+    CH_CHECK_EQ(cb_child_runs, 2);
+    AT_CHECK_OK(ABT_thread_free(&child));
+    AT_CHECK_OK(ABT_thread_free(&other));
+}
+
+static void test_user_def_unit_ops(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    memset(&cb, 0, sizeof cb);
+    cb_upool = cb_pool_create();
+    cb_child_runs = 0;
+    ABT_thread t;
+    AT_OK(ABT_thread_create(cb_upool, cb_yielder, NULL, ABT_THREAD_ATTR_NULL,
+                            &t));
+    cb_drain(cb_upool);
+    ABT_thread_state st;
+    AT_OK(ABT_thread_get_state(t, &st));
+    CU_ASSERT_EQUAL(st, ABT_THREAD_STATE_TERMINATED);
+    CU_ASSERT_EQUAL(cb_seen[0], ABT_POOL_CONTEXT_OP_THREAD_YIELD);
+    CU_ASSERT_EQUAL(cb_seen[1], ABT_POOL_CONTEXT_OP_THREAD_CREATE_TO);
+    CU_ASSERT_EQUAL(cb_seen[2], ABT_POOL_CONTEXT_OP_THREAD_YIELD_TO);
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(cb.calls[CB_FREE_UNIT], cb.calls[CB_CREATE_UNIT]);
+    AT_OK(ABT_pool_free(&cb_upool));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t user_pool_tests[] = {
     {"sched_blocks_in_run", test_user_sched_blocks_in_run},
     {"def_and_sched", test_user_pool_sched},
     {"mixed_pools_on_every_stream", test_user_sched_mixed_pools},
+    {"user_def_calls", test_user_def_calls},
+    {"user_def_unit_ops", test_user_def_unit_ops},
     {NULL, NULL}};
 
 /* ---- timer ------------------------------------------------------------------ */

@@ -637,6 +637,61 @@ static coexec_unit_t steal_counted(void *state)
     return (coexec_unit_t){0};
 }
 
+/* A table of the first version (no steal) whose state is the wrap_t its
+ * init is handed. */
+static coexec_pool_ops_t shim_ops(coexec_unit_t (*pop)(void *))
+{
+    coexec_pool_ops_t o = {0};
+    o.size = sizeof o;
+    o.init = hand_over_init;
+    o.push = wrap_push;
+    o.pop = pop;
+    o.get_size = wrap_size;
+    return o;
+}
+
+static atomic_int g_pop_calls;
+
+static coexec_unit_t pop_counted(void *state)
+{
+    atomic_fetch_add(&g_pop_calls, 1);
+    return wrap_pop(state);
+}
+
+/* coexec_pool_pop asks a user pool's pop even when the runtime counts no
+ * unit in it: the pool alone knows what it holds. */
+static void t_pop_asks_user_pool(void)
+{
+    ch_init(1);
+    wrap_t shim;
+    memset(&shim, 0, sizeof shim);
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                          &shim.inner));
+    coexec_pool_ops_t o = shim_ops(pop_counted);
+    coexec_pool_t p;
+    CH_ASSERT_OK_FATAL(coexec_pool_create_user(&o, COEXEC_ACCESS_MPMC, &shim, &p));
+    atomic_store(&g_pop_calls, 0);
+    coexec_unit_t u = {0};
+    for (int i = 1; i <= 3; i++) {
+        CH_ASSERT_OK(coexec_pool_pop(p, &u));
+        CU_ASSERT(CH_IS_NULL(u));
+        CH_ASSERT_EQ(atomic_load(&g_pop_calls), i);
+    }
+    coexec_tasklet_t k;
+    CH_ASSERT_OK(coexec_tasklet_create(p, noop_tasklet, NULL, &k));
+    CH_ASSERT_OK(coexec_pool_pop(p, &u));
+    CU_ASSERT(CH_SAME(u, coexec_tasklet_unit(k)));
+    CH_ASSERT_EQ(atomic_load(&g_pop_calls), 4);
+    size_t n = 9;
+    CH_ASSERT_OK(coexec_pool_get_size(p, &n));
+    CH_ASSERT_EQ(n, 0);
+    CH_ASSERT_OK(coexec_pool_push(ch_main_pool(0), u));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_OK(coexec_pool_free(&p));
+    CH_ASSERT_OK(coexec_pool_free(&shim.inner));
+    ch_finalize();
+}
+
 static void t_bad_ops(void)
 {
     ch_init(1);
@@ -679,12 +734,7 @@ static void t_bad_ops(void)
     wrap_t shim;
     memset(&shim, 0, sizeof shim);
     shim.inner = inner;
-    coexec_pool_ops_t old = {0};
-    old.size = sizeof old;
-    old.init = hand_over_init;
-    old.push = wrap_push;
-    old.pop = wrap_pop;
-    old.get_size = wrap_size;
+    coexec_pool_ops_t old = shim_ops(wrap_pop);
     atomic_store(&g_steal_calls, 0);
     CH_ASSERT_OK_FATAL(coexec_pool_create_user(&old, COEXEC_ACCESS_MPMC, &shim, &p));
     void *data = NULL;
@@ -877,6 +927,7 @@ const ch_test_t schedx_user_tests[] = {
     {"wrapped_fifo_basic_sched", t_wrapped_basic},
     {"wrapped_fifo_user_sched", t_wrapped_user},
     {"bad_ops_and_init_errors", t_bad_ops},
+    {"pop_asks_the_user_pool", t_pop_asks_user_pool},
     {"unit_queries", t_unit_queries},
     {"user_sched_migration_pool", t_user_migr_pool},
     {NULL, NULL}};
