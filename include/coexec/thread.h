@@ -161,6 +161,17 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_wait(coexec_thread_t t);
 COEXEC_API COEXEC_NODISCARD int coexec_thread_free(coexec_thread_t *t);
 
 /*
+ * coexec_thread_free with the waiting rule of coexec_thread_wait: a *t
+ * that has not started runs in place only when the calling ULT's
+ * scheduler pops from its pool. One call does the wait and the release,
+ * so the release needs no atomic read-modify-write of its own when this
+ * call was the one that waited (cheaper than coexec_thread_wait followed
+ * by coexec_thread_free).
+ * Context, Switches and Returns: as coexec_thread_free.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_wait_free(coexec_thread_t *t);
+
+/*
  * The calling ULT.
  * Context: a ULT. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EINVAL (out NULL); COEXEC_ECONTEXT (not a ULT);
@@ -430,6 +441,16 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_get_sched(coexec_unit_t unit,
                                                       coexec_sched_t *out);
 
 /*
+ * The identifier of a unit of any kind, as coexec_thread_get_id gives a
+ * ULT's.
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (id NULL); COEXEC_EHANDLE;
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_unit_get_id(coexec_unit_t unit,
+                                                   uint64_t *id);
+
+/*
  * The rank of the stream a unit is running on, or last ran on if it is
  * not running (coexec_xstream_get_rank): for a ULT that migrated or was
  * stolen, the stream it ran on most recently; for a unit a joiner ran in
@@ -517,6 +538,13 @@ COEXEC_API COEXEC_NODISCARD int coexec_tasklet_join_timed(coexec_tasklet_t k,
  * for k NULL.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_tasklet_free(coexec_tasklet_t *k);
+
+/*
+ * coexec_tasklet_free with the waiting rule of coexec_tasklet_wait (see
+ * coexec_thread_wait_free).
+ * Context, Switches and Returns: as coexec_tasklet_free.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_wait_free(coexec_tasklet_t *k);
 
 /*
  * The state of k.

@@ -58,6 +58,11 @@ struct ABT_thread_opaque {
      * push by the program...). Set by that call before it pushes, cleared
      * by the push or after it. */
     uint8_t has_push_ctx;
+    /* 1 once a join has released its coexec unit (coexec_*_wait_free): the
+     * record alone stands for the finished unit from then on, with the
+     * rank of the stream it ended on (last_crank, written as it ends). */
+    _Atomic uint8_t joined;
+    int16_t last_crank;
     ABT_pool_context push_ctx;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a
@@ -72,6 +77,7 @@ struct ABT_thread_opaque {
     ABT_unit unit;       /* its unit in a user-defined pool, if any */
     ABT_pool unit_pool;  /* the pool that made that unit */
     size_t stacksize;
+    void *user_stack;    /* the program's stack (ABT_thread_attr_set_stack) */
     uint64_t id;
     atomic_flag klock;   /* guards keys (src/abt/key.c) */
     struct abtx_ktab *keys; /* ABT_key values, or NULL */
@@ -164,6 +170,8 @@ extern pthread_mutex_t abtx_lock;
 /* The running ABT unit of this OS thread (NULL: none). */
 ABT_thread abtx_cur_get(void);
 void abtx_cur_set(ABT_thread t);
+/* The coexec rank of the stream this OS thread is (-1: none). */
+int abtx_self_crank(void);
 
 /* A coexec error turned into Argobots' code; inv is the call's
  * ABT_ERR_INV_* for a bad handle, other its code for a wrong state. */

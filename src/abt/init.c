@@ -32,6 +32,21 @@ __attribute__((noinline)) void abtx_cur_set(ABT_thread t)
     cur = t;
 }
 
+/* A stream's rank never changes while its OS thread lives; -2: not
+ * asked yet. */
+static _Thread_local int self_crank __attribute__((tls_model("initial-exec"))) = -2;
+
+__attribute__((noinline)) int abtx_self_crank(void)
+{
+    int r = self_crank;
+    if (__builtin_expect(r == -2, 0)) {
+        if (coexec_xstream_self_rank(&r) != COEXEC_OK)
+            return -1; /* not a stream (yet): not remembered */
+        self_crank = r;
+    }
+    return r;
+}
+
 int abtx_err(int rc, int inv, int other)
 {
     switch (rc) {

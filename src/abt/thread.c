@@ -35,6 +35,8 @@
  */
 #define TLS_IE __attribute__((tls_model("initial-exec")))
 #define REC_STRIDE ((sizeof(struct ABT_thread_opaque) + 63) & ~(size_t)63)
+_Static_assert(sizeof(struct ABT_thread_opaque) <= 128,
+               "a unit's record stays within two cache lines");
 #define REC_PER_SLAB 64
 #define CHAIN_LEN 1024
 #define LOCAL_HIGH (4 * CHAIN_LEN)
@@ -260,7 +262,9 @@ static void ult_main(void *a)
     if (t->detached) {
         abtx_unit_release(t);
         rec_free(t);
+        return;
     }
+    t->last_crank = (int16_t)abtx_self_crank(); /* for after its join */
 }
 
 static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
@@ -274,6 +278,8 @@ static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
     if (t->detached) {
         abtx_unit_release(t);
         rec_free(t);
+    } else {
+        t->last_crank = (int16_t)abtx_self_crank();
     }
     return COEXEC_READY;
 }
@@ -393,7 +399,10 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     t->arg = arg;
     t->pool = pool;
     t->stacksize = attr ? attr->stacksize : abtx_g.stacksize;
+    t->user_stack = attr ? attr->stack : NULL;
     t->has_push_ctx = 0;
+    atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
+    t->last_crank = -1;
     memset(&t->u, 0, sizeof(t->u));
     if (out)
         *out = t;
@@ -531,24 +540,52 @@ int ABT_task_create_on_xstream(ABT_xstream xstream, void (*task_func)(void *),
 
 /* ---- join, free, revive ------------------------------------------------ */
 
-/* coexec's join or free of t's unit; the caller's record is restored after
- * the call, which may have switched. */
-static int unit_wait(ABT_thread t, bool release)
+static bool unit_joined(ABT_thread t)
 {
+    return atomic_load_explicit(&t->joined, memory_order_acquire) != 0;
+}
+
+/* coexec's state of t's unit; TERMINATED once a join released it. */
+static int unit_state(ABT_thread t, coexec_unit_state_t *st)
+{
+    if (unit_joined(t)) {
+        *st = COEXEC_UNIT_TERMINATED;
+        return COEXEC_OK;
+    }
+    return t->is_ult ? coexec_thread_get_state(t->th, st)
+                     : coexec_tasklet_get_state(t->tk, st);
+}
+
+/* Waits for t's unit and releases it (both joins and frees do: the record
+ * then stands for the finished unit, so a free after a join costs coexec
+ * nothing). As in Argobots, t runs on a stream that serves its pool (and
+ * sees that stream's rank): the joiner runs it only if its own stream
+ * does. When another caller is joining t already, this one waits for that
+ * join to be done. The caller's record is restored after the call, which
+ * may have switched. */
+static int unit_wait(ABT_thread t)
+{
+    if (unit_joined(t))
+        return COEXEC_OK;
     ABT_thread self = abtx_cur_get();
+    if (!t->id) /* coexec's id, asked while the unit is there to ask */
+        ABTX_IGNORE(coexec_unit_get_id(t->u, &t->id));
     int rc;
-    /* As in Argobots, t runs on a stream that serves its pool (and sees
-     * that stream's rank): the joiner runs it only if its own stream does. */
     if (t->is_ult) {
         coexec_thread_t h = t->th;
-        rc = coexec_thread_wait(h);
-        if (release && (!rc || rc == COEXEC_ENOMEM))
-            rc = coexec_thread_free(&h);
+        rc = coexec_thread_wait_free(&h);
     } else {
         coexec_tasklet_t h = t->tk;
-        rc = coexec_tasklet_wait(h);
-        if (release && (!rc || rc == COEXEC_ENOMEM))
-            rc = coexec_tasklet_free(&h);
+        rc = coexec_tasklet_wait_free(&h);
+    }
+    if (rc == COEXEC_OK || rc == COEXEC_ENOMEM) {
+        atomic_store_explicit(&t->joined, 1, memory_order_release);
+    } else if (rc == COEXEC_EBUSY || rc == COEXEC_EHANDLE) {
+        /* Another join has it (or has just released it). */
+        while (!unit_joined(t))
+            if (coexec_yield() != COEXEC_OK)
+                sched_yield();
+        rc = COEXEC_OK;
     }
     abtx_cur_set(self);
     return rc;
@@ -575,7 +612,7 @@ static int unit_join(ABT_thread t, int inv)
         return inv;
     if (t == abtx_cur_get())
         return inv;
-    int rc = unit_wait(t, false);
+    int rc = unit_wait(t);
     return rc == COEXEC_ENOMEM ? ABT_ERR_MEM : join_error(rc, inv);
 }
 
@@ -589,7 +626,7 @@ static int unit_free(ABT_thread *tp, int inv)
         return inv;
     if (t == abtx_cur_get())
         return inv;
-    int rc = unit_wait(t, true);
+    int rc = unit_wait(t);
     if (rc && rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
     abtx_unit_release(t);
@@ -649,15 +686,12 @@ static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
         return inv;
     ABT_thread t = *tp;
     coexec_unit_state_t st = COEXEC_UNIT_READY;
-    int rc = ult ? coexec_thread_get_state(
-                       t->th, &st)
-                 : coexec_tasklet_get_state(
-                       t->tk, &st);
+    int rc = unit_state(t, &st);
     if (rc)
         return abtx_err(rc, inv, inv);
     if (st != COEXEC_UNIT_TERMINATED)
         return ult ? ABT_ERR_THREAD : ABT_ERR_TASK;
-    if ((rc = unit_wait(t, true)))
+    if ((rc = unit_wait(t)) && rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
     struct ABT_thread_attr_opaque a = {.stacksize = t->stacksize,
                                        .migratable = t->migratable};
@@ -744,8 +778,7 @@ static uint64_t unit_id(ABT_thread t)
         if (t == abtx_cur_get())
             ABTX_IGNORE(coexec_self_id(&id));
         else if (t->u.p)
-            ABTX_IGNORE(coexec_thread_get_id(
-                t->th, &id));
+            ABTX_IGNORE(coexec_unit_get_id(t->u, &id));
         t->id = id;
     }
     return t->id;
@@ -959,13 +992,14 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
     }
     /* As in Argobots, t keeps the pool it belongs to (coexec would give
      * a t popped out of its pool the caller's). */
-    if (!resume && abtx_pool(thread->pool))
+    if (!resume && abtx_pool(thread->pool) && !unit_joined(thread))
         ABTX_IGNORE(coexec_thread_set_home(th, thread->pool->cp));
     if (kind == TO_YIELD) /* for a user-defined pool we go back to */
         abtx_push_ctx_set(self, resume
                                     ? ABT_POOL_CONTEXT_OP_THREAD_RESUME_YIELD_TO
                                     : ABT_POOL_CONTEXT_OP_THREAD_YIELD_TO);
-    rc = direct[resume][kind](th);
+    /* A finished target (one a join released) cannot be handed the CPU. */
+    rc = unit_joined(thread) ? COEXEC_ESTATE : direct[resume][kind](th);
     abtx_push_ctx_clear(self);
     if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
         if (resume)
@@ -1073,13 +1107,7 @@ int ABT_thread_get_state(ABT_thread thread, ABT_thread_state *state)
     if (!abtx_thread(thread) || thread->detached)
         return ABT_ERR_INV_THREAD;
     coexec_unit_state_t s;
-    int rc = thread->is_ult
-                 ? coexec_thread_get_state(
-                       thread->th,
-                       &s)
-                 : coexec_tasklet_get_state(
-                       thread->tk,
-                       &s);
+    int rc = unit_state(thread, &s);
     if (rc)
         return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
     *state = (ABT_thread_state)s; /* same order of the four states */
@@ -1179,6 +1207,12 @@ void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
     coexec_stack_info_t si;
     *addr = NULL;
     *size = 0;
+    if (t->is_ult && unit_joined(t)) {
+        /* Finished: its runtime stack was given back, a user's stays. */
+        *addr = t->user_stack;
+        *size = t->stacksize;
+        return;
+    }
     if (!t->is_ult || t->is_main || !t->u.p ||
         coexec_thread_get_stack(t->th, &si) != COEXEC_OK)
         return;
@@ -1211,8 +1245,11 @@ int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)
 static ABT_xstream last_xstream(ABT_thread t)
 {
     int crank = -1;
-    if (!t->u.p || coexec_unit_get_last_rank(t->u, &crank) != COEXEC_OK ||
-        crank < 0 || crank >= ABTX_MAX_XSTREAMS)
+    if (unit_joined(t))
+        crank = t->last_crank;
+    else if (!t->u.p || coexec_unit_get_last_rank(t->u, &crank) != COEXEC_OK)
+        crank = -1;
+    if (crank < 0 || crank >= ABTX_MAX_XSTREAMS)
         return ABT_XSTREAM_NULL;
     ABT_xstream x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
     return abtx_xstream(x) ? x : ABT_XSTREAM_NULL;

@@ -467,11 +467,11 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
     return join_unit(p, gen, for_free, deadline, held, run);
 }
 
-static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet)
+static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet,
+                       enum join_run run)
 {
     bool held = false;
-    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held,
-                         JOIN_RUN_ANY);
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held, run);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
@@ -508,7 +508,14 @@ COEXEC_API int coexec_thread_free(coexec_thread_t *t)
 {
     if (!t)
         return COEXEC_EINVAL;
-    return free_common(&t->p, &t->gen, false);
+    return free_common(&t->p, &t->gen, false, JOIN_RUN_ANY);
+}
+
+COEXEC_API int coexec_thread_wait_free(coexec_thread_t *t)
+{
+    if (!t)
+        return COEXEC_EINVAL;
+    return free_common(&t->p, &t->gen, false, JOIN_RUN_SERVED);
 }
 
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
@@ -536,7 +543,14 @@ COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
 {
     if (!k)
         return COEXEC_EINVAL;
-    return free_common(&k->p, &k->gen, true);
+    return free_common(&k->p, &k->gen, true, JOIN_RUN_ANY);
+}
+
+COEXEC_API int coexec_tasklet_wait_free(coexec_tasklet_t *k)
+{
+    if (!k)
+        return COEXEC_EINVAL;
+    return free_common(&k->p, &k->gen, true, JOIN_RUN_SERVED);
 }
 
 int coexec__join_unit(struct coexec_unit_rec *u)

@@ -291,6 +291,17 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
     return COEXEC_OK;
 }
 
+COEXEC_API int coexec_unit_get_id(coexec_unit_t unit, uint64_t *id)
+{
+    if (!id)
+        return COEXEC_EINVAL;
+    int rc = unit_handle(unit);
+    if (rc)
+        return rc;
+    *id = unit.p->id;
+    return COEXEC_OK;
+}
+
 COEXEC_API int coexec_unit_get_last_rank(coexec_unit_t unit, int *rank)
 {
     if (!rank)

@@ -338,12 +338,100 @@ static void test_thread_migrate(void)
     AT_OK(ABT_finalize());
 }
 
+/* A finished unit after its join: the queries still answer (state, id,
+ * last stream, stack size), joins again return at once, and many
+ * joiners on several streams at once all return once it has finished. */
+enum { JM_STREAMS = 3, JM_JOINERS = 6 };
+static ABT_thread jm_target;
+static atomic_int jm_go, jm_joined;
+
+static void jm_slow(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&jm_go))
+        AT_CHECK_OK(ABT_thread_yield());
+    for (int i = 0; i < 20; i++)
+        AT_CHECK_OK(ABT_thread_yield());
+}
+
+static void jm_joiner(void *arg)
+{
+    (void)arg;
+    AT_CHECK_OK(ABT_thread_join(jm_target));
+    ABT_thread_state st;
+    AT_CHECK_OK(ABT_thread_get_state(jm_target, &st));
+    CH_CHECK_EQ(st, ABT_THREAD_STATE_TERMINATED);
+    atomic_fetch_add(&jm_joined, 1);
+}
+
+static void empty_task(void *arg)
+{
+    (void)arg;
+}
+
+static void test_thread_after_join(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream xs[JM_STREAMS];
+    ABT_pool pools[JM_STREAMS];
+    for (int i = 0; i < JM_STREAMS; i++) {
+        AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs[i]));
+        AT_OK(ABT_xstream_get_main_pools(xs[i], 1, &pools[i]));
+    }
+    for (int round = 0; round < (int)ch_iters(20, 3); round++) {
+        atomic_store(&jm_go, 0);
+        atomic_store(&jm_joined, 0);
+        AT_OK(ABT_thread_create(pools[0], jm_slow, NULL, ABT_THREAD_ATTR_NULL,
+                                &jm_target));
+        ABT_thread j[JM_JOINERS];
+        for (int i = 0; i < JM_JOINERS; i++)
+            AT_OK(ABT_thread_create(pools[i % JM_STREAMS], jm_joiner, NULL,
+                                    ABT_THREAD_ATTR_NULL, &j[i]));
+        atomic_store(&jm_go, 1);
+        AT_OK(ABT_thread_join(jm_target)); /* the main ULT joins too */
+        AT_OK(ABT_thread_free_many(JM_JOINERS, j));
+        CU_ASSERT_EQUAL(atomic_load(&jm_joined), JM_JOINERS);
+        ABT_thread_state st;
+        AT_OK(ABT_thread_get_state(jm_target, &st));
+        CU_ASSERT_EQUAL(st, ABT_THREAD_STATE_TERMINATED);
+        ABT_xstream last = ABT_XSTREAM_NULL;
+        AT_OK(ABT_thread_get_last_xstream(jm_target, &last));
+        CU_ASSERT(last == xs[0]);
+        ABT_thread_id id = 0;
+        AT_OK(ABT_thread_get_id(jm_target, &id));
+        CU_ASSERT(id != 0);
+        size_t ss = 0;
+        AT_OK(ABT_thread_get_stacksize(jm_target, &ss));
+        CU_ASSERT(ss > 0);
+        AT_OK(ABT_thread_join(jm_target)); /* again: at once */
+        AT_OK(ABT_thread_free(&jm_target));
+    }
+    /* A tasklet: joined, it keeps its id and the stream it ran on. */
+    ABT_task k;
+    AT_OK(ABT_task_create(pools[1], empty_task, NULL, &k));
+    AT_OK(ABT_task_join(k));
+    ABT_task_state ks;
+    AT_OK(ABT_task_get_state(k, &ks));
+    CU_ASSERT_EQUAL(ks, ABT_TASK_STATE_TERMINATED);
+    ABT_xstream kx = ABT_XSTREAM_NULL;
+    AT_OK(ABT_task_get_xstream(k, &kx));
+    CU_ASSERT(kx == xs[1]);
+    uint64_t kid = 0;
+    AT_OK(ABT_task_get_id(k, &kid));
+    CU_ASSERT(kid != 0);
+    AT_OK(ABT_task_free(&k));
+    for (int i = 0; i < JM_STREAMS; i++)
+        AT_OK(ABT_xstream_free(&xs[i]));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t thread_tests[] = {
     {"yield_order", test_thread_yield_order},
     {"many_streams", test_thread_many_streams},
     {"revive_attr", test_thread_revive_attr},
     {"errors", test_thread_errors},
     {"migrate", test_thread_migrate},
+    {"after_join", test_thread_after_join},
     {NULL, NULL}};
 
 /* ---- task ------------------------------------------------------------------ */

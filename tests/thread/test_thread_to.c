@@ -465,6 +465,14 @@ static void wait_one(coexec_pool_t pool, int rank, bool tasklet)
         CH_ASSERT_EQ(atomic_load(&ran), rank);
         CH_ASSERT_OK(coexec_tasklet_wait(k)); /* finished: at once */
         CH_ASSERT_OK(coexec_tasklet_free(&k));
+        /* The same wait and the free in one call. */
+        atomic_store(&ran, -1);
+        CH_ASSERT_OK(coexec_tasklet_create(pool, rank_tasklet, &ran, &k));
+        CH_ASSERT_OK(coexec_tasklet_wait_free(&k));
+        CH_ASSERT_EQ(atomic_load(&ran), rank);
+        CU_ASSERT_PTR_NULL(k.p);
+        CH_ASSERT_RC(coexec_tasklet_wait_free(&k), COEXEC_EHANDLE);
+        CH_ASSERT_RC(coexec_tasklet_wait_free(NULL), COEXEC_EINVAL);
     } else {
         coexec_thread_t t;
         CH_ASSERT_OK(coexec_thread_create(pool, rank_ult, &ran, NULL, &t));
@@ -472,6 +480,13 @@ static void wait_one(coexec_pool_t pool, int rank, bool tasklet)
         CH_ASSERT_EQ(atomic_load(&ran), rank);
         CH_ASSERT_OK(coexec_thread_wait(t)); /* finished: at once */
         CH_ASSERT_OK(coexec_thread_free(&t));
+        atomic_store(&ran, -1);
+        CH_ASSERT_OK(coexec_thread_create(pool, rank_ult, &ran, NULL, &t));
+        CH_ASSERT_OK(coexec_thread_wait_free(&t));
+        CH_ASSERT_EQ(atomic_load(&ran), rank);
+        CU_ASSERT_PTR_NULL(t.p);
+        CH_ASSERT_RC(coexec_thread_wait_free(&t), COEXEC_EHANDLE);
+        CH_ASSERT_RC(coexec_thread_wait_free(NULL), COEXEC_EINVAL);
     }
 }
 
@@ -509,11 +524,10 @@ static void served_waiter(void *arg)
     CH_CHECK_RC(coexec_thread_create(pool, logger, (void *)3, NULL, &u),
                 COEXEC_OK);
     CH_CHECK_RC(coexec_tasklet_wait(k), COEXEC_OK);
-    CH_CHECK_RC(coexec_thread_wait(u), COEXEC_OK);
+    CH_CHECK_RC(coexec_thread_wait_free(&u), COEXEC_OK); /* in place too */
     log_add(4);
     CH_CHECK_RC(coexec_thread_wait(first), COEXEC_OK);
     CH_CHECK_RC(coexec_tasklet_free(&k), COEXEC_OK);
-    CH_CHECK_RC(coexec_thread_free(&u), COEXEC_OK);
     CH_CHECK_RC(coexec_thread_free(&first), COEXEC_OK);
 }
 
