@@ -369,6 +369,20 @@ static void empty_task(void *arg)
     (void)arg;
 }
 
+/* What a joined ULT or tasklet (one handle type) still answers. */
+static void check_joined(ABT_thread t, ABT_xstream ran_on)
+{
+    ABT_thread_state st;
+    AT_OK(ABT_thread_get_state(t, &st));
+    CU_ASSERT_EQUAL(st, ABT_THREAD_STATE_TERMINATED);
+    ABT_xstream last = ABT_XSTREAM_NULL;
+    AT_OK(ABT_thread_get_last_xstream(t, &last));
+    CU_ASSERT(last == ran_on);
+    ABT_thread_id id = 0;
+    AT_OK(ABT_thread_get_id(t, &id));
+    CU_ASSERT(id != 0);
+}
+
 static void test_thread_after_join(void)
 {
     AT_OK(ABT_init(0, NULL));
@@ -391,15 +405,7 @@ static void test_thread_after_join(void)
         AT_OK(ABT_thread_join(jm_target)); /* the main ULT joins too */
         AT_OK(ABT_thread_free_many(JM_JOINERS, j));
         CU_ASSERT_EQUAL(atomic_load(&jm_joined), JM_JOINERS);
-        ABT_thread_state st;
-        AT_OK(ABT_thread_get_state(jm_target, &st));
-        CU_ASSERT_EQUAL(st, ABT_THREAD_STATE_TERMINATED);
-        ABT_xstream last = ABT_XSTREAM_NULL;
-        AT_OK(ABT_thread_get_last_xstream(jm_target, &last));
-        CU_ASSERT(last == xs[0]);
-        ABT_thread_id id = 0;
-        AT_OK(ABT_thread_get_id(jm_target, &id));
-        CU_ASSERT(id != 0);
+        check_joined(jm_target, xs[0]);
         size_t ss = 0;
         AT_OK(ABT_thread_get_stacksize(jm_target, &ss));
         CU_ASSERT(ss > 0);
@@ -410,15 +416,10 @@ static void test_thread_after_join(void)
     ABT_task k;
     AT_OK(ABT_task_create(pools[1], empty_task, NULL, &k));
     AT_OK(ABT_task_join(k));
-    ABT_task_state ks;
-    AT_OK(ABT_task_get_state(k, &ks));
-    CU_ASSERT_EQUAL(ks, ABT_TASK_STATE_TERMINATED);
+    check_joined(k, xs[1]);
     ABT_xstream kx = ABT_XSTREAM_NULL;
     AT_OK(ABT_task_get_xstream(k, &kx));
     CU_ASSERT(kx == xs[1]);
-    uint64_t kid = 0;
-    AT_OK(ABT_task_get_id(k, &kid));
-    CU_ASSERT(kid != 0);
     AT_OK(ABT_task_free(&k));
     for (int i = 0; i < JM_STREAMS; i++)
         AT_OK(ABT_xstream_free(&xs[i]));
