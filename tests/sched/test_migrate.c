@@ -244,6 +244,8 @@ static void t_pinned(void)
         if (!CH_IS_NULL(u))
             CH_ASSERT_OK(coexec_pool_push(p1, u));
     }
+    /* wait: a free alone could run t here, in place, on rank 0. */
+    CH_ASSERT_OK(coexec_thread_wait(t));
     CH_ASSERT_OK(coexec_thread_free(&t));
     CH_ASSERT_OK(coexec_tasklet_free(&k2));
 

@@ -363,6 +363,8 @@ void sync_busy_stream_timer(int sleep)
         CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), busy_hog, &b, &a, &h));
         CH_ASSERT_OK_FATAL(coexec_thread_create_on(ch_xstream(1), busy_timed_waiter,
                                                    &b, &a, &w));
+        /* wait: a free alone could run w here, in place, not behind the hog. */
+        CH_ASSERT_OK(coexec_thread_wait(w));
         CH_ASSERT_OK(coexec_thread_free(&w));
         CH_ASSERT_OK(coexec_thread_free(&h));
         CH_ASSERT_EQ(atomic_load(&b.hog_saw_done), 1);

@@ -189,11 +189,17 @@ static int run_bad_write(int nxs, int app_handler_when)
         return 2;
     coexec_xstream_t x;
     coexec_thread_t t;
+    coexec_thread_attr_t a;
+    /* Pinned, and waited for (not joined): else rank 0 could run it, by
+     * stealing it or in place. */
+    if (coexec_thread_attr_init(&a) != COEXEC_OK)
+        return 5;
+    a.pinned = 1;
     if (coexec_xstream_by_rank(nxs - 1, &x) != COEXEC_OK ||
-        coexec_thread_create_on(x, bad_write_ult, (void *)(uintptr_t)16, NULL,
+        coexec_thread_create_on(x, bad_write_ult, (void *)(uintptr_t)16, &a,
                                 &t) != COEXEC_OK)
         return 5;
-    IGNORE_RESULT(coexec_thread_join(t));
+    IGNORE_RESULT(coexec_thread_wait(t));
     fprintf(stderr, "bad write returned\n");
     return 0;
 }
@@ -460,6 +466,11 @@ static void t_setup_altstack(void)
         CH_ASSERT_OK(coexec_thread_attr_init(&a));
         a.pinned = 1;
         CH_ASSERT_OK(coexec_thread_create_on(x, altstack_ult, NULL, &a, &t));
+        /* wait: a free alone could run it here, in place, on rank 0. */
+        CH_ASSERT_OK(coexec_thread_wait(t));
+        int ran_on = -1;
+        CH_ASSERT_OK(coexec_unit_get_last_rank(coexec_thread_unit(t), &ran_on));
+        CH_ASSERT_EQ(ran_on, r);
         CH_ASSERT_OK(coexec_thread_free(&t));
     }
     CH_ASSERT_EQ(atomic_load(&g_alt_seen), NXS);

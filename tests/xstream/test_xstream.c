@@ -78,13 +78,22 @@ static void t_create_more_at_init(void)
     atomic_store(&ch_count, 0);
     coexec_tasklet_t k[NXS + 1];
     coexec_thread_t t[NXS + 1];
+    coexec_thread_attr_t a; /* pinned: idle streams steal unpinned units */
+    CH_ASSERT_OK(coexec_thread_attr_init(&a));
+    a.pinned = 1;
     for (int r = 0; r <= NXS; r++) {
         coexec_xstream_t xs;
         CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(r, &xs));
-        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, ch_count_ult, NULL, NULL, &t[r]));
+        CH_ASSERT_OK_FATAL(coexec_thread_create_on(xs, ch_count_ult, NULL, &a, &t[r]));
         CH_ASSERT_OK_FATAL(coexec_tasklet_create_on(xs, ch_count_tasklet, NULL, &k[r]));
     }
     for (int r = 0; r <= NXS; r++) {
+        /* wait: a free alone could run them here, in place, on rank 0. */
+        CH_ASSERT_OK(coexec_thread_wait(t[r]));
+        CH_ASSERT_OK(coexec_tasklet_wait(k[r]));
+        int tr = -1;
+        CH_ASSERT_OK(coexec_unit_get_last_rank(coexec_thread_unit(t[r]), &tr));
+        CH_ASSERT_EQ(tr, r);
         CH_ASSERT_OK(coexec_thread_free(&t[r]));
         CH_ASSERT_OK(coexec_tasklet_free(&k[r]));
     }
