@@ -89,6 +89,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     p->head = p->tail = NULL;
     if (!p->impl)
         atom_store_rlx_u64(&p->size, 0);
+    atom_store_rlx_u64(&p->nbound, 0);
     p->sleepers = NULL;
     p->thief_mark.linked = false;
     atom_store_rlx_u32(&p->has_sleepers, 0);
@@ -131,6 +132,7 @@ static struct coexec_unit_rec *pool_take_all(struct coexec_pool_rec *p)
         unit_inpool_set(v, 0);
     p->head = p->tail = NULL;
     atom_store_rlx_u64(&p->size, 0);
+    atom_store_rlx_u64(&p->nbound, 0);
     pool_unlock(p);
     return u;
 }
@@ -280,6 +282,10 @@ struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
      * under its lock only: the record may have been recycled since it was
      * read from the registry, and then it is no longer stealable. */
     if (!registered && !p->shared)
+        return NULL;
+    /* Only units bound to a stream queued (a stream's posted tasklets):
+     * nothing to take, and no lock held over a walk through them. */
+    if (pool_size(p) <= atom_load_rlx_u64(&p->nbound))
         return NULL;
     pool_lock(p);
     struct coexec_unit_rec *u =

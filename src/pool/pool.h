@@ -68,6 +68,11 @@ struct coexec_pool_rec {
     atom_u32_t nrun;          /* running schedulers that take from it */
     atom_u32_t home_cpu;      /* 1 + CPU of the last stream that claimed it */
     atom_u64_t stolen;        /* units schedulers stole from it (stats) */
+    /* List pools: how many queued units are bound to a stream (UF_NOSTEAL:
+     * posted tasklets, main ULTs), which no thief may take; changed with
+     * the list (under the lock, or by a private pool's owner). A thief
+     * passes a pool holding nothing else by without taking its lock. */
+    atom_u64_t nbound;
     struct sleeper thief_mark; /* in `sleepers`: thieves park (pool.c) */
     uint8_t user_created;
     uint8_t live; /* made and not yet released (under coexec__g.lock) */
@@ -151,12 +156,21 @@ static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
 }
 
 /* List operations; the caller holds the lock (or owns a private pool). */
+static ALWAYS_INLINE void list_count(struct coexec_pool_rec *p,
+                                     struct coexec_unit_rec *u, int64_t d)
+{
+    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + (uint64_t)d);
+    if (UNLIKELY(u->flags & UF_NOSTEAL))
+        atom_store_rlx_u64(&p->nbound,
+                           atom_load_rlx_u64(&p->nbound) + (uint64_t)d);
+}
+
 static ALWAYS_INLINE void list_push_head(struct coexec_pool_rec *p,
                                          struct coexec_unit_rec *u)
 {
     DL_PUSH_HEAD(p->head, p->tail, u);
     unit_inpool_set(u, 1);
-    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
+    list_count(p, u, 1);
 }
 
 static ALWAYS_INLINE void list_push_tail(struct coexec_pool_rec *p,
@@ -164,7 +178,7 @@ static ALWAYS_INLINE void list_push_tail(struct coexec_pool_rec *p,
 {
     DL_PUSH_TAIL(p->head, p->tail, u);
     unit_inpool_set(u, 1);
-    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) + 1);
+    list_count(p, u, 1);
 }
 
 static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
@@ -172,7 +186,7 @@ static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
 {
     DL_UNLINK(p->head, p->tail, u);
     unit_inpool_set(u, 0);
-    atom_store_rlx_u64(&p->size, atom_load_rlx_u64(&p->size) - 1);
+    list_count(p, u, -1);
 }
 
 /* unit->in_pool values. */

@@ -1,6 +1,7 @@
 /*
  * tests/sched/test_steal.c: the steal suite: the RANDWS scheduler and work
- * stealing over DEQUE pools, the default setup configured for RANDWS
+ * stealing over DEQUE pools, the default setup configured for RANDWS; a
+ * thief takes a free unit from among units bound to their stream
  */
 #include "stack_test.h"
 
@@ -282,6 +283,58 @@ static void t_randws_one_pool(void)
 static void t_default_randws_cfg(void) { run_default_randws(0); }
 static void t_default_randws_env(void) { run_default_randws(1); }
 
+/* A default pool holding units bound to its stream (posted tasklets)
+ * and one unit that may be stolen: an idle thief takes that one, never a
+ * bound one, and every bound one runs on its stream. The main ULT posts
+ * to its own stream (the posts go straight into its pool) and then holds
+ * the primary, so only a thief can run the free unit. */
+static atomic_int g_free_ran_on = -2, g_bound_wrong, g_bound_ran;
+
+static coexec_poll_status_t bound_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    if (ch_self_rank() != 0)
+        atomic_fetch_add(&g_bound_wrong, 1);
+    atomic_fetch_add(&g_bound_ran, 1);
+    return COEXEC_READY;
+}
+
+static coexec_poll_status_t free_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    atomic_store(&g_free_ran_on, ch_self_rank());
+    return COEXEC_READY;
+}
+
+static void t_steal_past_bound_units(void)
+{
+    ch_init(2);
+    coexec_xstream_t self;
+    CH_ASSERT_OK_FATAL(coexec_xstream_self(&self));
+    int rounds = (int)ch_iters(20, 3), k = (int)ch_iters(500, 50);
+    atomic_store(&g_bound_ran, 0);
+    atomic_store(&g_bound_wrong, 0);
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < k; i++)
+            CH_ASSERT_OK(coexec_xstream_post(self, bound_tasklet, NULL));
+        atomic_store(&g_free_ran_on, -2);
+        CH_ASSERT_OK(coexec_tasklet_create(ch_main_pool(0), free_tasklet, NULL,
+                                           NULL));
+        /* The primary stays ours (no coexec yield): only a thief runs it. */
+        double t0 = ch_now();
+        while (atomic_load(&g_free_ran_on) == -2 &&
+               ch_now() - t0 < CH_WAIT_LIMIT_S)
+            sched_yield();
+        CH_ASSERT_EQ(atomic_load(&g_free_ran_on), 1);
+        CH_ASSERT_EQ(atomic_load(&g_bound_ran), round * k);
+        CH_WAIT(atomic_load(&g_bound_ran) == (round + 1) * k);
+    }
+    CH_ASSERT_EQ(atomic_load(&g_bound_wrong), 0);
+    ch_finalize();
+}
+
 /* ======================================================================= */
 
 const ch_test_t schedx_steal_tests[] = {
@@ -290,4 +343,5 @@ const ch_test_t schedx_steal_tests[] = {
     {"default_setup_randws_config", t_default_randws_cfg},
     {"default_setup_randws_env", t_default_randws_env},
     {"randws_one_pool_steals_default_pools", t_randws_one_pool},
+    {"steal_past_bound_units", t_steal_past_bound_units},
     {NULL, NULL}};
