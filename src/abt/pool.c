@@ -293,7 +293,8 @@ struct pool_req {
     size_t max, got, next;
 };
 
-static __thread struct pool_req *pool_req;
+static _Thread_local struct pool_req *pool_req
+    __attribute__((tls_model("initial-exec")));
 
 static struct pool_req *req_for(ABT_pool p)
 {
