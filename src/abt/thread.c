@@ -568,8 +568,13 @@ static int unit_wait(ABT_thread t)
     if (unit_joined(t))
         return COEXEC_OK;
     ABT_thread self = abtx_cur_get();
-    if (!t->id) /* coexec's id, asked while the unit is there to ask */
-        ABTX_IGNORE(coexec_unit_get_id(t->u, &t->id));
+    if (!__atomic_load_n(&t->id, __ATOMIC_RELAXED)) {
+        /* coexec's id, asked while the unit is there to ask (by each of
+         * racing joiners: the same value) */
+        uint64_t id = 0;
+        ABTX_IGNORE(coexec_unit_get_id(t->u, &id));
+        __atomic_store_n(&t->id, id, __ATOMIC_RELAXED);
+    }
     int rc;
     if (t->is_ult) {
         coexec_thread_t h = t->th;
@@ -773,15 +778,16 @@ int ABT_task_self(ABT_task *task)
 /* The identifier of t, taken from coexec when t has a handle. */
 static uint64_t unit_id(ABT_thread t)
 {
-    if (!t->id) {
-        uint64_t id = 0;
+    /* Cached on first use; racing queries write the same value. */
+    uint64_t id = __atomic_load_n(&t->id, __ATOMIC_RELAXED);
+    if (!id) {
         if (t == abtx_cur_get())
             ABTX_IGNORE(coexec_self_id(&id));
         else if (t->u.p)
             ABTX_IGNORE(coexec_unit_get_id(t->u, &id));
-        t->id = id;
+        __atomic_store_n(&t->id, id, __ATOMIC_RELAXED);
     }
-    return t->id;
+    return id;
 }
 
 int ABT_self_get_thread_id(ABT_thread_id *id)
