@@ -568,13 +568,6 @@ static int unit_wait(ABT_thread t)
     if (unit_joined(t))
         return COEXEC_OK;
     ABT_thread self = abtx_cur_get();
-    if (!__atomic_load_n(&t->id, __ATOMIC_RELAXED)) {
-        /* coexec's id, asked while the unit is there to ask (by each of
-         * racing joiners: the same value) */
-        uint64_t id = 0;
-        ABTX_IGNORE(coexec_unit_get_id(t->u, &id));
-        __atomic_store_n(&t->id, id, __ATOMIC_RELAXED);
-    }
     int rc;
     if (t->is_ult) {
         coexec_thread_t h = t->th;
@@ -775,18 +768,26 @@ int ABT_task_self(ABT_task *task)
     return rc;
 }
 
-/* The identifier of t, taken from coexec when t has a handle. */
+/* Ids of units first asked for once a join had released their coexec
+ * unit (joins do not ask: it would cost every join a call): never one of
+ * coexec's (the top bit is set). */
+static _Atomic uint64_t late_ids = (uint64_t)1 << 63;
+
+/* The identifier of t: coexec's while t's coexec unit is there. */
 static uint64_t unit_id(ABT_thread t)
 {
-    /* Cached on first use; racing queries write the same value. */
-    uint64_t id = __atomic_load_n(&t->id, __ATOMIC_RELAXED);
-    if (!id) {
-        if (t == abtx_cur_get())
-            ABTX_IGNORE(coexec_self_id(&id));
-        else if (t->u.p)
-            ABTX_IGNORE(coexec_unit_get_id(t->u, &id));
-        __atomic_store_n(&t->id, id, __ATOMIC_RELAXED);
-    }
+    /* coexec's id, cached on first use (racing queries agree on one). */
+    uint64_t id = __atomic_load_n(&t->id, __ATOMIC_ACQUIRE);
+    if (id)
+        return id;
+    if (t == abtx_cur_get())
+        ABTX_IGNORE(coexec_self_id(&id));
+    else if (t->u.p && coexec_unit_get_id(t->u, &id) != COEXEC_OK)
+        id = atomic_fetch_add(&late_ids, 1); /* released by a join */
+    uint64_t none = 0;
+    if (id && !__atomic_compare_exchange_n(&t->id, &none, id, false,
+                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        id = none; /* another query cached one first */
     return id;
 }
 
