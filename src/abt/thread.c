@@ -578,8 +578,10 @@ static int unit_wait(ABT_thread t)
     }
     if (rc == COEXEC_OK || rc == COEXEC_ENOMEM) {
         atomic_store_explicit(&t->joined, 1, memory_order_release);
-    } else if (rc == COEXEC_EBUSY || rc == COEXEC_EHANDLE) {
-        /* Another join has it (or has just released it). */
+    } else if (rc == COEXEC_EBUSY || (rc == COEXEC_EHANDLE && t->u.p)) {
+        /* Another join has it (or has just released it: a unit's handle
+         * goes stale only so). A record without a unit (a revive that
+         * failed) reports the error. */
         while (!unit_joined(t))
             if (coexec_yield() != COEXEC_OK)
                 sched_yield();

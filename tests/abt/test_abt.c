@@ -410,6 +410,11 @@ static void test_thread_after_join(void)
         AT_OK(ABT_thread_get_stacksize(jm_target, &ss));
         CU_ASSERT(ss > 0);
         AT_OK(ABT_thread_join(jm_target)); /* again: at once */
+        /* A revive refused: still the finished unit, joined at once. */
+        CU_ASSERT_EQUAL(ABT_thread_revive(ABT_POOL_NULL, jm_slow, NULL,
+                                          &jm_target),
+                        ABT_ERR_INV_POOL);
+        AT_OK(ABT_thread_join(jm_target));
         AT_OK(ABT_thread_free(&jm_target));
     }
     /* A tasklet: joined, it keeps its id and the stream it ran on. */
