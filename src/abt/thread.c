@@ -251,6 +251,18 @@ ABT_thread abtx_thread_of(coexec_unit_t u)
 
 /* ---- trampolines ------------------------------------------------------ */
 
+/* t's function has returned: a detached unit's record goes now; any
+ * other keeps the stream it ended on, for queries after its join. */
+static void unit_ended(ABT_thread t)
+{
+    if (t->detached) {
+        abtx_unit_release(t);
+        rec_free(t);
+    } else {
+        t->last_crank = (int16_t)abtx_self_crank();
+    }
+}
+
 static void ult_main(void *a)
 {
     ABT_thread t = a;
@@ -259,12 +271,7 @@ static void ult_main(void *a)
     if (t->detached && !t->u.p && coexec_thread_self(&me) == COEXEC_OK)
         t->u = coexec_thread_unit(me); /* no pool has seen it: its own */
     t->fn(t->arg);
-    if (t->detached) {
-        abtx_unit_release(t);
-        rec_free(t);
-        return;
-    }
-    t->last_crank = (int16_t)abtx_self_crank(); /* for after its join */
+    unit_ended(t);
 }
 
 static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
@@ -275,12 +282,7 @@ static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
     abtx_cur_set(t);
     t->fn(t->arg);
     abtx_cur_set(prev);
-    if (t->detached) {
-        abtx_unit_release(t);
-        rec_free(t);
-    } else {
-        t->last_crank = (int16_t)abtx_self_crank();
-    }
+    unit_ended(t);
     return COEXEC_READY;
 }
 
