@@ -289,6 +289,10 @@ int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt);
 /* The ABT thread record of a coexec unit: its trampoline's argument, the
  * main ULT's record, or a stacked scheduler's ULT record; NULL if none. */
 ABT_thread abtx_thread_of(coexec_unit_t u);
+/* Makes p the pool ULT t goes to when it yields or is woken, in coexec
+ * and in its record; false (nothing changed) for a tasklet, a ULT without
+ * a unit or one a join released, or when coexec refuses. */
+bool abtx_thread_set_home(ABT_thread t, ABT_pool p);
 /* Pushes t into p the Argobots way (a user-defined pool gets its unit). */
 int abtx_pool_push_thread(ABT_pool p, ABT_thread t);
 /* Says which ABT_pool_context t's next push into a user-defined pool

@@ -545,9 +545,8 @@ int ABT_xstream_run_unit(ABT_unit unit, ABT_pool pool)
         return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_INV_XSTREAM);
     ABT_thread prev = abtx_cur_get();
     /* pool becomes its associated pool: where it goes when it yields. */
-    if (pool != t->pool && t->is_ult && t->u.p &&
-        coexec_thread_set_home(t->th, pool->cp) == COEXEC_OK)
-        t->pool = pool;
+    if (pool != t->pool)
+        (void)abtx_thread_set_home(t, pool);
     rc = coexec_sched_run_unit(cs, t->u);
     abtx_cur_set(prev);
     return abtx_err(rc, ABT_ERR_INV_UNIT, ABT_ERR_UNIT);
@@ -582,9 +581,8 @@ int ABT_self_schedule(ABT_thread thread, ABT_pool pool)
     if (!self->is_ult || thread == self)
         return ABT_ERR_INV_THREAD;
     ABT_pool home = pool != ABT_POOL_NULL ? pool : thread->pool;
-    if (abtx_pool(home) && thread->is_ult && thread->u.p &&
-        coexec_thread_set_home(thread->th, home->cp) == COEXEC_OK)
-        thread->pool = home;
+    if (abtx_pool(home))
+        (void)abtx_thread_set_home(thread, home);
     ABT_sched s = running_sched;
     int rc;
     if (s && self == &s->ult) {

@@ -547,6 +547,15 @@ static bool unit_joined(ABT_thread t)
     return atomic_load_explicit(&t->joined, memory_order_acquire) != 0;
 }
 
+bool abtx_thread_set_home(ABT_thread t, ABT_pool p)
+{
+    if (!t->is_ult || !t->u.p || unit_joined(t) ||
+        coexec_thread_set_home(t->th, p->cp) != COEXEC_OK)
+        return false;
+    t->pool = p;
+    return true;
+}
+
 /* coexec's state of t's unit; TERMINATED once a join released it. */
 static int unit_state(ABT_thread t, coexec_unit_state_t *st)
 {
@@ -1003,8 +1012,8 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
     }
     /* As in Argobots, t keeps the pool it belongs to (coexec would give
      * a t popped out of its pool the caller's). */
-    if (!resume && abtx_pool(thread->pool) && !unit_joined(thread))
-        ABTX_IGNORE(coexec_thread_set_home(th, thread->pool->cp));
+    if (!resume && abtx_pool(thread->pool))
+        (void)abtx_thread_set_home(thread, thread->pool);
     if (kind == TO_YIELD) /* for a user-defined pool we go back to */
         abtx_push_ctx_set(self, resume
                                     ? ABT_POOL_CONTEXT_OP_THREAD_RESUME_YIELD_TO
