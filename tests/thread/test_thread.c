@@ -831,9 +831,11 @@ static void t_ident(void)
     long bad = 0;
     for (long i = 0; i < n; i++) {
         CH_ASSERT_OK(coexec_thread_join(t[i]));
-        uint64_t id = 0;
+        uint64_t id = 0, uid = 0;
         CH_ASSERT_OK(coexec_thread_get_id(t[i], &id));
-        bad += !CH_SAME(p[i].self, t[i]) || p[i].id != id || p[i].id2 != id || id == 0;
+        CH_ASSERT_OK(coexec_unit_get_id(coexec_thread_unit(t[i]), &uid));
+        bad += !CH_SAME(p[i].self, t[i]) || p[i].id != id || p[i].id2 != id ||
+               id == 0 || uid != id;
         ids[i] = id;
     }
     CH_ASSERT_EQ(bad, 0);
@@ -870,6 +872,10 @@ static void t_ident(void)
             coexec_tasklet_t k;
             CH_ASSERT_OK(coexec_xstream_by_rank(1, &x1));
             CH_ASSERT_OK(coexec_tasklet_create_on(x1, ident_tasklet, &q, &k));
+            CH_ASSERT_OK(coexec_tasklet_join(k));
+            uint64_t kid = 0; /* what it saw, as coexec_unit_get_id says */
+            CH_ASSERT_OK(coexec_unit_get_id(coexec_tasklet_unit(k), &kid));
+            CH_ASSERT_EQ(kid, q.id);
             CH_ASSERT_OK(coexec_tasklet_free(&k));
         }
         ids2[i] = q.id;
@@ -1272,6 +1278,7 @@ static void t_errors(void)
     CH_ASSERT_OK(coexec_thread_create(p0, ch_count_ult, NULL, NULL, &t));
     CH_ASSERT_RC(coexec_thread_get_state(t, NULL), COEXEC_EINVAL);
     CH_ASSERT_RC(coexec_thread_get_id(t, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_get_id(coexec_thread_unit(t), NULL), COEXEC_EINVAL);
     coexec_thread_t old = t;
     CH_ASSERT_OK(coexec_thread_free(&t));
     CH_ASSERT_EQ(atomic_load(&ch_count), 1);
@@ -1283,6 +1290,8 @@ static void t_errors(void)
         CH_ASSERT_RC(coexec_thread_join(old), COEXEC_EHANDLE);
         CH_ASSERT_RC(coexec_thread_get_state(old, &st), COEXEC_EHANDLE);
         CH_ASSERT_RC(coexec_thread_get_id(old, &id), COEXEC_EHANDLE);
+        CH_ASSERT_RC(coexec_unit_get_id(coexec_thread_unit(old), &id),
+                     COEXEC_EHANDLE);
         CH_ASSERT_RC(coexec_thread_resume(old), COEXEC_EHANDLE);
         copy = old;
         CH_ASSERT_RC(coexec_thread_free(&copy), COEXEC_EHANDLE);
