@@ -152,6 +152,7 @@ struct ABT_xstream_opaque {
 /* Runtime state (src/abt/init.c). */
 struct abtx_global {
     int refcount;
+    unsigned epoch;          /* ABT_inits from zero, from 1 on (init.c) */
     ABT_xstream primary;
     ABT_sched primary_sched; /* coexec's own scheduler of the primary */
     struct ABT_thread_opaque main_ult;
@@ -172,6 +173,9 @@ ABT_thread abtx_cur_get(void);
 void abtx_cur_set(ABT_thread t);
 /* The coexec rank of the stream this OS thread is (-1: none). */
 int abtx_self_crank(void);
+/* Runs tasklet t's function as this OS thread's current unit; returns
+ * abtx_self_crank(). */
+int abtx_tasklet_body(ABT_thread t);
 
 /* A coexec error turned into Argobots' code; inv is the call's
  * ABT_ERR_INV_* for a bad handle, other its code for a wrong state. */

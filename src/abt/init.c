@@ -32,19 +32,49 @@ __attribute__((noinline)) void abtx_cur_set(ABT_thread t)
     cur = t;
 }
 
-/* A stream's rank never changes while its OS thread lives; -2: not
- * asked yet. */
-static _Thread_local int self_crank __attribute__((tls_model("initial-exec"))) = -2;
+/* A stream's rank never changes while its OS thread lives. It is
+ * remembered with the ABT_init that it was asked under (abtx_g.epoch):
+ * after a finalize, the thread that was a stream may be an external thread
+ * of the next runtime, or another stream of it. An epoch of 0: not asked. */
+static _Thread_local struct {
+    int crank;
+    unsigned epoch;
+} self_crank __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) int self_crank_get(void);
 
 __attribute__((noinline)) int abtx_self_crank(void)
 {
-    int r = self_crank;
-    if (__builtin_expect(r == -2, 0)) {
-        if (coexec_xstream_self_rank(&r) != COEXEC_OK)
-            return -1; /* not a stream (yet): not remembered */
-        self_crank = r;
-    }
+    return self_crank_get();
+}
+
+/* A tasklet never switches: its body runs with this OS thread's current
+ * unit set to t, and the thread-locals are read once each, here. */
+__attribute__((noinline)) int abtx_tasklet_body(ABT_thread t)
+{
+    ABT_thread prev = cur;
+    cur = t;
+    t->fn(t->arg);
+    cur = prev;
+    return self_crank_get();
+}
+
+static __attribute__((noinline)) int self_crank_ask(void)
+{
+    unsigned e = abtx_g.epoch;
+    int r;
+    if (coexec_xstream_self_rank(&r) != COEXEC_OK)
+        return -1; /* not a stream (yet): not remembered */
+    self_crank.crank = r;
+    self_crank.epoch = e;
     return r;
+}
+
+static inline __attribute__((always_inline)) int self_crank_get(void)
+{
+    if (__builtin_expect(self_crank.epoch == abtx_g.epoch, 1))
+        return self_crank.crank;
+    return self_crank_ask();
 }
 
 int abtx_err(int rc, int inv, int other)
@@ -206,6 +236,7 @@ int ABT_init(int argc, char **argv)
                            ? in_force.stack_size
                            : cfg.stack_size;
     abtx_g.refcount = 1;
+    abtx_g.epoch++;
     rc = adopt_primary();
     if (!rc)
         rc = abtx_dump_start();

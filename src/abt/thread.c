@@ -253,13 +253,14 @@ ABT_thread abtx_thread_of(coexec_unit_t u)
 
 /* t's function has returned: a detached unit's record goes now; any
  * other keeps the stream it ended on, for queries after its join. */
-static void unit_ended(ABT_thread t)
+static inline __attribute__((always_inline)) void unit_ended(ABT_thread t,
+                                                             int crank)
 {
     if (t->detached) {
         abtx_unit_release(t);
         rec_free(t);
     } else {
-        t->last_crank = (int16_t)abtx_self_crank();
+        t->last_crank = (int16_t)crank;
     }
 }
 
@@ -271,18 +272,14 @@ static void ult_main(void *a)
     if (t->detached && !t->u.p && coexec_thread_self(&me) == COEXEC_OK)
         t->u = coexec_thread_unit(me); /* no pool has seen it: its own */
     t->fn(t->arg);
-    unit_ended(t);
+    unit_ended(t, abtx_self_crank()); /* it may have moved */
 }
 
 static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
 {
     (void)cx;
     ABT_thread t = a;
-    ABT_thread prev = abtx_cur_get();
-    abtx_cur_set(t);
-    t->fn(t->arg);
-    abtx_cur_set(prev);
-    unit_ended(t);
+    unit_ended(t, abtx_tasklet_body(t));
     return COEXEC_READY;
 }
 
@@ -572,13 +569,12 @@ static int unit_state(ABT_thread t, coexec_unit_state_t *st)
  * nothing). As in Argobots, t runs on a stream that serves its pool (and
  * sees that stream's rank): the joiner runs it only if its own stream
  * does. When another caller is joining t already, this one waits for that
- * join to be done. The caller's record is restored after the call, which
- * may have switched. */
-static int unit_wait(ABT_thread t)
+ * join to be done. The caller's record self is restored after the call,
+ * which may have switched. Inlined into the joins and frees, so that a
+ * unit run in place returns through as few frames as possible. */
+static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
+                                                           ABT_thread self)
 {
-    if (unit_joined(t))
-        return COEXEC_OK;
-    ABT_thread self = abtx_cur_get();
     int rc;
     if (t->is_ult) {
         coexec_thread_t h = t->th;
@@ -587,7 +583,7 @@ static int unit_wait(ABT_thread t)
         coexec_tasklet_t h = t->tk;
         rc = coexec_tasklet_wait_free(&h);
     }
-    if (rc == COEXEC_OK || rc == COEXEC_ENOMEM) {
+    if (__builtin_expect(rc == COEXEC_OK || rc == COEXEC_ENOMEM, 1)) {
         atomic_store_explicit(&t->joined, 1, memory_order_release);
     } else if (rc == COEXEC_EBUSY || (rc == COEXEC_EHANDLE && t->u.p)) {
         /* Another join has it (or has just released it: a unit's handle
@@ -609,6 +605,8 @@ static int join_error(int rc, int inv)
     case COEXEC_EPERM:
     case COEXEC_EINVAL:
         return inv;
+    case COEXEC_ENOMEM:
+        return ABT_ERR_MEM;
     case COEXEC_ECONTEXT:
         return abtx_cur_get() ? ABT_ERR_INV_THREAD : ABT_ERR_INV_XSTREAM;
     default:
@@ -616,15 +614,28 @@ static int join_error(int rc, int inv)
     }
 }
 
+/* What a join or free checks before it waits: 0 to go on, else the error.
+ * A unit joined already is done (it cannot be the caller). */
+static inline __attribute__((always_inline)) int unit_join_check(ABT_thread t,
+                                                                 int inv)
+{
+    return !abtx_thread(t) || t->is_main || t->detached ? inv : 0;
+}
+
 static int unit_join(ABT_thread t, int inv)
 {
     ABTX_CHECK_INIT();
-    if (!abtx_thread(t) || t->is_main || t->detached)
+    int rc = unit_join_check(t, inv);
+    if (rc)
+        return rc;
+    if (unit_joined(t))
+        return ABT_SUCCESS;
+    ABT_thread self = abtx_cur_get();
+    if (t == self)
         return inv;
-    if (t == abtx_cur_get())
-        return inv;
-    int rc = unit_wait(t);
-    return rc == COEXEC_ENOMEM ? ABT_ERR_MEM : join_error(rc, inv);
+    rc = unit_wait(t, self);
+    return __builtin_expect(rc == COEXEC_OK, 1) ? ABT_SUCCESS
+                                                 : join_error(rc, inv);
 }
 
 static int unit_free(ABT_thread *tp, int inv)
@@ -633,14 +644,19 @@ static int unit_free(ABT_thread *tp, int inv)
     if (!tp)
         return ABT_ERR_INV_ARG;
     ABT_thread t = *tp;
-    if (!abtx_thread(t) || t->is_main || t->detached)
-        return inv;
-    if (t == abtx_cur_get())
-        return inv;
-    int rc = unit_wait(t);
-    if (rc && rc != COEXEC_ENOMEM)
-        return join_error(rc, inv);
-    abtx_unit_release(t);
+    int rc = unit_join_check(t, inv);
+    if (rc)
+        return rc;
+    if (!unit_joined(t)) {
+        ABT_thread self = abtx_cur_get();
+        if (t == self)
+            return inv;
+        rc = unit_wait(t, self);
+        if (rc && rc != COEXEC_ENOMEM)
+            return join_error(rc, inv);
+    }
+    if (t->unit)
+        abtx_unit_release(t);
     rec_free(t);
     *tp = ABT_THREAD_NULL;
     return ABT_SUCCESS;
@@ -702,7 +718,8 @@ static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
         return abtx_err(rc, inv, inv);
     if (st != COEXEC_UNIT_TERMINATED)
         return ult ? ABT_ERR_THREAD : ABT_ERR_TASK;
-    if ((rc = unit_wait(t)) && rc != COEXEC_ENOMEM)
+    if (!unit_joined(t) && (rc = unit_wait(t, abtx_cur_get())) &&
+        rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
     struct ABT_thread_attr_opaque a = {.stacksize = t->stacksize,
                                        .migratable = t->migratable};

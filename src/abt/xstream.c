@@ -18,17 +18,23 @@
  * run and ask for it. */
 static atomic_int starting;
 
-ABT_xstream abtx_xstream_self(void)
+/* A stream still being started has no record yet: wait for it. */
+static __attribute__((noinline)) ABT_xstream xstream_self_starting(int crank)
 {
-    int crank;
-    if (coexec_xstream_self_rank(&crank) != COEXEC_OK || crank < 0 ||
-        crank >= ABTX_MAX_XSTREAMS)
-        return NULL;
     ABT_xstream x;
     while (!(x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE)) &&
            atomic_load(&starting) > 0)
         sched_yield();
     return x;
+}
+
+ABT_xstream abtx_xstream_self(void)
+{
+    int crank = abtx_self_crank();
+    if ((unsigned)crank >= ABTX_MAX_XSTREAMS)
+        return NULL;
+    ABT_xstream x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
+    return __builtin_expect(x != NULL, 1) ? x : xstream_self_starting(crank);
 }
 
 /* The lowest free ABT rank (under abtx_lock). */
@@ -246,11 +252,14 @@ int ABT_self_get_xstream(ABT_xstream *xstream)
 
 int ABT_xstream_self_rank(int *rank)
 {
-    ABT_xstream x;
-    int rc = ABT_xstream_self(&x);
-    if (!rc)
-        *rank = x->rank;
-    return rc;
+    ABTX_CHECK_INIT();
+    if (!rank)
+        return ABT_ERR_INV_ARG;
+    ABT_xstream x = abtx_xstream_self();
+    if (!x)
+        return ABT_ERR_INV_XSTREAM;
+    *rank = x->rank;
+    return ABT_SUCCESS;
 }
 
 int ABT_self_get_xstream_rank(int *rank)

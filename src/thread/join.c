@@ -467,7 +467,7 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
     return join_unit(p, gen, for_free, deadline, held, run);
 }
 
-static int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet,
+static ALWAYS_INLINE int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet,
                        enum join_run run)
 {
     bool held = false;

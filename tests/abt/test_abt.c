@@ -2,7 +2,8 @@
  * tests/abt/test_abt.c: the suites of test_abt, libcoexec-abt (the Argobots
  * 1.x API over libcoexec). Synchronization suites are in test_abt_sync.c.
  *
- *   init      reference-counted init/finalize, ABT_initialized, env stack size
+ *   init      reference-counted init/finalize, ABT_initialized, env stack size,
+ *             the primary stream started from another thread
  *   xstream   create/join/free, ranks (chosen and automatic), self, revive,
  *             state, main pools, errors on the primary
  *   thread    create/join/free on streams, yield order, revive, unnamed
@@ -62,9 +63,70 @@ static void test_init_stacksize_env(void)
     unsetenv("ABT_THREAD_STACKSIZE");
 }
 
+/* A pthread that runs the second runtime as its primary. */
+struct primary_run {
+    pthread_barrier_t bar;
+    int rc_init, rank, rc_fin;
+};
+
+static void *primary_elsewhere(void *arg)
+{
+    struct primary_run *pr = arg;
+    pr->rc_init = ABT_init(0, NULL);
+    if (pr->rc_init == ABT_SUCCESS)
+        pr->rank = ABT_xstream_self_rank(&pr->rank) == ABT_SUCCESS ? pr->rank
+                                                                     : -2;
+    pthread_barrier_wait(&pr->bar); /* initialised: the caller asks */
+    pthread_barrier_wait(&pr->bar); /* it has asked */
+    pr->rc_fin = pr->rc_init == ABT_SUCCESS ? ABT_finalize() : ABT_SUCCESS;
+    return NULL;
+}
+
+/* The thread that was the primary stream under one ABT_init is an external
+ * thread under the next one when another thread starts it: what it was
+ * (the rank it had, remembered for speed) is not answered any more. */
+static void test_init_primary_moves(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    int r = -1;
+    AT_OK(ABT_xstream_self_rank(&r));
+    CU_ASSERT_EQUAL(r, 0);
+    AT_OK(ABT_finalize());
+
+    struct primary_run pr = {.rc_init = -1, .rank = -1, .rc_fin = -1};
+    CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&pr.bar, NULL, 2), 0);
+    pthread_t pt;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&pt, NULL, primary_elsewhere, &pr), 0);
+    pthread_barrier_wait(&pr.bar);
+    r = -1;
+    int rc = ABT_xstream_self_rank(&r);
+    ABT_xstream xs = ABT_XSTREAM_NULL;
+    int rc2 = ABT_xstream_self(&xs);
+    ABT_bool primary = ABT_TRUE;
+    int rc3 = ABT_self_on_primary_xstream(&primary);
+    pthread_barrier_wait(&pr.bar);
+    pthread_join(pt, NULL);
+    pthread_barrier_destroy(&pr.bar);
+    CU_ASSERT_EQUAL(pr.rc_init, ABT_SUCCESS);
+    CU_ASSERT_EQUAL(pr.rank, 0);
+    CU_ASSERT_EQUAL(pr.rc_fin, ABT_SUCCESS);
+    CU_ASSERT_EQUAL(rc, ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(r, -1);
+    CU_ASSERT_EQUAL(rc2, ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_NOT_EQUAL(rc3, ABT_SUCCESS);
+
+    /* And it is the primary again under a third one it starts. */
+    AT_OK(ABT_init(0, NULL));
+    r = -1;
+    AT_OK(ABT_xstream_self_rank(&r));
+    CU_ASSERT_EQUAL(r, 0);
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t init_tests[] = {
     {"refcount", test_init_refcount},
     {"stacksize_env", test_init_stacksize_env},
+    {"primary_moves", test_init_primary_moves},
     {NULL, NULL}};
 
 /* ---- xstream ------------------------------------------------------------------ */
