@@ -114,6 +114,7 @@ static bool cache_refill(struct rec_cache *c)
     if (posix_memalign((void **)&slab, 64, 64 + REC_PER_SLAB * REC_STRIDE))
         return false;
     char *base = (char *)slab + 64;
+    memset(base, 0, REC_PER_SLAB * REC_STRIDE); /* klock clear, keys NULL */
     struct ABT_thread_opaque *head = NULL;
     for (int i = REC_PER_SLAB - 1; i >= 0; i--) {
         struct ABT_thread_opaque *t =
@@ -132,7 +133,9 @@ static bool cache_refill(struct rec_cache *c)
     return true;
 }
 
-/* Not inlined, like abtx_cur_get: callers may have switched OS threads. */
+/* Not inlined, like abtx_cur_get: callers may have switched OS threads.
+ * The fields unit_start does not set are cleared here; a free record's
+ * klock is clear and its keys NULL already (rec_free). */
 __attribute__((noinline)) static ABT_thread rec_alloc(void)
 {
     struct rec_cache *c = &cache;
@@ -141,7 +144,11 @@ __attribute__((noinline)) static ABT_thread rec_alloc(void)
     struct ABT_thread_opaque *t = c->head;
     c->head = t->next;
     c->len--;
-    memset(t, 0, sizeof(*t));
+    t->is_main = 0;
+    t->push_ctx = 0;
+    t->unit = NULL;
+    t->unit_pool = NULL;
+    t->id = 0;
     return t;
 }
 
@@ -1022,7 +1029,10 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
     bool freed = false;
     if (kind == TO_EXIT && self->detached) {
         /* Nobody frees it after us: done before a call that does not
-         * return, taken back if it does (it failed). */
+         * return, taken back if it does (it failed). Its key values'
+         * destructors run now, as at any end of a ULT. */
+        if (self->keys)
+            abtx_keys_release(self);
         abtx_unit_release(self);
         rec_free_undoable(self);
         freed = true;

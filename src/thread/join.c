@@ -264,7 +264,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
 
     /* Registered first, claimed second: of racing joiners only the one
      * whose CAS wins may take the unit out of its pool to run it. */
-    struct join_waiter w = {self, ATOM_INIT(0), for_free, false};
+    struct join_waiter w = {self, ATOM_INIT(0), for_free, false, false};
     uintptr_t exp = 0;
     if (!atom_cas_ar_uptr(&u->join, &exp, (uintptr_t)&w)) {
         if (exp == JOIN_WAKING) {
@@ -312,8 +312,16 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                     unit_held_clear(u);
             }
         }
-        if (claimed)
+        if (claimed) {
             run_in_place(xs, self, u);
+            if (LIKELY(w.here)) {
+                /* It finished here: JOIN_HANDED, and nothing to wait for
+                 * or to clear. */
+                int rc = join_leave(u, JOIN_HANDED, &w);
+                *held = w.held;
+                return rc;
+            }
+        }
     }
     if (stale)
         deadline = UINT64_MAX; /* only waiting out a finisher */

@@ -106,6 +106,10 @@ struct join_waiter {
     atom_u32_t futex;            /* external thread: 1 once the unit is done */
     bool keep; /* a free: leave JOIN_HANDED in place (run.c, join_leave) */
     bool held; /* ... and it did: no one else can release the unit */
+    /* The unit, run in place by this joiner, finished straight back to it
+     * (unit_finish under RF_INPLACE, on the joiner's own thread): the join
+     * is complete and no wake was made for it. */
+    bool here;
 };
 
 struct coexec_unit_rec {

@@ -560,8 +560,54 @@ static void test_key_tasklets_and_errors(void)
     CU_ASSERT_EQUAL(atomic_load(&destroyed), 40);
 }
 
+/* ULTs created without a handle run their values' destructors however
+ * they end: by returning, by ABT_self_exit, by ABT_self_exit_to. */
+static ABT_thread key_exit_target;
+static atomic_int key_target_ran;
+
+static void key_target(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&key_target_ran, 1);
+}
+
+static void key_detached(void *arg)
+{
+    intptr_t how = (intptr_t)arg; /* 0: return, 1: exit, 2: exit_to */
+    AT_CHECK_OK(ABT_key_set(key_a, (void *)((intptr_t)1 << (4 * how))));
+    if (how == 1)
+        AT_CHECK_OK(ABT_self_exit());
+    else if (how == 2)
+        AT_CHECK_OK(ABT_self_exit_to(key_exit_target));
+}
+
+static void test_key_detached_ends(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&destroyed, 0);
+    atomic_store(&key_target_ran, 0);
+    AT_OK(ABT_key_create(key_dtor, &key_a));
+    ABT_xstream self;
+    ABT_pool pool;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    AT_OK(ABT_thread_create(pool, key_target, NULL, ABT_THREAD_ATTR_NULL,
+                            &key_exit_target));
+    for (intptr_t how = 0; how < 3; how++)
+        AT_OK(ABT_thread_create(pool, key_detached, (void *)how,
+                                ABT_THREAD_ATTR_NULL, NULL));
+    for (int i = 0; i < 100000 && atomic_load(&destroyed) != 0x111; i++)
+        AT_OK(ABT_thread_yield());
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 0x111);
+    AT_OK(ABT_thread_free(&key_exit_target));
+    CU_ASSERT_EQUAL(atomic_load(&key_target_ran), 1);
+    AT_OK(ABT_key_free(&key_a));
+    AT_OK(ABT_finalize());
+}
+
 const ch_test_t abt_key_tests[] = {
     {"values", test_key_values},
     {"other_units", test_key_other_units},
     {"tasklets_and_errors", test_key_tasklets_and_errors},
+    {"detached_ends", test_key_detached_ends},
     {NULL, NULL}};
