@@ -157,11 +157,41 @@ void coexec__pool_forward(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
     push_chain(pool_take_all(p), to);
 }
 
-void coexec__pool_unforward(struct coexec_pool_rec *p)
+/*
+ * Servers and forwards. A pool whose last server stops is forwarded to the
+ * stopping stream's new first pool, and a pool that gets a server again is
+ * forwarded no more. The count of servers (nrun) and the forward change
+ * together under the pool's lock, so a pool with a server is never left
+ * forwarded: otherwise a stream starting to serve p while another stops
+ * serving it could leave p forwarded to q, and q, losing its own last
+ * server later, forwarded to p, and a push would follow p -> q -> p for
+ * ever. With both under the lock, the target of a forward has a server
+ * (the stream that forwards has just started serving it), so it is not
+ * forwarded itself, and forwards never make a cycle.
+ */
+void coexec__pool_run_begin(struct coexec_pool_rec *p)
 {
     pool_lock(p);
-    atom_store_rlx_ptr(&p->forward, NULL);
+    atom_fadd_ar_u32(&p->nrun, 1);
+    if (atom_load_rlx_ptr(&p->forward) != NULL)
+        atom_store_sc_ptr(&p->forward, NULL);
     pool_unlock(p);
+}
+
+bool coexec__pool_run_end(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
+{
+    pool_lock(p);
+    bool last = atom_fsub_ar_u32(&p->nrun, 1) == 1;
+    bool fwd = last && to && p != to;
+    /* seq_cst: an impl pusher re-checks forward after its push
+     * (coexec__pool_push_slow). */
+    if (fwd)
+        atom_store_sc_ptr(&p->forward, to);
+    pool_unlock(p);
+    /* Units still queued (woken after the last server stopped) move on. */
+    if (fwd)
+        push_chain(pool_take_all(p), to);
+    return last;
 }
 
 void coexec__pool_push_slow(struct coexec_pool_rec *p,

@@ -196,7 +196,11 @@ static ALWAYS_INLINE void list_unlink(struct coexec_pool_rec *p,
 /* Out-of-line parts (src/pool/pool.c). */
 /* Redirects every later push into p to `to`, and moves p's units there. */
 void coexec__pool_forward(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
-void coexec__pool_unforward(struct coexec_pool_rec *p);
+/* A scheduler starts taking from p (p is forwarded no more), or stops: when
+ * it was the last one (true), p is forwarded to `to` (NULL, or p itself:
+ * not forwarded). See pool.c, "Servers and forwards". */
+void coexec__pool_run_begin(struct coexec_pool_rec *p);
+bool coexec__pool_run_end(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
 void coexec__pool_wrap_enter(struct coexec_unit_rec *pushing,
                              struct coexec_pool_rec *popping,
                              struct coexec_unit_rec **saved_u,

@@ -180,9 +180,7 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
     int owned = s->npop;
     for (int i = 0; i < s->npools; i++) {
         struct coexec_pool_rec *p = s->pools[i];
-        if (atom_fadd_ar_u32(&p->nrun, 1) == 0 &&
-            atom_load_rlx_ptr(&p->forward) != NULL)
-            coexec__pool_unforward(p);
+        coexec__pool_run_begin(p);
         if (!xs || i >= owned)
             continue;
         if (!p->shared)
@@ -201,9 +199,7 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
     int owned = s->npop;
     for (int i = 0; i < s->npools; i++) {
         struct coexec_pool_rec *p = s->pools[i];
-        bool last = atom_fsub_ar_u32(&p->nrun, 1) == 1;
-        if (last && to && p != to)
-            coexec__pool_forward(p, to);
+        bool last = coexec__pool_run_end(p, to);
         if (last && xs && i < owned)
             coexec__pool_bind_owner(p, false); /* nobody runs it now */
         if (xs && p->owner_xs == xs && !p->shared)

@@ -1,7 +1,8 @@
 /*
  * tests/sched/test_replace.c: the replace suite: replacing a stream's main
  * scheduler from another stream, an external thread and one of its own
- * units, busy and state errors, the primary's and back
+ * units, busy and state errors, the primary's and back, streams swapping
+ * pools under their schedulers while units are pushed (forwards)
  */
 #include "stack_test.h"
 
@@ -186,9 +187,78 @@ static void t_replace_busy(void)
     ch_finalize();
 }
 
+/*
+ * Streams keep changing which of three pools their main scheduler serves,
+ * each from its own unit, while the main ULT pushes units into every pool:
+ * a pool that loses its last server is forwarded to the stopping stream's
+ * new first pool, and one that gets a server back is forwarded no more.
+ * A stream starting to serve a pool while another stops serving it must
+ * not leave it forwarded (a later forward the other way made a cycle that
+ * a push followed for ever). Every unit runs exactly once; at the end
+ * every stream serves every pool.
+ */
+enum { SW_POOLS = 3, SW_STREAMS = 4 };
+static coexec_pool_t sw_pools[SW_POOLS];
+static atomic_int sw_left;
+
+static void sw_churn(void *arg)
+{
+    intptr_t id = (intptr_t)arg;
+    long iters = ch_iters(3000, 60);
+    for (long i = 0; i < iters; i++) {
+        coexec_xstream_t xs;
+        CH_CHECK_RC(coexec_xstream_self(&xs), COEXEC_OK);
+        coexec_pool_t ps[2] = {sw_pools[(id + i) % SW_POOLS],
+                               sw_pools[(id + i + 1) % SW_POOLS]};
+        coexec_sched_t s = make_sched(0, ps, 1 + (int)((id + i) & 1));
+        /* Another churner on this stream may have asked first. */
+        int rc = coexec_xstream_set_main_sched(xs, s);
+        CH_CHECK(rc == COEXEC_OK || rc == COEXEC_EBUSY);
+        if (rc == COEXEC_EBUSY)
+            CH_CHECK_RC(coexec_sched_free(&s), COEXEC_OK);
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    }
+    atomic_fetch_sub(&sw_left, 1);
+}
+
+static void t_replace_swap_churn(void)
+{
+    ch_init(1);
+    for (int i = 0; i < SW_POOLS; i++)
+        CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO,
+                                              COEXEC_ACCESS_MPMC, &sw_pools[i]));
+    coexec_xstream_t xs[SW_STREAMS];
+    for (int k = 0; k < SW_STREAMS; k++)
+        stream_with(make_sched(0, &sw_pools[k % SW_POOLS], 1), &xs[k]);
+    long n = ch_iters(4000, 200);
+    hits_new(n);
+    cnt_arg_t *args = calloc((size_t)n, sizeof *args);
+    CU_ASSERT_FATAL(args != NULL);
+    atomic_store(&sw_left, 2 * SW_STREAMS);
+    for (intptr_t k = 0; k < 2 * SW_STREAMS; k++)
+        CH_ASSERT_OK(coexec_thread_create(sw_pools[k % SW_POOLS], sw_churn,
+                                          (void *)k, NULL, NULL));
+    for (long i = 0; i < n; i++)
+        CH_ASSERT_OK(cnt_create(sw_pools[i % SW_POOLS], args, i, (int)(i % 2)));
+    CH_WAIT(atomic_load(&sw_left) == 0);
+    /* Every stream serves every pool again: nothing queued is stranded. */
+    for (int k = 0; k < SW_STREAMS; k++) {
+        coexec_sched_t all = make_sched(0, sw_pools, SW_POOLS);
+        CH_ASSERT_OK(coexec_xstream_set_main_sched(xs[k], all));
+        CH_WAIT(CH_SAME(main_sched_of(xs[k]), all));
+    }
+    CH_WAIT(atomic_load(&g_hit_total) == n);
+    CH_ASSERT_EQ(hits_bad_and_free(), 0);
+    free(args);
+    for (int k = 0; k < SW_STREAMS; k++)
+        CH_ASSERT_OK(coexec_xstream_free(&xs[k]));
+    ch_finalize(); /* the replaced schedulers and the pools go with it */
+}
+
 /* ======================================================================= */
 
 const ch_test_t schedx_replace_tests[] = {
+    {"swap_churn", t_replace_swap_churn},
     {"from_another_stream", t_replace_other},
     {"from_external_thread", t_replace_external},
     {"from_its_own_unit", t_replace_own_unit},
