@@ -95,7 +95,7 @@ static void cache_register(struct rec_cache *c)
 }
 
 /* Refills an empty local list: a chain of the global stack, else a slab. */
-static bool cache_refill(struct rec_cache *c)
+__attribute__((noinline)) static bool cache_refill(struct rec_cache *c)
 {
     if (!c->registered)
         cache_register(c);
@@ -133,10 +133,13 @@ static bool cache_refill(struct rec_cache *c)
     return true;
 }
 
-/* Not inlined, like abtx_cur_get: callers may have switched OS threads.
+/* Inlined into unit_start, which calls it first, before anything can
+ * switch: the thread-local is read on the OS thread the call began on
+ * (every other user of the cache is out of line, like abtx_cur_get, as
+ * its caller may have switched OS threads since its last call).
  * The fields unit_start does not set are cleared here; a free record's
  * klock is clear and its keys NULL already (rec_free). */
-__attribute__((noinline)) static ABT_thread rec_alloc(void)
+static inline __attribute__((always_inline)) ABT_thread rec_alloc(void)
 {
     struct rec_cache *c = &cache;
     if (__builtin_expect(!c->head, 0) && !cache_refill(c))
@@ -164,7 +167,8 @@ static void cache_spill(struct rec_cache *c)
     chain_put(first, CHAIN_LEN);
 }
 
-__attribute__((noinline)) static void rec_put(ABT_thread t)
+/* Returns ABT_SUCCESS, so that a free may end with a tail call to it. */
+__attribute__((noinline)) static int rec_put(ABT_thread t)
 {
     struct rec_cache *c = &cache;
     t->magic = ABTX_FREED;
@@ -174,14 +178,24 @@ __attribute__((noinline)) static void rec_put(ABT_thread t)
         cache_spill(c);
     if (__builtin_expect(!c->registered, 0))
         cache_register(c);
+    return ABT_SUCCESS;
 }
 
-static void rec_free(ABT_thread t)
+static int rec_free(ABT_thread t)
 {
     if (t->keys)
         abtx_keys_release(t); /* its destructors, as Argobots runs them (may
                                  switch: rec_put reads the cache afresh) */
-    rec_put(t);
+    return rec_put(t);
+}
+
+/* A free of a record that holds a user-defined pool's unit or key
+ * values. */
+__attribute__((noinline)) static int rec_free_full(ABT_thread t)
+{
+    if (t->unit)
+        abtx_unit_release(t);
+    return rec_free(t);
 }
 
 /* rec_free for a record that may come back: it goes to the head of the
@@ -633,14 +647,10 @@ static int unit_join(ABT_thread t, int inv)
 {
     ABTX_CHECK_INIT();
     int rc = unit_join_check(t, inv);
-    if (rc)
+    if (rc || unit_joined(t))
         return rc;
-    if (unit_joined(t))
-        return ABT_SUCCESS;
-    ABT_thread self = abtx_cur_get();
-    if (t == self)
-        return inv;
-    rc = unit_wait(t, self);
+    /* A join of the caller itself is coexec's EDEADLK: inv. */
+    rc = unit_wait(t, abtx_cur_get());
     return __builtin_expect(rc == COEXEC_OK, 1) ? ABT_SUCCESS
                                                  : join_error(rc, inv);
 }
@@ -655,18 +665,14 @@ static int unit_free(ABT_thread *tp, int inv)
     if (rc)
         return rc;
     if (!unit_joined(t)) {
-        ABT_thread self = abtx_cur_get();
-        if (t == self)
-            return inv;
-        rc = unit_wait(t, self);
+        rc = unit_wait(t, abtx_cur_get());
         if (rc && rc != COEXEC_ENOMEM)
             return join_error(rc, inv);
     }
-    if (t->unit)
-        abtx_unit_release(t);
-    rec_free(t);
     *tp = ABT_THREAD_NULL;
-    return ABT_SUCCESS;
+    if (__builtin_expect(t->unit != NULL || t->keys != NULL, 0))
+        return rec_free_full(t);
+    return rec_put(t);
 }
 
 int ABT_thread_join(ABT_thread thread)

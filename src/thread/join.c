@@ -245,7 +245,8 @@ static bool sched_serves(const struct coexec_sched_rec *s,
  * run: when a ULT caller may run a u that has not started in place. */
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                                    bool for_free, uint64_t deadline,
-                                   bool *held, enum join_run run)
+                                   bool *held, enum join_run run,
+                                   struct coexec_xstream_rec **here)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -319,6 +320,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                  * or to clear. */
                 int rc = join_leave(u, JOIN_HANDED, &w);
                 *held = w.held;
+                *here = xs; /* no switch: still the caller's stream */
                 return rc;
             }
         }
@@ -459,7 +461,8 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
 static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
                                      bool tasklet, bool for_free,
                                      uint64_t deadline, bool *held,
-                                     enum join_run run)
+                                     enum join_run run,
+                                     struct coexec_xstream_rec **here)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -472,19 +475,31 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
             return COEXEC_ECONTEXT;
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return join_unit(p, gen, for_free, deadline, held, run);
+    return join_unit(p, gen, for_free, deadline, held, run, here);
+}
+
+/* A join that frees nothing (the join and wait calls). */
+static ALWAYS_INLINE int join_only(struct coexec_unit_rec *p, uint64_t gen,
+                                   bool tasklet, uint64_t deadline,
+                                   enum join_run run)
+{
+    bool held;
+    struct coexec_xstream_rec *here;
+    return join_common(p, gen, tasklet, false, deadline, &held, run, &here);
 }
 
 static ALWAYS_INLINE int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet,
                        enum join_run run)
 {
     bool held = false;
-    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held, run);
+    struct coexec_xstream_rec *here = NULL;
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held, run,
+                         &here);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
-    if (held)
-        coexec__unit_release(coexec__xs_self(), *pp); /* ours alone */
+    if (held) /* ours alone; the caller may have moved if it waited */
+        coexec__unit_release(here ? here : coexec__xs_self(), *pp);
     else if (!unit_release_handle(coexec__xs_self(), *pp, *gp))
         return COEXEC_EHANDLE; /* another free of the same handle won */
     *pp = NULL;
@@ -494,22 +509,18 @@ static ALWAYS_INLINE int free_common(struct coexec_unit_rec **pp, uint64_t *gp, 
 
 COEXEC_API int coexec_thread_join(coexec_thread_t t)
 {
-    bool held;
-    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held, JOIN_RUN_ANY);
+    return join_only(t.p, t.gen, false, UINT64_MAX, JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_thread_wait(coexec_thread_t t)
 {
-    bool held;
-    return join_common(t.p, t.gen, false, false, UINT64_MAX, &held,
-                       JOIN_RUN_SERVED);
+    return join_only(t.p, t.gen, false, UINT64_MAX, JOIN_RUN_SERVED);
 }
 
 COEXEC_API int coexec_thread_join_timed(coexec_thread_t t, uint64_t timeout_ns)
 {
-    bool held;
-    return join_common(t.p, t.gen, false, false, clock_deadline(timeout_ns),
-                       &held, JOIN_RUN_ANY);
+    return join_only(t.p, t.gen, false, clock_deadline(timeout_ns),
+                     JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_thread_free(coexec_thread_t *t)
@@ -528,23 +539,19 @@ COEXEC_API int coexec_thread_wait_free(coexec_thread_t *t)
 
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
 {
-    bool held;
-    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held, JOIN_RUN_ANY);
+    return join_only(k.p, k.gen, true, UINT64_MAX, JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_tasklet_wait(coexec_tasklet_t k)
 {
-    bool held;
-    return join_common(k.p, k.gen, true, false, UINT64_MAX, &held,
-                       JOIN_RUN_SERVED);
+    return join_only(k.p, k.gen, true, UINT64_MAX, JOIN_RUN_SERVED);
 }
 
 COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
                                          uint64_t timeout_ns)
 {
-    bool held;
-    return join_common(k.p, k.gen, true, false, clock_deadline(timeout_ns),
-                       &held, JOIN_RUN_ANY);
+    return join_only(k.p, k.gen, true, clock_deadline(timeout_ns),
+                     JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
@@ -564,6 +571,7 @@ COEXEC_API int coexec_tasklet_wait_free(coexec_tasklet_t *k)
 int coexec__join_unit(struct coexec_unit_rec *u)
 {
     bool held;
+    struct coexec_xstream_rec *here;
     return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX, &held,
-                     JOIN_RUN_ANY);
+                     JOIN_RUN_ANY, &here);
 }
