@@ -17,6 +17,8 @@
  *   COEXEC_GUARD_SIZE     bytes of inaccessible guard below every stack the
  *                         runtime maps (K/M suffixes; rounded up to pages;
  *                         0 = no guard: unsafe, see guard_size)
+ *   COEXEC_GUARD_APP      1 = the program handles faults in guards (see
+ *                         guard_app)
  *   COEXEC_PRINT_CONFIG   1 = print the configuration on stderr at init
  *   COEXEC_QUIET          1 = no one-line warnings on stderr
  *   COEXEC_SERVICE_THREADS      service threads kept running (1 to
@@ -214,6 +216,16 @@ typedef struct coexec_config {
      * threads always do, so process signals go to the user's threads
      * (the primary among them) only; 0 or 1. */
     int stream_signals;
+    /* 1: the program handles faults in the guards: each guard is pages
+     * made inaccessible with mprotect (never a kernel guard marker, which
+     * mprotect cannot open), so the program may change their protection;
+     * and a fault in a guard goes to the SIGSEGV handler the program
+     * installed before coexec_init, as a fault anywhere else does, instead
+     * of the overflow report and abort(). For programs that watch their
+     * stacks' guards themselves (libcoexec-abt sets it under
+     * ABT_STACK_OVERFLOW_CHECK=mprotect). A guard the program opened stays
+     * open while its stack is reused. 0 (the default): the report. */
+    int guard_app;
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

@@ -63,6 +63,7 @@ struct ABT_thread_opaque {
      * rank of the stream it ended on (last_crank, written as it ends). */
     _Atomic uint8_t joined;
     int16_t last_crank;
+    atomic_flag klock;   /* guards keys (src/abt/key.c) */
     ABT_pool_context push_ctx;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a
@@ -79,9 +80,11 @@ struct ABT_thread_opaque {
     size_t stacksize;
     void *user_stack;    /* the program's stack (ABT_thread_attr_set_stack) */
     uint64_t id;
-    atomic_flag klock;   /* guards keys (src/abt/key.c) */
     struct abtx_ktab *keys; /* ABT_key values, or NULL */
     struct ABT_thread_opaque *next; /* the record cache's free list */
+    /* Under ABT_STACK_OVERFLOW_CHECK, the page of its user stack made
+     * read-only as its guard (thread.c), or NULL. */
+    void *guard_page;
 };
 
 /* A pool defined by ABT_pool_def (1.x) or ABT_pool_user_def. */
@@ -157,6 +160,11 @@ struct abtx_global {
     ABT_sched primary_sched; /* coexec's own scheduler of the primary */
     struct ABT_thread_opaque main_ult;
     size_t stacksize;
+    /* ABT_STACK_OVERFLOW_CHECK: 0, or 2 (mprotect) or 3 (mprotect_strict):
+     * the guards are the program's (coexec's guard_app); guard: their
+     * size in force, in whole pages. */
+    int stack_check;
+    size_t guard;
     int max_xstreams;        /* ABT_MAX_NUM_XSTREAMS, as queried */
     int next_pool_id;
     ABT_xstream by_crank[ABTX_MAX_XSTREAMS]; /* coexec rank -> record */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "abt_internal.h"
 
@@ -207,6 +208,16 @@ int ABT_init(int argc, char **argv)
      * others. Streams are pinned only when ABT_SET_AFFINITY asks. */
     cfg.num_xstreams = 1;
     cfg.affinity = env_bool("ABT_SET_AFFINITY", 0);
+    /* ABT_STACK_OVERFLOW_CHECK=mprotect or mprotect_strict: guard pages
+     * the program watches itself, as Argobots' are: faults in them go to
+     * its SIGSEGV handler, and it may open them with mprotect (see
+     * abtx_thread_stack and the user stacks in thread.c). */
+    const char *soc = getenv("ABT_STACK_OVERFLOW_CHECK");
+    abtx_g.stack_check = !soc                              ? 0
+                         : !strcmp(soc, "mprotect")        ? 2
+                         : !strcmp(soc, "mprotect_strict") ? 3
+                                                           : 0;
+    cfg.guard_app = abtx_g.stack_check != 0;
     /* Argobots' streams are pthreads with their creator's signal mask: a
      * ULT's raise() reaches its handler there. */
     cfg.stream_signals = 1;
@@ -232,9 +243,14 @@ int ABT_init(int argc, char **argv)
     if (rc)
         return abtx_err(rc, ABT_ERR_OTHER, ABT_ERR_OTHER);
     coexec_config_t in_force;
-    abtx_g.stacksize = coexec_get_config(&in_force) == COEXEC_OK
-                           ? in_force.stack_size
-                           : cfg.stack_size;
+    if (coexec_get_config(&in_force) != COEXEC_OK)
+        in_force = cfg;
+    abtx_g.stacksize = in_force.stack_size;
+    /* A program that started libcoexec itself chose its guards. */
+    if (!in_force.guard_app)
+        abtx_g.stack_check = 0;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    abtx_g.guard = (in_force.guard_size + pg - 1) / pg * pg;
     abtx_g.refcount = 1;
     abtx_g.epoch++;
     rc = adopt_primary();
@@ -469,8 +485,9 @@ int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
     case ABT_INFO_QUERY_KIND_ENABLED_STACK_OVERFLOW_CHECK:
         /* Guard regions (cfg.guard_size) below every runtime-owned stack,
          * PROT_NONE, and a stack whose guard cannot be made is never
-         * handed out: Argobots' "mprotect_strict" (3). */
-        *(int *)val = cfg.guard_size ? 3 : 0;
+         * handed out: Argobots' "mprotect_strict" (3), unless
+         * ABT_STACK_OVERFLOW_CHECK=mprotect asked for "mprotect" (2). */
+        *(int *)val = !cfg.guard_size ? 0 : abtx_g.stack_check == 2 ? 2 : 3;
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_MAX_NUM_XSTREAMS:
         *(int *)val = abtx_g.max_xstreams ? abtx_g.max_xstreams

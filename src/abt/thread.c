@@ -9,6 +9,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "abt_internal.h"
 
@@ -304,6 +306,34 @@ static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
     return COEXEC_READY;
 }
 
+/* ---- guard pages of user stacks ----------------------------------------- */
+
+/* Under ABT_STACK_OVERFLOW_CHECK a user-given stack gets a guard, as in
+ * Argobots: its first whole page is made read-only while the ULT may run
+ * on it (a write there faults into the program's SIGSEGV handler), and
+ * writable again when its unit is released, before the program can free
+ * the memory. Not done if the stack is under two pages, nor for a ULT
+ * created without a handle or by a _to call (it may run, or be gone,
+ * before the page could be set). */
+static void user_stack_guard(ABT_thread t, void *stack, size_t size)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)stack + pg - 1) & ~(uintptr_t)(pg - 1);
+    if (lo + 2 * pg > (uintptr_t)stack + size)
+        return;
+    if (mprotect((void *)lo, pg, PROT_READ) == 0)
+        t->guard_page = (void *)lo;
+}
+
+static void user_stack_unguard(ABT_thread t)
+{
+    if (__builtin_expect(t->guard_page != NULL, 0)) {
+        (void)mprotect(t->guard_page, (size_t)sysconf(_SC_PAGESIZE),
+                       PROT_READ | PROT_WRITE);
+        t->guard_page = NULL;
+    }
+}
+
 /* ---- attributes -------------------------------------------------------- */
 
 struct ABT_thread_attr_opaque {
@@ -470,6 +500,10 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
             *out = ABT_THREAD_NULL;
         return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
     }
+    /* (A detached unit's record may be gone already: not touched.) */
+    if (__builtin_expect(abtx_g.stack_check != 0, 0) && !detached &&
+        !child_first && t->user_stack)
+        user_stack_guard(t, t->user_stack, t->stacksize);
     return ABT_SUCCESS;
 }
 
@@ -605,6 +639,7 @@ static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
         rc = coexec_tasklet_wait_free(&h);
     }
     if (__builtin_expect(rc == COEXEC_OK || rc == COEXEC_ENOMEM, 1)) {
+        user_stack_unguard(t);
         atomic_store_explicit(&t->joined, 1, memory_order_release);
     } else if (rc == COEXEC_EBUSY || (rc == COEXEC_EHANDLE && t->u.p)) {
         /* Another join has it (or has just released it: a unit's handle
@@ -1277,6 +1312,14 @@ void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
             : n <= si.size ? (char *)si.base + (si.size - n)
                            : si.base;
     *size = n;
+    /* Under ABT_STACK_OVERFLOW_CHECK the guard below a stack the runtime
+     * made is reported as the stack's bottom, as Argobots carves its
+     * guard page out of the stack (a program looks for it there). */
+    if (abtx_g.stack_check && !t->user_stack && si.base && abtx_g.guard) {
+        char *lo = (char *)si.base - abtx_g.guard;
+        *size += (size_t)((char *)*addr - lo);
+        *addr = lo;
+    }
 }
 
 int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)

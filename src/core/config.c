@@ -203,7 +203,7 @@ enum field_index {
     I_AFFINITY, I_IDLE_SPIN_US, I_PRINT_CONFIG, I_QUIET, I_SERVICE_THREADS,
     I_SERVICE_MAX_THREADS, I_SERVICE_SPIN_US, I_SERVICE_CPUS, I_SERVICE_IO,
     I_FJ_SLOTS, I_STATS, I_DUMP_SIGNAL, I_HANG_DUMP, I_TRACE, I_TRACE_EVENTS,
-    I_STREAM_SIGNALS, NFIELDS
+    I_STREAM_SIGNALS, I_GUARD_APP, NFIELDS
 };
 _Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
 
@@ -252,6 +252,7 @@ static const struct field fields[NFIELDS] = {
         1u << 28, "events"),
     ROW(I_STREAM_SIGNALS, "COEXEC_STREAM_SIGNALS", stream_signals, F_BOOL, 0, 1,
         NULL),
+    ROW(I_GUARD_APP, "COEXEC_GUARD_APP", guard_app, F_BOOL, 0, 1, NULL),
 };
 
 /* "16K", "1G", "4096": a size as a person writes it. */

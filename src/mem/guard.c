@@ -29,7 +29,8 @@ static atom_u32_t guard_kind;
 
 bool coexec__guard_install(void *lo, size_t len)
 {
-    if (atom_load_rlx_u32(&guard_kind) != 2) {
+    /* guard_app: pages the program may open again with mprotect. */
+    if (!coexec__g.cfg.guard_app && atom_load_rlx_u32(&guard_kind) != 2) {
         if (madvise(lo, len, MADV_GUARD_INSTALL) == 0) {
             atom_store_rlx_u32(&guard_kind, 1);
             return true;
@@ -179,7 +180,8 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     struct coexec_xstream_rec *xs = coexec__tls_xs;
     uintptr_t addr = (uintptr_t)si->si_addr;
-    if (xs && si->si_code > 0) {
+    /* guard_app: the program's handler takes guard faults too. */
+    if (xs && si->si_code > 0 && !coexec__g.cfg.guard_app) {
         struct coexec_unit_rec *u = xs->cur;
         if (in_guard_of(u, addr))
             report(u, xs, (u->flags & UF_USER_STACK)

@@ -7,7 +7,8 @@
  *   xstream   create/join/free, ranks (chosen and automatic), self, revive,
  *             state, main pools, errors on the primary
  *   thread    create/join/free on streams, yield order, revive, unnamed
- *             ULTs, attributes, migration, stale handles
+ *             ULTs, attributes, migration, stale handles, guard pages
+ *             under ABT_STACK_OVERFLOW_CHECK
  *   task      tasklets: run, join, revive, state, self inside one
  *   self      self queries from the main ULT, a ULT, a tasklet, a pthread
  *   pool      built-in pools: push/pop of units, sizes, ids, data, errors
@@ -18,10 +19,12 @@
  *   errors    error strings, info queries, an unsupported call's code
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "abt_test.h"
@@ -493,7 +496,104 @@ static void test_thread_after_join(void)
     AT_OK(ABT_finalize());
 }
 
+/* ABT_STACK_OVERFLOW_CHECK=mprotect_strict: the guard of a ULT's stack is
+ * within the range ABT_thread_get_stack reports (its first whole page), a
+ * write there goes to the program's SIGSEGV handler, which may open the
+ * page and let the ULT go on; a user-given stack gets such a page too,
+ * readable, and writable again once the ULT is freed. */
+static volatile uintptr_t sg_page;
+static volatile sig_atomic_t sg_faults;
+
+static void sg_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (sig == SIGSEGV && a >= sg_page && a < sg_page + (uintptr_t)pg &&
+        mprotect((void *)sg_page, (size_t)pg, PROT_READ | PROT_WRITE) == 0) {
+        sg_faults++;
+        return;
+    }
+    _exit(70); /* a fault elsewhere: the test cannot go on */
+}
+
+/* arg: 1 for a user stack (its guard page is readable). */
+static void sg_probe(void *arg)
+{
+    ABT_thread me;
+    void *lo = NULL;
+    size_t n = 0;
+    AT_CHECK_OK(ABT_self_get_thread(&me));
+    AT_CHECK_OK(ABT_thread_get_stack(me, &lo, &n));
+    long pg = sysconf(_SC_PAGESIZE);
+    CH_CHECK(lo != NULL && n >= 2 * (size_t)pg);
+    sg_page = ((uintptr_t)lo + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
+    volatile char *g = (volatile char *)sg_page;
+    if (arg) {
+        char v = g[0]; /* readable: no fault */
+        CH_CHECK_EQ(sg_faults, 0);
+        g[0] = v; /* faults once; the handler opens the page */
+    } else {
+        g[0] = 1; /* PROT_NONE: faults once */
+    }
+    CH_CHECK_EQ(sg_faults, 1);
+    /* Closed again as it was (the runtime's stays closed for reuse). */
+    CH_CHECK(mprotect((void *)sg_page, (size_t)pg,
+                      arg ? PROT_READ : PROT_NONE) == 0);
+}
+
+static void test_thread_stack_guard_env(void)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = sg_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    CU_ASSERT_EQUAL_FATAL(sigaction(SIGSEGV, &sa, &old), 0);
+    setenv("ABT_STACK_OVERFLOW_CHECK", "mprotect_strict", 1);
+    AT_OK(ABT_init(0, NULL));
+    int kind = -1;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_STACK_OVERFLOW_CHECK,
+                                &kind));
+    CU_ASSERT_EQUAL(kind, 3);
+    ABT_xstream self;
+    ABT_pool pool;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    /* A stack of the runtime's, then one of another size. */
+    ABT_thread t;
+    sg_faults = 0;
+    AT_OK(ABT_thread_create(pool, sg_probe, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(sg_faults, 1);
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t sz = 2 * (size_t)pg + 64 * 1024;
+    ABT_thread_attr attr;
+    AT_OK(ABT_thread_attr_create(&attr));
+    AT_OK(ABT_thread_attr_set_stacksize(attr, sz));
+    sg_faults = 0;
+    AT_OK(ABT_thread_create(pool, sg_probe, NULL, attr, &t));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(sg_faults, 1);
+    /* A stack of the program's. */
+    char *stack = calloc(1, sz);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(stack);
+    AT_OK(ABT_thread_attr_set_stack(attr, stack, sz));
+    sg_faults = 0;
+    AT_OK(ABT_thread_create(pool, sg_probe, (void *)1, attr, &t));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(sg_faults, 1);
+    memset(stack, 0, sz); /* all writable again: no fault */
+    CU_ASSERT_EQUAL(sg_faults, 1);
+    free(stack);
+    AT_OK(ABT_thread_attr_free(&attr));
+    AT_OK(ABT_finalize());
+    unsetenv("ABT_STACK_OVERFLOW_CHECK");
+    sigaction(SIGSEGV, &old, NULL);
+}
+
 static const ch_test_t thread_tests[] = {
+    {"stack_guard_env", test_thread_stack_guard_env},
     {"yield_order", test_thread_yield_order},
     {"many_streams", test_thread_many_streams},
     {"revive_attr", test_thread_revive_attr},

@@ -12,7 +12,9 @@
  *             a user-given stack is caught by its canary
  *   chain     faults that are not overflows reach the application's own
  *             SIGSEGV handler, installed before init or after it, or the
- *             default action; finalize puts the previous handler back
+ *             default action; finalize puts the previous handler back;
+ *             with guard_app, faults in guards reach it too, and it may
+ *             open a guard with mprotect
  *   setup     every stream thread has an alternate signal stack; guards
  *             can be turned off (COEXEC_GUARD_SIZE=0) and sized
  */
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -204,6 +207,89 @@ static int run_bad_write(int nxs, int app_handler_when)
     return 0;
 }
 
+/* guard_app: the guard is the program's. Its handler opens the page a
+ * ULT touched (mprotect; fine on Linux, if not async-signal-safe by the
+ * letter), the ULT goes on, closes it again and returns; a fault anywhere
+ * else in the guard (an overflow) exits 43 from the handler. */
+static volatile uintptr_t guard_page;
+static volatile sig_atomic_t guard_opened;
+
+static void guard_app_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    long pg = sysconf(_SC_PAGESIZE);
+    if (sig == SIGSEGV && a >= guard_page && a < guard_page + (uintptr_t)pg &&
+        mprotect((void *)guard_page, (size_t)pg, PROT_READ | PROT_WRITE) == 0) {
+        guard_opened++;
+        return;
+    }
+    _exit(sig == SIGSEGV ? 43 : 44);
+}
+
+static void guard_probe_ult(void *arg)
+{
+    int *res = arg;
+    coexec_thread_t me;
+    coexec_stack_info_t si;
+    if (coexec_thread_self(&me) != COEXEC_OK ||
+        coexec_thread_get_stack(me, &si) != COEXEC_OK || !si.base) {
+        *res = 10;
+        return;
+    }
+    long pg = sysconf(_SC_PAGESIZE);
+    guard_page = ((uintptr_t)si.base & ~(uintptr_t)(pg - 1)) - (uintptr_t)pg;
+    volatile char *g = (volatile char *)guard_page;
+    char v = g[0]; /* faults: the handler opens the page */
+    g[1] = v;      /* open now */
+    *res = guard_opened == 1 &&
+                   mprotect((void *)guard_page, (size_t)pg, PROT_NONE) == 0
+               ? 0
+               : 11;
+}
+
+static int run_guard_app(bool overflow)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = guard_app_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, NULL) != 0)
+        return 2;
+    int rc = child_init(2, 0);
+    if (rc)
+        return rc;
+    coexec_xstream_t x;
+    coexec_thread_t t;
+    coexec_thread_attr_t a;
+    if (coexec_thread_attr_init(&a) != COEXEC_OK ||
+        coexec_xstream_by_rank(1, &x) != COEXEC_OK)
+        return 5;
+    a.pinned = 1;
+    int res = -1;
+    if (coexec_thread_create_on(x, overflow ? overflow_ult : guard_probe_ult,
+                                &res, &a, &t) != COEXEC_OK)
+        return 6;
+    if (coexec_thread_wait(t) != COEXEC_OK)
+        return 7;
+    if (overflow) {
+        fprintf(stderr, "overflow returned\n");
+        return 0;
+    }
+    IGNORE_RESULT(coexec_thread_free(&t));
+    /* The same stack again (the cache hands it back): its guard holds. */
+    guard_opened = 0;
+    res = -1;
+    if (coexec_thread_create_on(x, guard_probe_ult, &res, &a, &t) != COEXEC_OK)
+        return 8;
+    if (coexec_thread_free(&t) != COEXEC_OK)
+        return 9;
+    if (res != 0)
+        return 20 + res;
+    return coexec_finalize() == COEXEC_OK ? 0 : 12;
+}
+
 /* finalize puts back the handler that was there before init. */
 static int run_restore(void)
 {
@@ -251,6 +337,10 @@ static int child_main(const char *name)
         return run_bad_write(2, 2);
     if (!strcmp(name, "restore"))
         return run_restore();
+    if (!strcmp(name, "guard_app_open"))
+        return run_guard_app(false);
+    if (!strcmp(name, "guard_app_overflow"))
+        return run_guard_app(true);
     return 99;
 }
 
@@ -429,7 +519,25 @@ static void t_chain_restore(void)
     CU_ASSERT(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 42);
 }
 
+/* COEXEC_GUARD_APP=1: a ULT touches its guard, the program's handler opens
+ * it, the ULT goes on; an overflow reaches that handler too, unreported. */
+static void t_chain_guard_app(void)
+{
+    static const char *const env[] = {"COEXEC_GUARD_APP=1", NULL};
+    child_result_t r;
+    run_child("guard_app_open", env, &r);
+    show("guard_app_open", &r);
+    CU_ASSERT(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    CU_ASSERT_PTR_NULL(strstr(r.err, "stack overflow"));
+    run_child("guard_app_overflow", env, &r);
+    show("guard_app_overflow", &r);
+    CU_ASSERT(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 43);
+    CU_ASSERT_PTR_NULL(strstr(r.err, "stack overflow"));
+    CU_ASSERT_PTR_NULL(strstr(r.err, "returned"));
+}
+
 static const ch_test_t chain_tests[] = {
+    {"guard_app", t_chain_guard_app},
     {"default_action", t_chain_default},
     {"app_handler_before_init", t_chain_app_before},
     {"app_handler_after_init", t_chain_app_after},
