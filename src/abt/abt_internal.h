@@ -181,6 +181,8 @@ ABT_thread abtx_cur_get(void);
 void abtx_cur_set(ABT_thread t);
 /* The coexec rank of the stream this OS thread is (-1: none). */
 int abtx_self_crank(void);
+/* t's id (coexec's, fetched and kept on first use; src/abt/thread.c). */
+uint64_t abtx_unit_id(ABT_thread t);
 /* Runs tasklet t's function as this OS thread's current unit; returns
  * abtx_self_crank(). */
 int abtx_tasklet_body(ABT_thread t);

@@ -235,7 +235,7 @@ int ABT_info_print_thread_stack(FILE *fp, ABT_thread thread)
     if (rc == COEXEC_EHANDLE) {
         /* Its coexec unit is gone (a freed or never-started record). */
         fprintf(fp, "%s %" PRIu64 ": no stack\n",
-                thread->is_ult ? "ULT" : "tasklet", thread->id);
+                thread->is_ult ? "ULT" : "tasklet", abtx_unit_id(thread));
         return ABT_SUCCESS;
     }
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_OTHER);

@@ -566,7 +566,7 @@ int ABT_info_print_thread(FILE *fp, ABT_thread thread)
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     fprintf(fp, "%s %" PRIu64 " (%p)\n", thread->is_ult ? "ULT" : "tasklet",
-            thread->id, (void *)thread);
+            abtx_unit_id(thread), (void *)thread);
     return ABT_SUCCESS;
 }
 

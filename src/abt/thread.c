@@ -852,7 +852,7 @@ int ABT_task_self(ABT_task *task)
 static _Atomic uint64_t late_ids = (uint64_t)1 << 63;
 
 /* The identifier of t: coexec's while t's coexec unit is there. */
-static uint64_t unit_id(ABT_thread t)
+uint64_t abtx_unit_id(ABT_thread t)
 {
     /* coexec's id, cached on first use (racing queries agree on one). */
     uint64_t id = __atomic_load_n(&t->id, __ATOMIC_ACQUIRE);
@@ -874,7 +874,7 @@ int ABT_self_get_thread_id(ABT_thread_id *id)
     ABT_thread t;
     int rc = self_unit(&t);
     if (!rc)
-        *id = unit_id(t);
+        *id = abtx_unit_id(t);
     return rc;
 }
 
@@ -888,7 +888,7 @@ int ABT_task_self_id(ABT_unit_id *id)
     ABT_task t;
     int rc = ABT_task_self(&t);
     if (!rc)
-        *id = unit_id(t);
+        *id = abtx_unit_id(t);
     return rc;
 }
 
@@ -896,7 +896,7 @@ int ABT_thread_get_id(ABT_thread thread, ABT_thread_id *thread_id)
 {
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
-    *thread_id = unit_id(thread);
+    *thread_id = abtx_unit_id(thread);
     return ABT_SUCCESS;
 }
 
@@ -904,7 +904,7 @@ int ABT_task_get_id(ABT_task task, ABT_unit_id *task_id)
 {
     if (!abtx_thread(task))
         return ABT_ERR_INV_TASK;
-    *task_id = unit_id(task);
+    *task_id = abtx_unit_id(task);
     return ABT_SUCCESS;
 }
 

@@ -407,6 +407,22 @@ static void test_print_thread_stack(void)
     atomic_store(&g_go, 1);
     AT_OK(ABT_thread_migrate_to_pool(never, pool));
     AT_OK(ABT_thread_free(&ran));
+    /* Joined, not freed: the record prints the unit's id, the one
+     * ABT_thread_get_id gives, though its id was never asked before. */
+    AT_OK(ABT_thread_join(never));
+    mem_open(&m);
+    AT_OK(ABT_info_print_thread_stack(m.f, never));
+    AT_OK(ABT_info_print_thread(m.f, never));
+    s = mem_close(&m);
+    ABT_thread_id id = 0;
+    AT_OK(ABT_thread_get_id(never, &id));
+    char want[64];
+    snprintf(want, sizeof want, "ULT %llu: no stack", (unsigned long long)id);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, want));
+    snprintf(want, sizeof want, "ULT %llu (", (unsigned long long)id);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s, want));
+    CU_ASSERT_NOT_EQUAL(id, 0);
+    free(s);
     AT_OK(ABT_thread_free(&never));
     AT_OK(ABT_pool_free(&idle));
     AT_OK(ABT_finalize());
