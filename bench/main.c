@@ -458,9 +458,11 @@ static void print_summary(const result_t *res, int n)
             met = !pair_ratio(rg, res, n, &r) ? "-"
                   : r <= rg->goal_ratio      ? "yes"
                                              : "NO";
-        snprintf(line, sizeof line, "# %-*s %*s %-*s %-*s %-3s ", wname,
-                 d->name, wval, val[i], wunit, res[i].ok ? d->unit : "",
-                 wgoal, goal[i], met);
+        /* A line longer than the buffer is cut: the table is for reading. */
+        if (snprintf(line, sizeof line, "# %-*s %*s %-*s %-*s %-3s ", wname,
+                     d->name, wval, val[i], wunit, res[i].ok ? d->unit : "",
+                     wgoal, goal[i], met) >= (int)sizeof line)
+            line[sizeof line - 1] = '\0';
         int first = 1;
         for (size_t p = 0; p < NPAIRS; p++) {
             double ratio;
