@@ -183,9 +183,10 @@ void abtx_cur_set(ABT_thread t);
 int abtx_self_crank(void);
 /* t's id (coexec's, fetched and kept on first use; src/abt/thread.c). */
 uint64_t abtx_unit_id(ABT_thread t);
-/* Runs tasklet t's function as this OS thread's current unit; returns
- * abtx_self_crank(). */
-int abtx_tasklet_body(ABT_thread t);
+/* The coexec function of the layer's tasklets (init.c); the end of a
+ * detached unit, whose record goes (thread.c). */
+coexec_poll_status_t abtx_task_main(coexec_poll_t *cx, void *a);
+void abtx_detached_end(ABT_thread t);
 
 /* A coexec error turned into Argobots' code; inv is the call's
  * ABT_ERR_INV_* for a bad handle, other its code for a wrong state. */

@@ -49,15 +49,24 @@ __attribute__((noinline)) int abtx_self_crank(void)
     return self_crank_get();
 }
 
-/* A tasklet never switches: its body runs with this OS thread's current
- * unit set to t, and the thread-locals are read once each, here. */
-__attribute__((noinline)) int abtx_tasklet_body(ABT_thread t)
+/* The coexec function of every tasklet of the layer (its argument is the
+ * record). A tasklet never switches: its function runs with this OS
+ * thread's current unit set to t, and the thread-locals are read once
+ * each, here. It keeps the stream it ended on, for queries after its
+ * join; a detached one's record goes now. */
+coexec_poll_status_t abtx_task_main(coexec_poll_t *cx, void *a)
 {
+    (void)cx;
+    ABT_thread t = a;
     ABT_thread prev = cur;
     cur = t;
     t->fn(t->arg);
     cur = prev;
-    return self_crank_get();
+    if (__builtin_expect(t->detached, 0))
+        abtx_detached_end(t);
+    else
+        t->last_crank = (int16_t)self_crank_get();
+    return COEXEC_READY;
 }
 
 static __attribute__((noinline)) int self_crank_ask(void)

@@ -276,15 +276,10 @@ ABT_thread abtx_thread_of(coexec_unit_t u)
 
 /* t's function has returned: a detached unit's record goes now; any
  * other keeps the stream it ended on, for queries after its join. */
-static inline __attribute__((always_inline)) void unit_ended(ABT_thread t,
-                                                             int crank)
+void abtx_detached_end(ABT_thread t)
 {
-    if (t->detached) {
-        abtx_unit_release(t);
-        rec_free(t);
-    } else {
-        t->last_crank = (int16_t)crank;
-    }
+    abtx_unit_release(t);
+    rec_free(t);
 }
 
 static void ult_main(void *a)
@@ -295,15 +290,12 @@ static void ult_main(void *a)
     if (t->detached && !t->u.p && coexec_thread_self(&me) == COEXEC_OK)
         t->u = coexec_thread_unit(me); /* no pool has seen it: its own */
     t->fn(t->arg);
-    unit_ended(t, abtx_self_crank()); /* it may have moved */
-}
-
-static coexec_poll_status_t task_main(coexec_poll_t *cx, void *a)
-{
-    (void)cx;
-    ABT_thread t = a;
-    unit_ended(t, abtx_tasklet_body(t));
-    return COEXEC_READY;
+    /* A detached record goes now; any other keeps the stream it ended on
+     * (it may have moved), for queries after its join. */
+    if (t->detached)
+        abtx_detached_end(t);
+    else
+        t->last_crank = (int16_t)abtx_self_crank();
 }
 
 /* ---- guard pages of user stacks ----------------------------------------- */
@@ -490,7 +482,7 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
                                       detached ? NULL : &t->th);
         }
     } else {
-        rc = coexec_tasklet_create(pool->cp, task_main, t,
+        rc = coexec_tasklet_create(pool->cp, abtx_task_main, t,
                                    detached ? NULL : &t->tk);
     }
     if (rc) {
