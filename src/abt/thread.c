@@ -1008,15 +1008,19 @@ int ABT_self_get_thread_func(void (**thread_func)(void *))
 static int self_switch(int (*op)(void), bool noop_ok)
 {
     ABTX_CHECK_INIT();
-    coexec_caller_t who = coexec_self_caller();
-    if (who == COEXEC_CALLER_EXTERNAL)
-        return noop_ok ? ABT_SUCCESS : ABT_ERR_INV_XSTREAM;
-    if (who != COEXEC_CALLER_ULT)
-        return noop_ok ? ABT_SUCCESS : ABT_ERR_INV_THREAD;
+    /* op refuses a caller that is not a ULT (COEXEC_ECONTEXT) before it
+     * does anything: who the caller is is asked only then. */
     ABT_thread self = abtx_cur_get();
     int rc = op();
+    if (__builtin_expect(rc == COEXEC_ECONTEXT, 0)) {
+        if (noop_ok)
+            return ABT_SUCCESS;
+        return coexec_self_caller() == COEXEC_CALLER_EXTERNAL
+                   ? ABT_ERR_INV_XSTREAM
+                   : ABT_ERR_INV_THREAD;
+    }
     abtx_cur_set(self);
-    if (rc == COEXEC_ECANCELED)
+    if (__builtin_expect(rc == COEXEC_OK, 1) || rc == COEXEC_ECANCELED)
         return ABT_SUCCESS;
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD);
 }
