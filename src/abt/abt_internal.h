@@ -181,6 +181,23 @@ ABT_thread abtx_cur_get(void);
 void abtx_cur_set(ABT_thread t);
 /* The coexec rank of the stream this OS thread is (-1: none). */
 int abtx_self_crank(void);
+/* Its cache (src/abt/init.c): the rank, asked under ABT_init number
+ * `epoch` (0: not asked). */
+struct abtx_crank_cache {
+    int crank;
+    unsigned epoch;
+};
+extern _Thread_local struct abtx_crank_cache abtx_crank_tls
+    __attribute__((tls_model("initial-exec")));
+/* abtx_self_crank() with the thread-local read inline: only in a call
+ * that has not switched since it began (a compiler may keep the
+ * thread-local's address for the whole function). */
+static inline int abtx_self_crank_here(void)
+{
+    if (__builtin_expect(abtx_crank_tls.epoch == abtx_g.epoch, 1))
+        return abtx_crank_tls.crank;
+    return abtx_self_crank();
+}
 /* t's id (coexec's, fetched and kept on first use; src/abt/thread.c). */
 uint64_t abtx_unit_id(ABT_thread t);
 /* The coexec function of the layer's tasklets (init.c); the end of a

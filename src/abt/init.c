@@ -37,10 +37,9 @@ __attribute__((noinline)) void abtx_cur_set(ABT_thread t)
  * remembered with the ABT_init that it was asked under (abtx_g.epoch):
  * after a finalize, the thread that was a stream may be an external thread
  * of the next runtime, or another stream of it. An epoch of 0: not asked. */
-static _Thread_local struct {
-    int crank;
-    unsigned epoch;
-} self_crank __attribute__((tls_model("initial-exec")));
+_Thread_local struct abtx_crank_cache abtx_crank_tls
+    __attribute__((tls_model("initial-exec")));
+#define self_crank abtx_crank_tls
 
 static inline __attribute__((always_inline)) int self_crank_get(void);
 

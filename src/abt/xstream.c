@@ -28,9 +28,11 @@ static __attribute__((noinline)) ABT_xstream xstream_self_starting(int crank)
     return x;
 }
 
-ABT_xstream abtx_xstream_self(void)
+/* Not inlined: it reads the calling OS thread's rank inline, and a
+ * caller may have switched since its last call. */
+__attribute__((noinline)) ABT_xstream abtx_xstream_self(void)
 {
-    int crank = abtx_self_crank();
+    int crank = abtx_self_crank_here();
     if ((unsigned)crank >= ABTX_MAX_XSTREAMS)
         return NULL;
     ABT_xstream x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
