@@ -575,17 +575,23 @@ static void test_thread_stack_guard_env(void)
     AT_OK(ABT_thread_create(pool, sg_probe, NULL, attr, &t));
     AT_OK(ABT_thread_free(&t));
     CU_ASSERT_EQUAL(sg_faults, 1);
-    /* A stack of the program's. */
-    char *stack = calloc(1, sz);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(stack);
-    AT_OK(ABT_thread_attr_set_stack(attr, stack, sz));
-    sg_faults = 0;
-    AT_OK(ABT_thread_create(pool, sg_probe, (void *)1, attr, &t));
-    AT_OK(ABT_thread_free(&t));
-    CU_ASSERT_EQUAL(sg_faults, 1);
-    memset(stack, 0, sz); /* all writable again: no fault */
-    CU_ASSERT_EQUAL(sg_faults, 1);
-    free(stack);
+    /* A stack of the program's. valgrind does not hand a write fault on a
+     * page it knows as readable to the program's handler (it reports an
+     * invalid write at 0): left out there. */
+    if (ch_on_valgrind()) {
+        printf("(the program's stack left out under valgrind) ");
+    } else {
+        char *stack = calloc(1, sz);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(stack);
+        AT_OK(ABT_thread_attr_set_stack(attr, stack, sz));
+        sg_faults = 0;
+        AT_OK(ABT_thread_create(pool, sg_probe, (void *)1, attr, &t));
+        AT_OK(ABT_thread_free(&t));
+        CU_ASSERT_EQUAL(sg_faults, 1);
+        memset(stack, 0, sz); /* all writable again: no fault */
+        CU_ASSERT_EQUAL(sg_faults, 1);
+        free(stack);
+    }
     AT_OK(ABT_thread_attr_free(&attr));
     AT_OK(ABT_finalize());
     unsetenv("ABT_STACK_OVERFLOW_CHECK");
