@@ -174,12 +174,20 @@ static ALWAYS_INLINE void enter_unit(void **save, struct coexec_unit_rec *to,
     }
 }
 
-/* The joiner running u in place (RF_INPLACE): the waiter its join word
- * names, which nobody else may change while the flag is set. */
+/* The wait record of the joiner running u in place (RF_INPLACE): the one
+ * its join word names, which nobody else may change while the flag is
+ * set. */
+static ALWAYS_INLINE struct join_waiter *
+inplace_waiter(struct coexec_unit_rec *u)
+{
+    return (struct join_waiter *)atom_load_rlx_uptr(&u->join);
+}
+
+/* ... and that joiner. */
 static ALWAYS_INLINE struct coexec_unit_rec *
 inplace_joiner(struct coexec_unit_rec *u)
 {
-    return ((struct join_waiter *)atom_load_rlx_uptr(&u->join))->ult;
+    return inplace_waiter(u)->ult;
 }
 
 static ALWAYS_INLINE void check_arrival(struct coexec_xstream_rec *xs,

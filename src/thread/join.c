@@ -245,8 +245,7 @@ static bool sched_serves(const struct coexec_sched_rec *s,
  * run: when a ULT caller may run a u that has not started in place. */
 static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                                    bool for_free, uint64_t deadline,
-                                   bool *held, enum join_run run,
-                                   struct coexec_xstream_rec **here)
+                                   bool *held, enum join_run run)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *self = xs ? xs->cur : NULL;
@@ -320,7 +319,6 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                  * or to clear. */
                 int rc = join_leave(u, JOIN_HANDED, &w);
                 *held = w.held;
-                *here = xs; /* no switch: still the caller's stream */
                 return rc;
             }
         }
@@ -461,8 +459,7 @@ COEXEC_API int coexec_tasklet_create_on(coexec_xstream_t xs,
 static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
                                      bool tasklet, bool for_free,
                                      uint64_t deadline, bool *held,
-                                     enum join_run run,
-                                     struct coexec_xstream_rec **here)
+                                     enum join_run run)
 {
     RT_CHECK();
     int rc = check_unit(p, gen, tasklet);
@@ -475,7 +472,7 @@ static ALWAYS_INLINE int join_common(struct coexec_unit_rec *p, uint64_t gen,
             return COEXEC_ECONTEXT;
         return xs && xs->cur == p ? COEXEC_EDEADLK : COEXEC_EPERM;
     }
-    return join_unit(p, gen, for_free, deadline, held, run, here);
+    return join_unit(p, gen, for_free, deadline, held, run);
 }
 
 /* A join that frees nothing (the join and wait calls). */
@@ -484,22 +481,19 @@ static ALWAYS_INLINE int join_only(struct coexec_unit_rec *p, uint64_t gen,
                                    enum join_run run)
 {
     bool held;
-    struct coexec_xstream_rec *here;
-    return join_common(p, gen, tasklet, false, deadline, &held, run, &here);
+    return join_common(p, gen, tasklet, false, deadline, &held, run);
 }
 
 static ALWAYS_INLINE int free_common(struct coexec_unit_rec **pp, uint64_t *gp, bool tasklet,
                        enum join_run run)
 {
     bool held = false;
-    struct coexec_xstream_rec *here = NULL;
-    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held, run,
-                         &here);
+    int rc = join_common(*pp, *gp, tasklet, true, UINT64_MAX, &held, run);
     /* COEXEC_ENOMEM: it ended without running; it is freed all the same. */
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
-    if (held) /* ours alone; the caller may have moved if it waited */
-        coexec__unit_release(here ? here : coexec__xs_self(), *pp);
+    if (held)
+        coexec__unit_release(coexec__xs_self(), *pp); /* ours alone */
     else if (!unit_release_handle(coexec__xs_self(), *pp, *gp))
         return COEXEC_EHANDLE; /* another free of the same handle won */
     *pp = NULL;
@@ -571,7 +565,6 @@ COEXEC_API int coexec_tasklet_wait_free(coexec_tasklet_t *k)
 int coexec__join_unit(struct coexec_unit_rec *u)
 {
     bool held;
-    struct coexec_xstream_rec *here;
     return join_unit(u, atom_load_acq_u64(&u->gen), false, UINT64_MAX, &held,
-                     JOIN_RUN_ANY, &here);
+                     JOIN_RUN_ANY);
 }

@@ -322,7 +322,7 @@ static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
         /* Our caller is the joiner itself: nobody else waits; it stores
          * JOIN_DONE as it leaves. */
         u->rflags &= (uint8_t)~RF_INPLACE;
-        ((struct join_waiter *)atom_load_rlx_uptr(&u->join))->here = true;
+        inplace_waiter(u)->here = true;
         atom_store_rel_uptr(&u->join, JOIN_HANDED);
         return;
     }
