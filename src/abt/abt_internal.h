@@ -161,10 +161,8 @@ struct abtx_global {
     struct ABT_thread_opaque main_ult;
     size_t stacksize;
     /* ABT_STACK_OVERFLOW_CHECK: 0, or 2 (mprotect) or 3 (mprotect_strict):
-     * the guards are the program's (coexec's guard_app); guard: their
-     * size in force, in whole pages. */
+     * the guards are the program's (coexec's guard_app). */
     int stack_check;
-    size_t guard;
     int max_xstreams;        /* ABT_MAX_NUM_XSTREAMS, as queried */
     int next_pool_id;
     ABT_xstream by_crank[ABTX_MAX_XSTREAMS]; /* coexec rank -> record */

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "abt_internal.h"
 
@@ -39,13 +38,21 @@ __attribute__((noinline)) void abtx_cur_set(ABT_thread t)
  * of the next runtime, or another stream of it. An epoch of 0: not asked. */
 _Thread_local struct abtx_crank_cache abtx_crank_tls
     __attribute__((tls_model("initial-exec")));
-#define self_crank abtx_crank_tls
 
-static inline __attribute__((always_inline)) int self_crank_get(void);
-
+/* Out of line, for a caller that may have switched OS threads;
+ * abtx_self_crank_here() is its inline check, and calls it when the
+ * remembered rank is not of this epoch (or none was asked yet). */
 __attribute__((noinline)) int abtx_self_crank(void)
 {
-    return self_crank_get();
+    unsigned e = abtx_g.epoch;
+    if (abtx_crank_tls.epoch == e)
+        return abtx_crank_tls.crank;
+    int r;
+    if (coexec_xstream_self_rank(&r) != COEXEC_OK)
+        return -1; /* not a stream (yet): not remembered */
+    abtx_crank_tls.crank = r;
+    abtx_crank_tls.epoch = e;
+    return r;
 }
 
 /* The coexec function of every tasklet of the layer (its argument is the
@@ -64,26 +71,8 @@ coexec_poll_status_t abtx_task_main(coexec_poll_t *cx, void *a)
     if (__builtin_expect(t->detached, 0))
         abtx_detached_end(t);
     else
-        t->last_crank = (int16_t)self_crank_get();
+        t->last_crank = (int16_t)abtx_self_crank_here();
     return COEXEC_READY;
-}
-
-static __attribute__((noinline)) int self_crank_ask(void)
-{
-    unsigned e = abtx_g.epoch;
-    int r;
-    if (coexec_xstream_self_rank(&r) != COEXEC_OK)
-        return -1; /* not a stream (yet): not remembered */
-    self_crank.crank = r;
-    self_crank.epoch = e;
-    return r;
-}
-
-static inline __attribute__((always_inline)) int self_crank_get(void)
-{
-    if (__builtin_expect(self_crank.epoch == abtx_g.epoch, 1))
-        return self_crank.crank;
-    return self_crank_ask();
 }
 
 int abtx_err(int rc, int inv, int other)
@@ -257,8 +246,6 @@ int ABT_init(int argc, char **argv)
     /* A program that started libcoexec itself chose its guards. */
     if (!in_force.guard_app)
         abtx_g.stack_check = 0;
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    abtx_g.guard = (in_force.guard_size + pg - 1) / pg * pg;
     abtx_g.refcount = 1;
     abtx_g.epoch++;
     rc = adopt_primary();

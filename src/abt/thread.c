@@ -307,11 +307,12 @@ static void ult_main(void *a)
  * the memory. Not done if the stack is under two pages, nor for a ULT
  * created without a handle or by a _to call (it may run, or be gone,
  * before the page could be set). */
-static void user_stack_guard(ABT_thread t, void *stack, size_t size)
+static void user_stack_guard(ABT_thread t)
 {
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)stack + pg - 1) & ~(uintptr_t)(pg - 1);
-    if (lo + 2 * pg > (uintptr_t)stack + size)
+    uintptr_t stack = (uintptr_t)t->user_stack;
+    uintptr_t lo = (stack + pg - 1) & ~(uintptr_t)(pg - 1);
+    if (lo + 2 * pg > stack + t->stacksize)
         return;
     if (mprotect((void *)lo, pg, PROT_READ) == 0)
         t->guard_page = (void *)lo;
@@ -495,7 +496,7 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     /* (A detached unit's record may be gone already: not touched.) */
     if (__builtin_expect(abtx_g.stack_check != 0, 0) && !detached &&
         !child_first && t->user_stack)
-        user_stack_guard(t, t->user_stack, t->stacksize);
+        user_stack_guard(t);
     return ABT_SUCCESS;
 }
 
@@ -1311,8 +1312,8 @@ void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
     /* Under ABT_STACK_OVERFLOW_CHECK the guard below a stack the runtime
      * made is reported as the stack's bottom, as Argobots carves its
      * guard page out of the stack (a program looks for it there). */
-    if (abtx_g.stack_check && !t->user_stack && si.base && abtx_g.guard) {
-        char *lo = (char *)si.base - abtx_g.guard;
+    if (abtx_g.stack_check && si.base && si.guard_size) {
+        char *lo = (char *)si.base - si.guard_size;
         *size += (size_t)((char *)*addr - lo);
         *addr = lo;
     }
