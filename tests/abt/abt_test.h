@@ -12,6 +12,16 @@
 #define AT_OK(expr) CU_ASSERT_EQUAL_FATAL((expr), ABT_SUCCESS)
 #define AT_CHECK_OK(expr) CH_CHECK_EQ((expr), ABT_SUCCESS)
 
+/* The first main pool of the calling stream (a failure ends the test). */
+static inline ABT_pool at_main_pool(void)
+{
+    ABT_xstream self;
+    ABT_pool pool = ABT_POOL_NULL;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    return pool;
+}
+
 extern const ch_test_t abt_eventual_tests[];
 extern const ch_test_t abt_future_tests[];
 extern const ch_test_t abt_mutex_tests[];

@@ -328,10 +328,7 @@ static void test_thread_many_streams(void)
 static void test_thread_revive_attr(void)
 {
     AT_OK(ABT_init(0, NULL));
-    ABT_xstream self;
-    ABT_pool pool;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_pool pool = at_main_pool();
     ABT_thread_attr attr;
     AT_OK(ABT_thread_attr_create(&attr));
     AT_OK(ABT_thread_attr_set_stacksize(attr, 65536));
@@ -556,10 +553,7 @@ static void test_thread_stack_guard_env(void)
     AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_STACK_OVERFLOW_CHECK,
                                 &kind));
     CU_ASSERT_EQUAL(kind, 3);
-    ABT_xstream self;
-    ABT_pool pool;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_pool pool = at_main_pool();
     /* A stack of the runtime's, then one of another size. */
     ABT_thread t;
     sg_faults = 0;
@@ -697,10 +691,7 @@ static void test_self_queries(void)
     ABT_bool b = ABT_FALSE;
     AT_OK(ABT_self_is_primary(&b));
     CU_ASSERT_EQUAL(b, ABT_TRUE);
-    ABT_xstream self;
-    ABT_pool pool;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_pool pool = at_main_pool();
     ABT_thread seen = ABT_THREAD_NULL, t;
     AT_OK(ABT_thread_create(pool, ult_self_probe, &seen, ABT_THREAD_ATTR_NULL,
                             &t));

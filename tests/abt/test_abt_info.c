@@ -138,10 +138,7 @@ static void test_stack_others(void)
     AT_OK(ABT_thread_get_stack(me, &a, &n));
     CU_ASSERT_PTR_NULL(a);
     CU_ASSERT_EQUAL(n, 0);
-    ABT_pool pool;
-    ABT_xstream self;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_pool pool = at_main_pool();
     ABT_task k;
     AT_OK(ABT_task_create(pool, stack_task, NULL, &k));
     a = (void *)1;
@@ -378,10 +375,7 @@ static void test_print_thread_stack(void)
 {
     AT_OK(ABT_init(0, NULL));
     atomic_store(&g_go, 0);
-    ABT_xstream self;
-    ABT_pool pool, idle;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_pool idle, pool = at_main_pool();
     AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
                                 ABT_FALSE, &idle));
     ABT_thread ran, never, me;

@@ -520,10 +520,7 @@ static void test_key_tasklets_and_errors(void)
     AT_OK(ABT_init(0, NULL));
     atomic_store(&destroyed, 0);
     AT_OK(ABT_key_create(key_dtor, &key_a));
-    ABT_pool pool;
-    ABT_xstream self;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_pool pool = at_main_pool();
     /* One stream: the tasklet runs only when main lets it. */
     ABT_task k;
     AT_OK(ABT_task_create(pool, key_tasklet, (void *)40, &k));
@@ -587,10 +584,7 @@ static void test_key_detached_ends(void)
     atomic_store(&destroyed, 0);
     atomic_store(&key_target_ran, 0);
     AT_OK(ABT_key_create(key_dtor, &key_a));
-    ABT_xstream self;
-    ABT_pool pool;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_pool pool = at_main_pool();
     AT_OK(ABT_thread_create(pool, key_target, NULL, ABT_THREAD_ATTR_NULL,
                             &key_exit_target));
     for (intptr_t how = 0; how < 3; how++)
