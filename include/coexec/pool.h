@@ -222,6 +222,23 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_steal(coexec_pool_t pool,
                                                   coexec_unit_t *out);
 
 /*
+ * Takes unit out of pool, where it is queued and has not started, as
+ * coexec_pool_pop would have taken it: the caller then owns it until it
+ * pushes it into a pool again, runs it (a user scheduler's
+ * coexec_sched_run_unit) or joins it. A user-defined pool's ops.remove
+ * decides for it; a work-stealing deque finds a unit only near its ends
+ * (COEXEC_ESTATE otherwise, with the unit left where it is).
+ * Context: any thread the access mode allows (a private pool's owner
+ * stream only). Switches: never.
+ * Returns: COEXEC_OK; COEXEC_ESTATE (unit is not queued in pool: running,
+ * parked, finished, queued elsewhere or taken meanwhile); COEXEC_ENOSYS (a
+ * user-defined pool without ops.remove); COEXEC_EHANDLE (bad pool or
+ * unit); COEXEC_EACCESS; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_pool_remove(coexec_pool_t pool,
+                                                   coexec_unit_t unit);
+
+/*
  * Makes sched a unit of pool: when a scheduler pops it, sched runs (on that
  * stream, on a stack of its own) until its pools are empty or event_freq
  * units have run, then yields back to the scheduler that ran it. It

@@ -247,6 +247,13 @@ static inline ABT_xstream abtx_xstream(ABT_xstream x)
     return x && x->magic == ABTX_XSTREAM ? x : NULL;
 }
 
+/* True once a join released t's coexec unit: the record alone stands for
+ * the finished unit (struct ABT_thread_opaque, joined). */
+static inline bool abtx_unit_joined(ABT_thread t)
+{
+    return atomic_load_explicit(&t->joined, memory_order_acquire) != 0;
+}
+
 /* Records that the unit of t is cu, seen where cu was pushed or popped.
  * A unit created with a handle has it already: coexec writes the creation
  * call's handle before the unit is queued, so the record was complete

@@ -864,9 +864,22 @@ int ABT_unit_get_thread(ABT_unit unit, ABT_thread *thread)
 
 int ABT_pool_remove(ABT_pool pool, ABT_unit unit)
 {
-    (void)pool;
-    (void)unit;
-    ABTX_NA("ABT_pool_remove");
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    /* As in Argobots, a pool defined without p_remove cannot (an
+     * ABT_pool_user_def has none). */
+    if (pool->def && !pool->def->d.p_remove)
+        return ABT_ERR_POOL;
+    ABT_thread t = abtx_thread_of_unit(unit);
+    if (!t || !t->u.p || abtx_unit_joined(t))
+        return ABT_ERR_INV_UNIT;
+    /* The unit is then in no pool, as after ABT_pool_pop: the caller
+     * pushes it somewhere again. Not queued in pool: ABT_ERR_POOL. */
+    int rc = coexec_pool_remove(pool->cp, t->u);
+    return abtx_err(rc, ABT_ERR_INV_UNIT,
+                    rc == COEXEC_EACCESS ? ABT_ERR_INV_POOL_ACCESS
+                                         : ABT_ERR_POOL);
 }
 
 /* ---- queries --------------------------------------------------------------- */

@@ -396,6 +396,19 @@ int ABT_thread_attr_get_stacksize(ABT_thread_attr attr, size_t *stacksize)
     return ABT_SUCCESS;
 }
 
+int ABT_info_print_thread_attr(FILE *fp, ABT_thread_attr attr)
+{
+    if (!attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    if (!fp)
+        return ABT_ERR_INV_ARG;
+    fprintf(fp, "ULT attr: [stack:%p stacksize:%zu migratable:%s]\n",
+            attr->stack, attr->stacksize,
+            attr->migratable == ABT_TRUE ? "TRUE" : "FALSE");
+    fflush(fp);
+    return ABT_SUCCESS;
+}
+
 int ABT_thread_attr_set_callback(ABT_thread_attr attr,
                                  void (*cb_func)(ABT_thread thread,
                                                  void *cb_arg),
@@ -587,14 +600,10 @@ int ABT_task_create_on_xstream(ABT_xstream xstream, void (*task_func)(void *),
 
 /* ---- join, free, revive ------------------------------------------------ */
 
-static bool unit_joined(ABT_thread t)
-{
-    return atomic_load_explicit(&t->joined, memory_order_acquire) != 0;
-}
 
 bool abtx_thread_set_home(ABT_thread t, ABT_pool p)
 {
-    if (!t->is_ult || !t->u.p || unit_joined(t) ||
+    if (!t->is_ult || !t->u.p || abtx_unit_joined(t) ||
         coexec_thread_set_home(t->th, p->cp) != COEXEC_OK)
         return false;
     t->pool = p;
@@ -604,7 +613,7 @@ bool abtx_thread_set_home(ABT_thread t, ABT_pool p)
 /* coexec's state of t's unit; TERMINATED once a join released it. */
 static int unit_state(ABT_thread t, coexec_unit_state_t *st)
 {
-    if (unit_joined(t)) {
+    if (abtx_unit_joined(t)) {
         *st = COEXEC_UNIT_TERMINATED;
         return COEXEC_OK;
     }
@@ -638,7 +647,7 @@ static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
         /* Another join has it (or has just released it: a unit's handle
          * goes stale only so). A record without a unit (a revive that
          * failed) reports the error. */
-        while (!unit_joined(t))
+        while (!abtx_unit_joined(t))
             if (coexec_yield() != COEXEC_OK)
                 sched_yield();
         rc = COEXEC_OK;
@@ -675,7 +684,7 @@ static int unit_join(ABT_thread t, int inv)
 {
     ABTX_CHECK_INIT();
     int rc = unit_join_check(t, inv);
-    if (rc || unit_joined(t))
+    if (rc || abtx_unit_joined(t))
         return rc;
     /* A join of the caller itself is coexec's EDEADLK: inv. */
     rc = unit_wait(t, abtx_cur_get());
@@ -692,7 +701,7 @@ static int unit_free(ABT_thread *tp, int inv)
     int rc = unit_join_check(t, inv);
     if (rc)
         return rc;
-    if (!unit_joined(t)) {
+    if (!abtx_unit_joined(t)) {
         rc = unit_wait(t, abtx_cur_get());
         if (rc && rc != COEXEC_ENOMEM)
             return join_error(rc, inv);
@@ -759,7 +768,7 @@ static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
         return abtx_err(rc, inv, inv);
     if (st != COEXEC_UNIT_TERMINATED)
         return ult ? ABT_ERR_THREAD : ABT_ERR_TASK;
-    if (!unit_joined(t) && (rc = unit_wait(t, abtx_cur_get())) &&
+    if (!abtx_unit_joined(t) && (rc = unit_wait(t, abtx_cur_get())) &&
         rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
     struct ABT_thread_attr_opaque a = {.stacksize = t->stacksize,
@@ -1084,7 +1093,7 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
                                     ? ABT_POOL_CONTEXT_OP_THREAD_RESUME_YIELD_TO
                                     : ABT_POOL_CONTEXT_OP_THREAD_YIELD_TO);
     /* A finished target (one a join released) cannot be handed the CPU. */
-    rc = unit_joined(thread) ? COEXEC_ESTATE : direct[resume][kind](th);
+    rc = abtx_unit_joined(thread) ? COEXEC_ESTATE : direct[resume][kind](th);
     abtx_push_ctx_clear(self);
     if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
         if (resume)
@@ -1292,7 +1301,7 @@ void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
     coexec_stack_info_t si;
     *addr = NULL;
     *size = 0;
-    if (t->is_ult && unit_joined(t)) {
+    if (t->is_ult && abtx_unit_joined(t)) {
         /* Finished: its runtime stack was given back, a user's stays. */
         *addr = t->user_stack;
         *size = t->stacksize;
@@ -1338,7 +1347,7 @@ int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)
 static ABT_xstream last_xstream(ABT_thread t)
 {
     int crank = -1;
-    if (unit_joined(t))
+    if (abtx_unit_joined(t))
         crank = t->last_crank;
     else if (!t->u.p || coexec_unit_get_last_rank(t->u, &crank) != COEXEC_OK)
         crank = -1;

@@ -26,13 +26,6 @@ int ABT_task_cancel(ABT_task task)
     ABTX_NA("ABT_task_cancel");
 }
 
-int ABT_info_print_thread_attr(FILE* fp, ABT_thread_attr attr)
-{
-    (void)fp;
-    (void)attr;
-    ABTX_NA("ABT_info_print_thread_attr");
-}
-
 int ABT_info_print_thread_stacks_in_pool(FILE *fp, ABT_pool pool)
 {
     (void)fp;

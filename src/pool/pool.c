@@ -645,6 +645,28 @@ COEXEC_API int coexec_pool_steal(coexec_pool_t pool, coexec_unit_t *out)
     return take_public(pool, out, true);
 }
 
+COEXEC_API int coexec_pool_remove(coexec_pool_t pool, coexec_unit_t unit)
+{
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (rc || (rc = CHECK_HANDLE(unit)))
+        return rc;
+    struct coexec_pool_rec *p = pool.p;
+    if (!coexec__user_pool_can_remove(p))
+        return COEXEC_ENOSYS;
+    if ((rc = check_access(p, false)))
+        return rc;
+    struct coexec_xstream_rec *xs = coexec__xs_self();
+    /* A private pool's list is its owner's alone (no lock is taken). */
+    if (!p->shared && p->owner_xs && p->owner_xs != xs)
+        return COEXEC_EACCESS;
+    struct coexec_unit_rec *u = unit.p;
+    if (!coexec__pool_remove_as(p, u, xs))
+        return COEXEC_ESTATE;
+    handed_out(p, u);
+    return COEXEC_OK;
+}
+
 COEXEC_API int coexec_pool_get_size(coexec_pool_t pool, size_t *size)
 {
     if (!size)

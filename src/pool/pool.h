@@ -212,6 +212,8 @@ int coexec__user_pool_init(struct coexec_pool_rec *p,
                            const coexec_pool_ops_t *ops, coexec_pool_t self,
                            void *arg);
 void *coexec__user_pool_data(struct coexec_pool_rec *p);
+/* False for a user pool whose ops have no remove. */
+bool coexec__user_pool_can_remove(struct coexec_pool_rec *p);
 void coexec__pool_wake_sleepers_locked(struct coexec_pool_rec *p);
 /* The same after a push of u: a parked thief is woken only if thieves may
  * take u (pool_may_steal). */

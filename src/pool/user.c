@@ -178,3 +178,8 @@ void *coexec__user_pool_data(struct coexec_pool_rec *p)
 {
     return p->impl == &user_impl ? up_of(p)->state : NULL;
 }
+
+bool coexec__user_pool_can_remove(struct coexec_pool_rec *p)
+{
+    return p->impl != &user_impl || up_of(p)->ops.remove != NULL;
+}

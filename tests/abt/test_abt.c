@@ -11,10 +11,12 @@
  *             under ABT_STACK_OVERFLOW_CHECK
  *   task      tasklets: run, join, revive, state, self inside one
  *   self      self queries from the main ULT, a ULT, a tasklet, a pthread
- *   pool      built-in pools: push/pop of units, sizes, ids, data, errors
+ *   pool      built-in pools: push/pop/remove of units, sizes, ids, data,
+ *             errors
  *   sched     predefined schedulers on new streams, configs, set_main_sched
  *   user_pool an ABT_pool_def pool and a user-defined scheduler that runs it;
- *             an ABT_pool_user_def pool: which callback each call reaches
+ *             an ABT_pool_user_def pool: which callback each call reaches;
+ *             ABT_pool_remove with and without the program's p_remove
  *   timer     timers and ABT_get_wtime move forward
  *   errors    error strings, info queries, an unsupported call's code
  */
@@ -866,7 +868,68 @@ static void test_thread_many_outstanding(void)
     AT_OK(ABT_finalize());
 }
 
+/* ABT_pool_remove: a queued ULT or tasklet leaves the pool and is the
+ * caller's to push again; a unit not queued there is ABT_ERR_POOL. */
+static void test_pool_remove(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool pool, main_pool;
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &main_pool));
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_FALSE,
+                                &pool));
+    atomic_store(&counter, 0);
+    ABT_thread t[3];
+    ABT_task k;
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL,
+                                &t[i]));
+    AT_OK(ABT_task_create(pool, add_one, NULL, &k));
+    ABT_unit u1, uk, u;
+    AT_OK(ABT_thread_get_unit(t[1], &u1));
+    AT_OK(ABT_thread_get_unit(k, &uk));
+    AT_OK(ABT_pool_remove(pool, u1));
+    AT_OK(ABT_pool_remove(pool, uk));
+    size_t n = 0;
+    AT_OK(ABT_pool_get_size(pool, &n));
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(ABT_pool_remove(pool, u1), ABT_ERR_POOL);
+    CU_ASSERT_EQUAL(ABT_pool_remove(ABT_POOL_NULL, u1), ABT_ERR_INV_POOL);
+    CU_ASSERT_EQUAL(ABT_pool_remove(pool, ABT_UNIT_NULL), ABT_ERR_INV_UNIT);
+    /* The others come out in their order, the removed ones not at all. */
+    ABT_thread got;
+    AT_OK(ABT_pool_pop_thread(pool, &got));
+    CU_ASSERT_PTR_EQUAL(got, t[0]);
+    AT_OK(ABT_pool_push(main_pool, u1));
+    /* Queued in another pool now. */
+    CU_ASSERT_EQUAL(ABT_pool_remove(pool, u1), ABT_ERR_POOL);
+    AT_OK(ABT_pool_push_thread(main_pool, got));
+    AT_OK(ABT_pool_pop(pool, &u));
+    AT_OK(ABT_unit_get_thread(u, &got));
+    CU_ASSERT_PTR_EQUAL(got, t[2]);
+    AT_OK(ABT_pool_pop(pool, &u));
+    CU_ASSERT_EQUAL(u, ABT_UNIT_NULL);
+    AT_OK(ABT_pool_push_thread(main_pool, got));
+    AT_OK(ABT_pool_push(main_pool, uk));
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_free(&t[i]));
+    AT_OK(ABT_task_free(&k));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 4);
+    /* A finished unit is in no pool. */
+    AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL, &t[0]));
+    AT_OK(ABT_pool_pop_thread(pool, &got));
+    AT_OK(ABT_pool_push_thread(main_pool, got));
+    AT_OK(ABT_thread_join(t[0]));
+    AT_OK(ABT_thread_get_unit(t[0], &u));
+    CU_ASSERT_EQUAL(ABT_pool_remove(pool, u), ABT_ERR_INV_UNIT);
+    AT_OK(ABT_thread_free(&t[0]));
+    AT_OK(ABT_pool_free(&pool));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t pool_tests[] = {{"basic", test_pool_basic},
+                                       {"remove", test_pool_remove},
                                        {"randws", test_pool_randws},
                                        {"many_outstanding",
                                         test_thread_many_outstanding},
@@ -1706,12 +1769,75 @@ static void test_user_def_unit_ops(void)
     AT_OK(ABT_finalize());
 }
 
+/* The program's p_remove: takes unit out of the stack if it is there. */
+static int up_remove(ABT_pool pool, ABT_unit unit)
+{
+    up_pool *p = up_of(pool);
+    int rc = ABT_ERR_POOL;
+    pthread_mutex_lock(&p->lock);
+    for (up_unit **pp = &p->top; *pp; pp = &(*pp)->next) {
+        if (*pp == (up_unit *)unit) {
+            *pp = (*pp)->next;
+            p->n--;
+            rc = ABT_SUCCESS;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+/* ABT_pool_remove on a program's pool: its p_remove decides; without one,
+ * ABT_ERR_POOL and the unit stays queued. */
+static void test_user_pool_remove(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream self;
+    ABT_pool main_pool;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &main_pool));
+    atomic_store(&counter, 0);
+    for (int with_remove = 0; with_remove < 2; with_remove++) {
+        ABT_pool_def def = up_def();
+        if (with_remove)
+            def.p_remove = up_remove;
+        ABT_pool pool;
+        AT_OK(ABT_pool_create(&def, ABT_POOL_CONFIG_NULL, &pool));
+        ABT_thread t[3];
+        for (int i = 0; i < 3; i++)
+            AT_OK(ABT_thread_create(pool, add_one, NULL,
+                                    ABT_THREAD_ATTR_NULL, &t[i]));
+        ABT_unit u;
+        AT_OK(ABT_thread_get_unit(t[1], &u));
+        size_t n = 0;
+        if (with_remove) {
+            AT_OK(ABT_pool_remove(pool, u));
+            AT_OK(ABT_pool_get_size(pool, &n));
+            CU_ASSERT_EQUAL(n, 2);
+            AT_OK(ABT_pool_push(main_pool, u));
+        } else {
+            CU_ASSERT_EQUAL(ABT_pool_remove(pool, u), ABT_ERR_POOL);
+            AT_OK(ABT_pool_get_size(pool, &n));
+            CU_ASSERT_EQUAL(n, 3);
+        }
+        ABT_thread got;
+        while (ABT_pool_pop_thread(pool, &got) == ABT_SUCCESS && got)
+            AT_OK(ABT_pool_push_thread(main_pool, got));
+        for (int i = 0; i < 3; i++)
+            AT_OK(ABT_thread_free(&t[i]));
+        AT_OK(ABT_pool_free(&pool));
+    }
+    CU_ASSERT_EQUAL(atomic_load(&counter), 6);
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t user_pool_tests[] = {
     {"sched_blocks_in_run", test_user_sched_blocks_in_run},
     {"def_and_sched", test_user_pool_sched},
     {"mixed_pools_on_every_stream", test_user_sched_mixed_pools},
     {"user_def_calls", test_user_def_calls},
     {"user_def_unit_ops", test_user_def_unit_ops},
+    {"remove", test_user_pool_remove},
     {NULL, NULL}};
 
 /* ---- timer ------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
  *   affinity ABT_xstream_set_cpubind/set_affinity re-pin a running stream
  *            and get_cpubind/get_affinity report it; errors
  *   dump     ABT_info_print_thread_stack of units in each state;
+ *            ABT_info_print_thread_attr;
  *            ABT_info_trigger_print_all_thread_stacks: every stream stops,
  *            the dump is printed and the callback told no timeout; a stream
  *            that never reaches its event check: the timeout, told; errors
@@ -533,11 +534,34 @@ static void test_trigger_then_finalize(void)
     fclose(null);
 }
 
+/* ABT_info_print_thread_attr prints what the attribute holds. */
+static void test_print_thread_attr(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_thread_attr attr;
+    AT_OK(ABT_thread_attr_create(&attr));
+    AT_OK(ABT_thread_attr_set_stacksize(attr, 65536));
+    AT_OK(ABT_thread_attr_set_migratable(attr, ABT_FALSE));
+    mem_t m;
+    mem_open(&m);
+    AT_OK(ABT_info_print_thread_attr(m.f, attr));
+    char *out = mem_close(&m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "stacksize:65536"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "migratable:FALSE"));
+    free(out);
+    CU_ASSERT_EQUAL(ABT_info_print_thread_attr(stderr, ABT_THREAD_ATTR_NULL),
+                    ABT_ERR_INV_THREAD_ATTR);
+    CU_ASSERT_EQUAL(ABT_info_print_thread_attr(NULL, attr), ABT_ERR_INV_ARG);
+    AT_OK(ABT_thread_attr_free(&attr));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t dump_tests[] = {
     {"print_thread_stack", test_print_thread_stack},
     {"trigger_all_stop", test_trigger_all_stop},
     {"trigger_timeout", test_trigger_timeout},
     {"trigger_then_finalize", test_trigger_then_finalize},
+    {"print_thread_attr", test_print_thread_attr},
     {NULL, NULL}};
 
 static const ch_suite_t suites[] = {{"stack", stack_tests},

@@ -4,7 +4,9 @@
  * builds), push of units in the wrong state, argument errors; the PRIO
  * kind (levels, FIFO within a level, yield, aging, join in place) and the
  * DEQUE kind (owner LIFO, thieves take the oldest, steal-half, yields, and
- * every unit running once under fork-join on work-stealing streams).
+ * every unit running once under fork-join on work-stealing streams);
+ * coexec_pool_remove (list and PRIO pools of every mode, errors, removes
+ * racing a stream's pops).
  *
  * Most tests use pools no scheduler serves: units created into them stay
  * queued until popped. A unit popped out belongs to no pool; freeing it
@@ -130,6 +132,38 @@ static coexec_unit_t unit_of(const unit_set_t *s, long i)
     return coexec_tasklet_unit(s->k[i]);
 }
 
+/* Creates n units into pool, ULTs (odd i) and tasklets (even i) mixed. */
+static void make_mixed(coexec_pool_t pool, int n, coexec_unit_t *u,
+                       coexec_thread_t *t, coexec_tasklet_t *k)
+{
+    for (int i = 0; i < n; i++) {
+        if (i % 2) {
+            CH_ASSERT_OK_FATAL(coexec_thread_create(pool, noop_ult, NULL, NULL, &t[i]));
+            u[i] = coexec_thread_unit(t[i]);
+        } else {
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create(pool, noop_tasklet, NULL, &k[i]));
+            u[i] = coexec_tasklet_unit(k[i]);
+        }
+    }
+}
+
+/* Runs the n units of make_mixed, each in no pool now, and frees them:
+ * each runs once. */
+static void finish_mixed(int n, coexec_unit_t *u, coexec_thread_t *t,
+                         coexec_tasklet_t *k)
+{
+    atomic_store(&g_ran, 0);
+    for (int i = 0; i < n; i++)
+        requeue(u[i]);
+    for (int i = 0; i < n; i++) {
+        if (i % 2)
+            CH_ASSERT_OK(coexec_thread_free(&t[i]));
+        else
+            CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
+    }
+    CH_ASSERT_EQ(atomic_load(&g_ran), n);
+}
+
 /* ======================================================================= */
 /* order                                                                    */
 /* ======================================================================= */
@@ -143,15 +177,7 @@ static void check_order(coexec_pool_kind_t kind, coexec_pool_access_t acc)
     coexec_unit_t u[N];
     coexec_thread_t t[N];
     coexec_tasklet_t k[N];
-    for (int i = 0; i < N; i++) {
-        if (i % 2) {
-            CH_ASSERT_OK_FATAL(coexec_thread_create(pool, noop_ult, NULL, NULL, &t[i]));
-            u[i] = coexec_thread_unit(t[i]);
-        } else {
-            CH_ASSERT_OK_FATAL(coexec_tasklet_create(pool, noop_tasklet, NULL, &k[i]));
-            u[i] = coexec_tasklet_unit(k[i]);
-        }
-    }
+    make_mixed(pool, N, u, t, k);
     size_t sz = 0;
     CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
     CH_ASSERT_EQ(sz, N);
@@ -230,16 +256,7 @@ static void check_order(coexec_pool_kind_t kind, coexec_pool_access_t acc)
         if (CH_IS_NULL(got))
             break;
     }
-    atomic_store(&g_ran, 0);
-    for (int i = 0; i < N; i++)
-        requeue(u[i]);
-    for (int i = 0; i < N; i++) {
-        if (i % 2)
-            CH_ASSERT_OK(coexec_thread_free(&t[i]));
-        else
-            CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
-    }
-    CH_ASSERT_EQ(atomic_load(&g_ran), N);
+    finish_mixed(N, u, t, k);
     CH_ASSERT_OK(coexec_pool_free(&pool));
     CU_ASSERT(CH_IS_NULL(pool));
 }
@@ -1926,6 +1943,199 @@ static void t_deque_user_steal_half(void)
     ch_finalize();
 }
 
+/* ======================================================================= */
+/* remove                                                                   */
+/* ======================================================================= */
+
+/* coexec_pool_remove takes queued units out of list and priority pools of
+ * every access mode: the rest keep their order, a removed unit is the
+ * caller's (pushed again, it runs once), a second remove is ESTATE. */
+static void check_remove(coexec_pool_kind_t kind, coexec_pool_access_t acc)
+{
+    enum { N = 8 };
+    coexec_pool_t pool;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(kind, acc, &pool));
+    coexec_unit_t u[N];
+    coexec_thread_t t[N];
+    coexec_tasklet_t k[N];
+    make_mixed(pool, N, u, t, k);
+    static const int gone[] = {3, 0, 6};
+    for (int g = 0; g < 3; g++)
+        CH_ASSERT_OK(coexec_pool_remove(pool, u[gone[g]]));
+    for (int g = 0; g < 3; g++)
+        CH_ASSERT_RC(coexec_pool_remove(pool, u[gone[g]]), COEXEC_ESTATE);
+    size_t sz = 0;
+    CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
+    CH_ASSERT_EQ(sz, N - 3);
+    /* The others, in the pool's order (a LIFO backwards). */
+    static const int left[] = {1, 2, 4, 5, 7};
+    for (int i = 0; i < N - 3; i++) {
+        coexec_unit_t got;
+        CH_ASSERT_OK(coexec_pool_pop(pool, &got));
+        int want = kind == COEXEC_POOL_LIFO ? left[N - 4 - i] : left[i];
+        CU_ASSERT(CH_SAME(got, u[want]));
+    }
+    coexec_unit_t none;
+    CH_ASSERT_OK(coexec_pool_pop(pool, &none));
+    CU_ASSERT(CH_IS_NULL(none));
+    /* Queued elsewhere (the primary's pool) once requeued: not here. */
+    requeue(u[1]);
+    CH_ASSERT_RC(coexec_pool_remove(pool, u[1]), COEXEC_ESTATE);
+    CH_ASSERT_OK(coexec_pool_pop(primary_pool(), &none));
+    CU_ASSERT(CH_SAME(none, u[1]));
+    finish_mixed(N, u, t, k);
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+}
+
+static void t_remove_lists(void)
+{
+    ch_init(1);
+    static const coexec_pool_kind_t kinds[] = {
+        COEXEC_POOL_FIFO, COEXEC_POOL_LIFO, COEXEC_POOL_PRIO};
+    for (int k = 0; k < 3; k++)
+        for (int acc = COEXEC_ACCESS_PRIV; acc <= COEXEC_ACCESS_MPMC; acc++)
+            check_remove(kinds[k], (coexec_pool_access_t)acc);
+    ch_finalize();
+}
+
+/* The wrong handles, a unit that is not queued, a user pool without
+ * ops.remove. */
+static int up_noremove_init(coexec_pool_t pool, void *arg, void **state)
+{
+    (void)pool;
+    *state = arg;
+    return COEXEC_OK;
+}
+static void up_noremove_push(void *state, coexec_unit_t unit,
+                             coexec_push_kind_t kind)
+{
+    (void)kind;
+    coexec_unit_t *slot = state;
+    *slot = unit;
+}
+static coexec_unit_t up_noremove_pop(void *state)
+{
+    coexec_unit_t *slot = state, u = *slot;
+    memset(slot, 0, sizeof *slot);
+    return u;
+}
+static size_t up_noremove_size(void *state)
+{
+    coexec_unit_t *slot = state;
+    return slot->p != NULL;
+}
+
+static void t_remove_errors(void)
+{
+    ch_init(1);
+    coexec_pool_t pool, stale;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pool));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &stale));
+    coexec_pool_t gone = stale;
+    CH_ASSERT_OK(coexec_pool_free(&stale));
+    coexec_tasklet_t k;
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create(pool, noop_tasklet, NULL, &k));
+    coexec_unit_t u = coexec_tasklet_unit(k), nul = {0};
+    CH_ASSERT_RC(coexec_pool_remove(gone, u), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_pool_remove(pool, nul), COEXEC_EHANDLE);
+    /* The calling ULT itself: running, in no pool. */
+    coexec_thread_t me;
+    CH_ASSERT_OK(coexec_thread_self(&me));
+    CH_ASSERT_RC(coexec_pool_remove(pool, coexec_thread_unit(me)), COEXEC_ESTATE);
+    /* Finished and freed: a stale unit handle. */
+    CH_ASSERT_OK(coexec_pool_remove(pool, u));
+    atomic_store(&g_ran, 0);
+    requeue(u);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_EQ(atomic_load(&g_ran), 1);
+    CH_ASSERT_RC(coexec_pool_remove(pool, u), COEXEC_EHANDLE);
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+
+    /* A user pool without ops.remove cannot. */
+    coexec_unit_t slot = {0};
+    coexec_pool_ops_t ops = {.size = sizeof ops, .init = up_noremove_init,
+                             .push = up_noremove_push, .pop = up_noremove_pop,
+                             .get_size = up_noremove_size};
+    coexec_pool_t up;
+    CH_ASSERT_OK_FATAL(coexec_pool_create_user(&ops, COEXEC_ACCESS_MPMC, &slot, &up));
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create(up, noop_tasklet, NULL, &k));
+    u = coexec_tasklet_unit(k);
+    CH_ASSERT_RC(coexec_pool_remove(up, u), COEXEC_ENOSYS);
+    coexec_unit_t got;
+    CH_ASSERT_OK(coexec_pool_pop(up, &got));
+    CU_ASSERT(CH_SAME(got, u));
+    requeue(u);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_OK(coexec_pool_free(&up));
+    ch_finalize();
+}
+
+/* Removes race a stream that pops the same pool: each unit is removed by
+ * the caller or run by the stream, never both, never lost; the removed
+ * ones run once when pushed again. */
+static void t_remove_races_pop(void)
+{
+    ch_init(1);
+    long n = ch_iters(20000, 1000);
+    g_hits = calloc((size_t)n, sizeof *g_hits);
+    g_order = calloc((size_t)n, sizeof *g_order);
+    coexec_tasklet_t *k = calloc((size_t)n, sizeof *k);
+    char *removed = calloc((size_t)n, 1);
+    atomic_store(&g_order_n, 0);
+    ch_stream_t st;
+    memset(&st, 0, sizeof st);
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &st.pool));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &st.pool, 1, NULL, &st.sched));
+    coexec_xstream_attr_t a;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&a));
+    a.sched = st.sched;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &st.xs));
+    long nremoved = 0;
+    for (long i = 0; i < n; i++) {
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create(st.pool, hit_tasklet, (void *)(intptr_t)i, &k[i]));
+        /* Every other unit at once, the rest a few creations later. */
+        long j = i % 2 ? i : i - 6;
+        if (j < 0)
+            continue;
+        int rc = coexec_pool_remove(st.pool, coexec_tasklet_unit(k[j]));
+        if (rc == COEXEC_OK) {
+            removed[j] = 1;
+            nremoved++;
+        } else {
+            CH_ASSERT_EQ(rc, COEXEC_ESTATE);
+        }
+    }
+    long ran_before = 0;
+    for (long i = 0; i < n; i++)
+        if (removed[i])
+            ran_before += atomic_load(&g_hits[i]) != 0;
+    CH_ASSERT_EQ(ran_before, 0);
+    for (long i = 0; i < n; i++)
+        if (removed[i])
+            requeue(coexec_tasklet_unit(k[i]));
+    for (long i = 0; i < n; i++)
+        CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
+    CH_ASSERT_OK(ch_stream_free(&st));
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += atomic_load(&g_hits[i]) != 1;
+    CH_ASSERT_EQ(bad, 0);
+    CH_ASSERT_EQ(atomic_load(&g_order_n), n);
+    /* Both sides won some (the stream is slower to start than a remove). */
+    CU_ASSERT(nremoved > 0);
+    free(g_hits);
+    free(g_order);
+    free(k);
+    free(removed);
+    ch_finalize();
+}
+
+static const ch_test_t remove_tests[] = {
+    {"lists_every_mode", t_remove_lists},
+    {"errors", t_remove_errors},
+    {"races_pop", t_remove_races_pop},
+    {NULL, NULL}};
+
 static const ch_test_t order_tests[] = {
     {"fifo_every_mode", t_fifo_order},
     {"lifo_every_mode", t_lifo_order},
@@ -1975,6 +2185,7 @@ static const ch_suite_t suites[] = {
     {"busy", busy_tests},     {"concurrency", conc_tests},
     {"access", access_tests}, {"push_state", push_state_tests},
     {"errors", errors_tests}, {"prio", prio_tests},
-    {"deque", deque_tests},   {NULL, NULL}};
+    {"deque", deque_tests},   {"remove", remove_tests},
+    {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
