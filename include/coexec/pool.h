@@ -239,6 +239,24 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_remove(coexec_pool_t pool,
                                                    coexec_unit_t unit);
 
 /*
+ * Calls fn(arg, unit) for each unit queued in pool, in the order pops take
+ * them (a PRIO pool: most urgent level first, oldest first in a level; a
+ * work-stealing deque: newest first, then the units queued from other
+ * streams), holding the pool's lock: fn must not block, nor push into,
+ * take from or free this pool (that would deadlock), and should be short.
+ * A unit a thief steals from a deque meanwhile may still be visited. For
+ * inspection and printing (it changes nothing).
+ * Context: any thread (a private pool: its owner stream only). Switches:
+ * never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (fn NULL); COEXEC_ENOSYS (a
+ * user-defined pool, which lists its own units); COEXEC_EHANDLE;
+ * COEXEC_EACCESS; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_pool_foreach(coexec_pool_t pool,
+                    void (*fn)(void *arg, coexec_unit_t unit), void *arg);
+
+/*
  * Makes sched a unit of pool: when a scheduler pops it, sched runs (on that
  * stream, on a stack of its own) until its pools are empty or event_freq
  * units have run, then yields back to the scheduler that ran it. It

@@ -457,6 +457,7 @@ int ABT_pool_create(ABT_pool_user_def def, ABT_pool_config config,
         d->d.p_pop = def->p_pop;
         d->d.p_remove = def->p_remove;
         d->d.p_free = def->p_free;
+        d->d.p_print_all = def->p_print_all;
         if (!d->d.p_push || !d->d.p_pop || !d->d.u_create_from_thread ||
             !d->d.u_free || !d->d.p_get_size) {
             free(d);
@@ -963,13 +964,88 @@ int ABT_pool_add_sched(ABT_pool pool, ABT_sched sched)
     return ABT_SUCCESS;
 }
 
+/* ---- listing a pool's units ---------------------------------------------- */
+
+/* Where a listing hands each unit: as an ABT_thread or as an ABT_unit. */
+struct list_to {
+    void (*on_thread)(void *arg, ABT_thread t);
+    void (*on_unit)(void *arg, ABT_unit u);
+    void *arg;
+    ABT_pool pool;
+};
+
+static void list_hand(struct list_to *to, ABT_thread t)
+{
+    if (to->on_thread)
+        to->on_thread(to->arg, t);
+    else
+        to->on_unit(to->arg, t->unit && t->unit_pool == to->pool
+                                 ? t->unit
+                                 : (ABT_unit)t);
+}
+
+/* A built-in pool's unit, visited under the pool's lock: only what needs
+ * no other lock (a stacked scheduler's unit, found through the registry's
+ * lock, is left out). */
+static void list_builtin_visit(void *arg, coexec_unit_t cu)
+{
+    void *a = NULL;
+    if (coexec_unit_get_arg(cu, &a) != COEXEC_OK)
+        return;
+    ABT_thread t = a ? abtx_thread((ABT_thread)a)
+                     : cu.p == abtx_g.main_ult.u.p ? &abtx_g.main_ult : NULL;
+    if (!t)
+        return;
+    abtx_thread_learn_unit(t, cu); /* a detached unit's, as a pop would */
+    list_hand(arg, t);
+}
+
+/* A program's pool lists its units itself: its print_all (threads) or
+ * p_print_all (units), translated to what the caller asked for. */
+static void list_from_thread(void *arg, ABT_thread t)
+{
+    if (abtx_thread(t))
+        list_hand(arg, t);
+}
+
+static void list_from_unit(void *arg, ABT_unit u)
+{
+    ABT_thread t = abtx_thread_of_unit(u);
+    if (t)
+        list_hand(arg, t);
+}
+
+/* Hands every unit queued in pool to `to`: ABT_ERR_POOL for a program's
+ * pool that defines no way to list them. */
+static int list_units(ABT_pool pool, struct list_to *to)
+{
+    struct abtx_pool_def *d = pool->def;
+    if (d && d->print_all) {
+        d->print_all(pool, to, list_from_thread);
+        return ABT_SUCCESS;
+    }
+    if (d && d->d.p_print_all) {
+        d->d.p_print_all(pool, to, list_from_unit);
+        return ABT_SUCCESS;
+    }
+    if (d)
+        return ABT_ERR_POOL;
+    int rc = coexec_pool_foreach(pool->cp, list_builtin_visit, to);
+    return abtx_err(rc, ABT_ERR_INV_POOL,
+                    rc == COEXEC_EACCESS ? ABT_ERR_INV_POOL_ACCESS
+                                         : ABT_ERR_POOL);
+}
+
 int ABT_pool_print_all(ABT_pool pool, void *arg,
                        void (*print_fn)(void *arg, ABT_unit))
 {
-    (void)pool;
-    (void)arg;
-    (void)print_fn;
-    ABTX_NA("ABT_pool_print_all");
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!print_fn)
+        return ABT_ERR_INV_ARG;
+    struct list_to to = {NULL, print_fn, arg, pool};
+    return list_units(pool, &to);
 }
 
 int ABT_pool_print_all_threads(ABT_pool pool, void *arg,
@@ -980,11 +1056,54 @@ int ABT_pool_print_all_threads(ABT_pool pool, void *arg,
         return ABT_ERR_INV_POOL;
     if (!print_fn)
         return ABT_ERR_INV_ARG;
-    /* A user-defined pool knows its units; coexec's built-in pools do not
-     * list theirs. */
-    if (pool->def && pool->def->print_all) {
-        pool->def->print_all(pool, arg, print_fn);
-        return ABT_SUCCESS;
+    struct list_to to = {print_fn, NULL, arg, pool};
+    return list_units(pool, &to);
+}
+
+/* ABT_info_print_thread_stacks_in_pool: the units' coexec handles are
+ * gathered first (up to a bound), then printed outside the pool's lock; a
+ * unit that ran and went meanwhile is skipped. */
+struct stack_list {
+    coexec_unit_t *u;
+    size_t n, cap, more;
+};
+
+static void stack_list_add(void *arg, ABT_thread t)
+{
+    struct stack_list *l = arg;
+    if (!t->u.p || abtx_unit_joined(t))
+        return;
+    if (l->n < l->cap)
+        l->u[l->n++] = t->u;
+    else
+        l->more++;
+}
+
+int ABT_info_print_thread_stacks_in_pool(FILE *fp, ABT_pool pool)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_pool(pool))
+        return ABT_ERR_INV_POOL;
+    if (!fp)
+        return ABT_ERR_INV_ARG;
+    size_t size = 0;
+    (void)ABT_pool_get_size(pool, &size);
+    struct stack_list l = {NULL, 0, size + 64, 0};
+    if (!(l.u = malloc(l.cap * sizeof *l.u)))
+        return ABT_ERR_MEM;
+    struct list_to to = {stack_list_add, NULL, &l, pool};
+    int rc = list_units(pool, &to);
+    if (rc == ABT_SUCCESS) {
+        fprintf(fp, "== pool %d (%p): %zu units ==\n", pool->id, (void *)pool,
+                l.n + l.more);
+        for (size_t i = 0; i < l.n; i++)
+            ABTX_IGNORE(
+                coexec_info_print_unit(fp, l.u[i], COEXEC_INFO_BACKTRACE));
+        if (l.more)
+            fprintf(fp, "(and %zu more, queued while the list was taken)\n",
+                    l.more);
+        fflush(fp);
     }
-    ABTX_NA("ABT_pool_print_all_threads on a pool without print_all");
+    free(l.u);
+    return rc;
 }

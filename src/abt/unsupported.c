@@ -26,13 +26,6 @@ int ABT_task_cancel(ABT_task task)
     ABTX_NA("ABT_task_cancel");
 }
 
-int ABT_info_print_thread_stacks_in_pool(FILE *fp, ABT_pool pool)
-{
-    (void)fp;
-    (void)pool;
-    ABTX_NA("ABT_info_print_thread_stacks_in_pool");
-}
-
 int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,
     uint64_t event_mask, void *user_arg)
 {

@@ -28,15 +28,21 @@ static __attribute__((noinline)) ABT_xstream xstream_self_starting(int crank)
     return x;
 }
 
-/* Not inlined: it reads the calling OS thread's rank inline, and a
- * caller may have switched since its last call. */
-__attribute__((noinline)) ABT_xstream abtx_xstream_self(void)
+/* The calling OS thread's stream, read inline: only in a call that has
+ * not switched since it began (as abtx_self_crank_here). */
+static inline ABT_xstream xstream_self_here(void)
 {
     int crank = abtx_self_crank_here();
     if ((unsigned)crank >= ABTX_MAX_XSTREAMS)
         return NULL;
     ABT_xstream x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
     return __builtin_expect(x != NULL, 1) ? x : xstream_self_starting(crank);
+}
+
+/* Not inlined: a caller may have switched since its last call. */
+__attribute__((noinline)) ABT_xstream abtx_xstream_self(void)
+{
+    return xstream_self_here();
 }
 
 /* The lowest free ABT rank (under abtx_lock). */
@@ -243,7 +249,7 @@ int ABT_xstream_self(ABT_xstream *xstream)
     ABTX_CHECK_INIT();
     if (!xstream)
         return ABT_ERR_INV_ARG;
-    *xstream = abtx_xstream_self();
+    *xstream = xstream_self_here();
     return *xstream ? ABT_SUCCESS : ABT_ERR_INV_XSTREAM;
 }
 
@@ -257,7 +263,7 @@ int ABT_xstream_self_rank(int *rank)
     ABTX_CHECK_INIT();
     if (!rank)
         return ABT_ERR_INV_ARG;
-    ABT_xstream x = abtx_xstream_self();
+    ABT_xstream x = xstream_self_here();
     if (!x)
         return ABT_ERR_INV_XSTREAM;
     *rank = x->rank;

@@ -397,6 +397,27 @@ static void dq_fini(struct coexec_pool_rec *p)
 }
 
 /* The count: the deque's span plus the side queue (see the plaque). */
+/* The deque's units newest first, then the side queue's oldest first. A
+ * thief may take a slot's unit meanwhile: what is visited is whatever
+ * still names p as its home and says it is queued. */
+static void dq_foreach(struct coexec_pool_rec *p,
+                       void (*visit)(void *ctx, struct coexec_unit_rec *u),
+                       void *ctx)
+{
+    struct deque *d = dq_of(p);
+    pool_lock(p);
+    struct dq_array *a = atom_load_acq_ptr(&d->array);
+    uint64_t t = atom_load_acq_u64(&d->top), b = atom_load_acq_u64(&d->bottom);
+    for (uint64_t i = b; (int64_t)(i - t) > 0; i--) {
+        struct coexec_unit_rec *u = atom_load_acq_ptr(&a->slot[(i - 1) & a->mask]);
+        if (u && unit_inpool(u) && unit_pool(u) == p)
+            visit(ctx, u);
+    }
+    for (struct coexec_unit_rec *u = d->side_head; u; u = u->next)
+        visit(ctx, u);
+    pool_unlock(p);
+}
+
 static uint64_t dq_size(struct coexec_pool_rec *p)
 {
     return dq_count(dq_of(p));
@@ -410,6 +431,7 @@ static const struct pool_impl deque_impl = {
     .steal = dq_steal,
     .drain = dq_drain,
     .fini = dq_fini,
+    .foreach = dq_foreach,
 };
 
 int coexec__deque_init(struct coexec_pool_rec *p, bool steal_half)

@@ -667,6 +667,52 @@ COEXEC_API int coexec_pool_remove(coexec_pool_t pool, coexec_unit_t unit)
     return COEXEC_OK;
 }
 
+/* coexec_pool_foreach's visit: the caller's function, given a handle. */
+struct foreach_ctx {
+    void (*fn)(void *arg, coexec_unit_t unit);
+    void *arg;
+};
+
+static void foreach_visit(void *ctx, struct coexec_unit_rec *u)
+{
+    struct foreach_ctx *c = ctx;
+    coexec_unit_t h;
+    set_out_unit(&h, u);
+    c->fn(c->arg, h);
+}
+
+COEXEC_API int coexec_pool_foreach(coexec_pool_t pool,
+                                   void (*fn)(void *arg, coexec_unit_t unit),
+                                   void *arg)
+{
+    if (!fn)
+        return COEXEC_EINVAL;
+    RT_CHECK();
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    struct coexec_pool_rec *p = pool.p;
+    if (p->impl && !p->impl->foreach)
+        return COEXEC_ENOSYS;
+    if (!p->shared && p->owner_xs && p->owner_xs != coexec__xs_self())
+        return COEXEC_EACCESS;
+    struct foreach_ctx c = {fn, arg};
+    if (p->impl) {
+        p->impl->foreach(p, foreach_visit, &c);
+        return COEXEC_OK;
+    }
+    /* In the order pops take them: a FIFO from its tail. */
+    bool fifo = p->kind == COEXEC_POOL_FIFO;
+    if (p->shared)
+        pool_lock(p);
+    for (struct coexec_unit_rec *u = fifo ? p->tail : p->head; u;
+         u = fifo ? u->prev : u->next)
+        foreach_visit(&c, u);
+    if (p->shared)
+        pool_unlock(p);
+    return COEXEC_OK;
+}
+
 COEXEC_API int coexec_pool_get_size(coexec_pool_t pool, size_t *size)
 {
     if (!size)

@@ -135,6 +135,11 @@ struct pool_impl {
      * Right once the pushes and takes seen have completed; read after a
      * seq_cst fence it orders like a load of p->size. */
     uint64_t (*size)(struct coexec_pool_rec *p);
+    /* Optional: calls visit(ctx, u) for each unit queued in p, holding
+     * p->lock (coexec_pool_foreach); NULL: the kind cannot list them. */
+    void (*foreach)(struct coexec_pool_rec *p,
+                    void (*visit)(void *ctx, struct coexec_unit_rec *u),
+                    void *ctx);
 };
 
 /* Built-in impls: set p->impl and p->istate; COEXEC_OK or COEXEC_ENOMEM. */

@@ -285,6 +285,22 @@ static struct coexec_unit_rec *prio_drain(struct coexec_pool_rec *p)
     return first;
 }
 
+static void prio_foreach(struct coexec_pool_rec *p,
+                         void (*visit)(void *ctx, struct coexec_unit_rec *u),
+                         void *ctx)
+{
+    struct prio_state *st = st_of(p);
+    prio_lock(p);
+    /* Most urgent first, oldest first within a level (as prio_drain). */
+    for (uint64_t m = st->nonempty; m;) {
+        int l = top_level(m);
+        m &= ~(1ull << l);
+        for (struct coexec_unit_rec *u = st->lv[l].head; u; u = u->next)
+            visit(ctx, u);
+    }
+    prio_unlock(p);
+}
+
 static void prio_fini(struct coexec_pool_rec *p)
 {
     free(p->istate);
@@ -298,6 +314,7 @@ static const struct pool_impl prio_impl = {
     .steal = prio_steal,
     .drain = prio_drain,
     .fini = prio_fini,
+    .foreach = prio_foreach,
 };
 
 int coexec__prio_init(struct coexec_pool_rec *p, int levels, unsigned aging)

@@ -11,12 +11,13 @@
  *             under ABT_STACK_OVERFLOW_CHECK
  *   task      tasklets: run, join, revive, state, self inside one
  *   self      self queries from the main ULT, a ULT, a tasklet, a pthread
- *   pool      built-in pools: push/pop/remove of units, sizes, ids, data,
- *             errors
+ *   pool      built-in pools: push/pop/remove of units, listings (print_all,
+ *             stacks in a pool), sizes, ids, data, errors
  *   sched     predefined schedulers on new streams, configs, set_main_sched
  *   user_pool an ABT_pool_def pool and a user-defined scheduler that runs it;
  *             an ABT_pool_user_def pool: which callback each call reaches;
- *             ABT_pool_remove with and without the program's p_remove
+ *             ABT_pool_remove and ABT_pool_print_all with and without the
+ *             program's p_remove and p_print_all
  *   timer     timers and ABT_get_wtime move forward
  *   errors    error strings, info queries, an unsupported call's code
  */
@@ -758,10 +759,7 @@ static void test_pool_basic(void)
     AT_OK(ABT_pool_get_id(pool, &id));
     CU_ASSERT(id >= 0);
     /* Run them on the primary: its main pool takes them over. */
-    ABT_xstream self;
-    ABT_pool main_pool;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &main_pool));
+    ABT_pool main_pool = at_main_pool();
     atomic_store(&counter, 0);
     while (ABT_pool_pop_thread(pool, &got) == ABT_SUCCESS && got)
         AT_OK(ABT_thread_migrate_to_pool(got, main_pool));
@@ -868,15 +866,94 @@ static void test_thread_many_outstanding(void)
     AT_OK(ABT_finalize());
 }
 
+/* What a pool listing handed over, in order. */
+struct unit_log {
+    ABT_unit u[8];
+    ABT_thread t[8];
+    int n;
+};
+
+static void log_unit(void *arg, ABT_unit u)
+{
+    struct unit_log *l = arg;
+    if (l->n < 8)
+        l->u[l->n] = u;
+    l->n++;
+}
+
+static void log_thread(void *arg, ABT_thread t)
+{
+    struct unit_log *l = arg;
+    if (l->n < 8)
+        l->t[l->n] = t;
+    l->n++;
+}
+
+/* ABT_pool_print_all(_threads) list a built-in pool's units in the order
+ * pops take them (a RANDWS pool no stream serves as well), and
+ * ABT_info_print_thread_stacks_in_pool prints each one. */
+static void test_pool_print_all(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool main_pool = at_main_pool();
+    static const ABT_pool_kind kinds[] = {ABT_POOL_FIFO, ABT_POOL_RANDWS};
+    for (int k = 0; k < 2; k++) {
+        ABT_pool pool;
+        AT_OK(ABT_pool_create_basic(kinds[k], ABT_POOL_ACCESS_MPMC, ABT_FALSE,
+                                    &pool));
+        ABT_thread t[4];
+        for (int i = 0; i < 3; i++)
+            AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL,
+                                    &t[i]));
+        AT_OK(ABT_task_create(pool, add_one, NULL, &t[3]));
+        struct unit_log lt = {0}, lu = {0};
+        AT_OK(ABT_pool_print_all_threads(pool, &lt, log_thread));
+        AT_OK(ABT_pool_print_all(pool, &lu, log_unit));
+        CU_ASSERT_EQUAL(lt.n, 4);
+        CU_ASSERT_EQUAL(lu.n, 4);
+        for (int i = 0; i < 4 && i < lt.n && i < lu.n; i++) {
+            CU_ASSERT_PTR_EQUAL(lt.t[i], t[i]);
+            ABT_thread th = ABT_THREAD_NULL;
+            AT_OK(ABT_unit_get_thread(lu.u[i], &th));
+            CU_ASSERT_PTR_EQUAL(th, t[i]);
+        }
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        CU_ASSERT_FATAL(f != NULL);
+        AT_OK(ABT_info_print_thread_stacks_in_pool(f, pool));
+        fclose(f);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, ": 4 units =="));
+        free(buf);
+        /* Pops take them in the listed order. */
+        for (int i = 0; i < 4; i++) {
+            ABT_thread got = ABT_THREAD_NULL;
+            AT_OK(ABT_pool_pop_thread(pool, &got));
+            CU_ASSERT_PTR_EQUAL(got, t[i]);
+            AT_OK(ABT_pool_push_thread(main_pool, got));
+        }
+        lt.n = 0;
+        AT_OK(ABT_pool_print_all_threads(pool, &lt, log_thread));
+        CU_ASSERT_EQUAL(lt.n, 0);
+        for (int i = 0; i < 4; i++)
+            AT_OK(ABT_thread_free(&t[i]));
+        AT_OK(ABT_pool_free(&pool));
+    }
+    CU_ASSERT_EQUAL(ABT_pool_print_all(ABT_POOL_NULL, NULL, log_unit),
+                    ABT_ERR_INV_POOL);
+    CU_ASSERT_EQUAL(ABT_pool_print_all_threads(main_pool, NULL, NULL),
+                    ABT_ERR_INV_ARG);
+    CU_ASSERT_EQUAL(ABT_info_print_thread_stacks_in_pool(NULL, main_pool),
+                    ABT_ERR_INV_ARG);
+    AT_OK(ABT_finalize());
+}
+
 /* ABT_pool_remove: a queued ULT or tasklet leaves the pool and is the
  * caller's to push again; a unit not queued there is ABT_ERR_POOL. */
 static void test_pool_remove(void)
 {
     AT_OK(ABT_init(0, NULL));
-    ABT_pool pool, main_pool;
-    ABT_xstream self;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &main_pool));
+    ABT_pool pool, main_pool = at_main_pool();
     AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_FALSE,
                                 &pool));
     atomic_store(&counter, 0);
@@ -930,6 +1007,7 @@ static void test_pool_remove(void)
 
 static const ch_test_t pool_tests[] = {{"basic", test_pool_basic},
                                        {"remove", test_pool_remove},
+                                       {"print_all", test_pool_print_all},
                                        {"randws", test_pool_randws},
                                        {"many_outstanding",
                                         test_thread_many_outstanding},
@@ -1689,6 +1767,17 @@ static void test_user_def_calls(void)
     AT_OK(ABT_pool_print_all_threads(pool, &printed, cb_count_print));
     CB_EXPECT(before, CB_PRINT_ALL, 0);
     CU_ASSERT_EQUAL(printed, 3);
+    /* As units: each is the pool's own unit of the thread. */
+    struct unit_log ul = {0};
+    CB_SNAP(before);
+    AT_OK(ABT_pool_print_all(pool, &ul, log_unit));
+    CB_EXPECT(before, CB_PRINT_ALL, 0);
+    CU_ASSERT_EQUAL(ul.n, 3);
+    for (int i = 0; i < ul.n && i < 8; i++) {
+        ABT_thread th = ABT_THREAD_NULL;
+        AT_OK(ABT_unit_get_thread(ul.u[i], &th));
+        CU_ASSERT(th != ABT_THREAD_NULL);
+    }
     /* FIFO: u[2] first now; a pop_wait takes it, a push gives it back. */
     CB_SNAP(before);
     AT_OK(ABT_pool_pop_wait_thread(pool, &t, 1.0));
@@ -1787,26 +1876,86 @@ static int up_remove(ABT_pool pool, ABT_unit unit)
     return rc;
 }
 
+/* A pool of the program's definition def holding three new ULTs t[]. */
+static ABT_pool def_pool_with_three(const ABT_pool_def *def, ABT_thread *t)
+{
+    ABT_pool pool = ABT_POOL_NULL;
+    AT_OK(ABT_pool_create((ABT_pool_def *)def, ABT_POOL_CONFIG_NULL, &pool));
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL,
+                                &t[i]));
+    return pool;
+}
+
+/* Runs what is left in pool on the primary, frees t[] and the pool. */
+static void def_pool_finish(ABT_pool pool, ABT_thread *t)
+{
+    ABT_thread got;
+    while (ABT_pool_pop_thread(pool, &got) == ABT_SUCCESS && got)
+        AT_OK(ABT_pool_push_thread(at_main_pool(), got));
+    for (int i = 0; i < 3; i++)
+        AT_OK(ABT_thread_free(&t[i]));
+    AT_OK(ABT_pool_free(&pool));
+}
+
+/* The program's p_print_all: its units, newest first. */
+static int up_print_all(ABT_pool pool, void *arg, void (*print)(void *, ABT_unit))
+{
+    up_pool *p = up_of(pool);
+    pthread_mutex_lock(&p->lock);
+    for (up_unit *u = p->top; u; u = u->next)
+        print(arg, (ABT_unit)u);
+    pthread_mutex_unlock(&p->lock);
+    return ABT_SUCCESS;
+}
+
+/* A program's pool lists its units through its p_print_all, as units or
+ * as threads; without one, ABT_ERR_POOL. */
+static void test_user_pool_print_all(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    for (int with_print = 0; with_print < 2; with_print++) {
+        ABT_pool_def def = up_def();
+        if (with_print)
+            def.p_print_all = up_print_all;
+        ABT_thread t[3];
+        ABT_pool pool = def_pool_with_three(&def, t);
+        struct unit_log lt = {0}, lu = {0};
+        if (with_print) {
+            AT_OK(ABT_pool_print_all_threads(pool, &lt, log_thread));
+            AT_OK(ABT_pool_print_all(pool, &lu, log_unit));
+            CU_ASSERT_EQUAL(lt.n, 3);
+            CU_ASSERT_EQUAL(lu.n, 3);
+            for (int i = 0; i < 3 && i < lt.n && i < lu.n; i++) {
+                CU_ASSERT_PTR_EQUAL(lt.t[i], t[2 - i]);
+                ABT_unit want;
+                AT_OK(ABT_thread_get_unit(t[2 - i], &want));
+                CU_ASSERT_PTR_EQUAL(lu.u[i], want);
+            }
+        } else {
+            CU_ASSERT_EQUAL(ABT_pool_print_all(pool, &lu, log_unit),
+                            ABT_ERR_POOL);
+            CU_ASSERT_EQUAL(ABT_pool_print_all_threads(pool, &lt, log_thread),
+                            ABT_ERR_POOL);
+        }
+        def_pool_finish(pool, t);
+    }
+    AT_OK(ABT_finalize());
+}
+
 /* ABT_pool_remove on a program's pool: its p_remove decides; without one,
  * ABT_ERR_POOL and the unit stays queued. */
 static void test_user_pool_remove(void)
 {
     AT_OK(ABT_init(0, NULL));
-    ABT_xstream self;
-    ABT_pool main_pool;
-    AT_OK(ABT_xstream_self(&self));
-    AT_OK(ABT_xstream_get_main_pools(self, 1, &main_pool));
+    ABT_pool main_pool = at_main_pool();
     atomic_store(&counter, 0);
     for (int with_remove = 0; with_remove < 2; with_remove++) {
         ABT_pool_def def = up_def();
         if (with_remove)
             def.p_remove = up_remove;
-        ABT_pool pool;
-        AT_OK(ABT_pool_create(&def, ABT_POOL_CONFIG_NULL, &pool));
         ABT_thread t[3];
-        for (int i = 0; i < 3; i++)
-            AT_OK(ABT_thread_create(pool, add_one, NULL,
-                                    ABT_THREAD_ATTR_NULL, &t[i]));
+        ABT_pool pool = def_pool_with_three(&def, t);
         ABT_unit u;
         AT_OK(ABT_thread_get_unit(t[1], &u));
         size_t n = 0;
@@ -1820,12 +1969,7 @@ static void test_user_pool_remove(void)
             AT_OK(ABT_pool_get_size(pool, &n));
             CU_ASSERT_EQUAL(n, 3);
         }
-        ABT_thread got;
-        while (ABT_pool_pop_thread(pool, &got) == ABT_SUCCESS && got)
-            AT_OK(ABT_pool_push_thread(main_pool, got));
-        for (int i = 0; i < 3; i++)
-            AT_OK(ABT_thread_free(&t[i]));
-        AT_OK(ABT_pool_free(&pool));
+        def_pool_finish(pool, t);
     }
     CU_ASSERT_EQUAL(atomic_load(&counter), 6);
     AT_OK(ABT_finalize());
@@ -1838,6 +1982,7 @@ static const ch_test_t user_pool_tests[] = {
     {"user_def_calls", test_user_def_calls},
     {"user_def_unit_ops", test_user_def_unit_ops},
     {"remove", test_user_pool_remove},
+    {"print_all", test_user_pool_print_all},
     {NULL, NULL}};
 
 /* ---- timer ------------------------------------------------------------------ */

@@ -6,7 +6,8 @@
  * DEQUE kind (owner LIFO, thieves take the oldest, steal-half, yields, and
  * every unit running once under fork-join on work-stealing streams);
  * coexec_pool_remove (list and PRIO pools of every mode, errors, removes
- * racing a stream's pops).
+ * racing a stream's pops); coexec_pool_foreach (the pop order of every
+ * kind, errors, listings while a stream runs the units).
  *
  * Most tests use pools no scheduler serves: units created into them stay
  * queued until popped. A unit popped out belongs to no pool; freeing it
@@ -2025,6 +2026,17 @@ static size_t up_noremove_size(void *state)
     return slot->p != NULL;
 }
 
+/* A user pool of one slot, without ops.remove. */
+static coexec_pool_t slot_pool_create(coexec_unit_t *slot)
+{
+    coexec_pool_ops_t ops = {.size = sizeof ops, .init = up_noremove_init,
+                             .push = up_noremove_push, .pop = up_noremove_pop,
+                             .get_size = up_noremove_size};
+    coexec_pool_t up = {0};
+    CH_ASSERT_OK_FATAL(coexec_pool_create_user(&ops, COEXEC_ACCESS_MPMC, slot, &up));
+    return up;
+}
+
 static void t_remove_errors(void)
 {
     ch_init(1);
@@ -2053,11 +2065,7 @@ static void t_remove_errors(void)
 
     /* A user pool without ops.remove cannot. */
     coexec_unit_t slot = {0};
-    coexec_pool_ops_t ops = {.size = sizeof ops, .init = up_noremove_init,
-                             .push = up_noremove_push, .pop = up_noremove_pop,
-                             .get_size = up_noremove_size};
-    coexec_pool_t up;
-    CH_ASSERT_OK_FATAL(coexec_pool_create_user(&ops, COEXEC_ACCESS_MPMC, &slot, &up));
+    coexec_pool_t up = slot_pool_create(&slot);
     CH_ASSERT_OK_FATAL(coexec_tasklet_create(up, noop_tasklet, NULL, &k));
     u = coexec_tasklet_unit(k);
     CH_ASSERT_RC(coexec_pool_remove(up, u), COEXEC_ENOSYS);
@@ -2083,13 +2091,7 @@ static void t_remove_races_pop(void)
     char *removed = calloc((size_t)n, 1);
     atomic_store(&g_order_n, 0);
     ch_stream_t st;
-    memset(&st, 0, sizeof st);
-    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &st.pool));
-    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &st.pool, 1, NULL, &st.sched));
-    coexec_xstream_attr_t a;
-    CH_ASSERT_OK(coexec_xstream_attr_init(&a));
-    a.sched = st.sched;
-    CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &st.xs));
+    CH_ASSERT_OK_FATAL(ch_stream_create(&st, COEXEC_SCHED_BASIC));
     long nremoved = 0;
     for (long i = 0; i < n; i++) {
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(st.pool, hit_tasklet, (void *)(intptr_t)i, &k[i]));
@@ -2134,6 +2136,135 @@ static const ch_test_t remove_tests[] = {
     {"lists_every_mode", t_remove_lists},
     {"errors", t_remove_errors},
     {"races_pop", t_remove_races_pop},
+    {NULL, NULL}};
+
+/* ======================================================================= */
+/* foreach                                                                  */
+/* ======================================================================= */
+
+/* What coexec_pool_foreach visited: indices in a unit set. */
+typedef struct {
+    const unit_set_t *set;
+    long idx[64];
+    int n;
+} seen_t;
+
+static void seen_add(void *arg, coexec_unit_t u)
+{
+    seen_t *v = arg;
+    if (v->n < 64)
+        v->idx[v->n] = unit_index(v->set, u);
+    v->n++;
+}
+
+/* coexec_pool_foreach visits the queued units in the order pops then take
+ * them, for every built-in kind (a PRIO pool strict, priorities mixed; a
+ * deque no stream serves queues in its side queue), and changes nothing. */
+static void t_foreach_pop_order(void)
+{
+    ch_init(1);
+    enum { N = 12 };
+    for (int kind = 0; kind < 4; kind++) {
+        for (int acc = COEXEC_ACCESS_PRIV; acc <= COEXEC_ACCESS_MPMC; acc++) {
+            unit_set_t s;
+            unit_set_make(&s, N);
+            coexec_pool_t pool;
+            if (kind == COEXEC_POOL_PRIO) {
+                pool = prio_pool(4, 0, (coexec_pool_access_t)acc);
+            } else {
+                CH_ASSERT_OK_FATAL(coexec_pool_create((coexec_pool_kind_t)kind,
+                                                      (coexec_pool_access_t)acc,
+                                                      &pool));
+            }
+            for (long i = 0; i < N; i++) {
+                if (kind == COEXEC_POOL_PRIO)
+                    push_prio(pool, &s, i, (int)(i % 5));
+                else
+                    CH_ASSERT_OK(coexec_pool_push(pool, unit_of(&s, i)));
+            }
+            seen_t v = {.set = &s};
+            CH_ASSERT_OK(coexec_pool_foreach(pool, seen_add, &v));
+            CH_ASSERT_EQ(v.n, N);
+            size_t sz = 0;
+            CH_ASSERT_OK(coexec_pool_get_size(pool, &sz));
+            CH_ASSERT_EQ(sz, N);
+            long bad = 0;
+            for (int k = 0; k < N; k++)
+                bad += pop_index(pool, &s) != v.idx[k];
+            CH_ASSERT_EQ(bad, 0);
+            CH_ASSERT_EQ(pop_index(pool, &s), -1);
+            /* An empty pool: nothing visited. */
+            v.n = 0;
+            CH_ASSERT_OK(coexec_pool_foreach(pool, seen_add, &v));
+            CH_ASSERT_EQ(v.n, 0);
+            CH_ASSERT_OK(coexec_pool_free(&pool));
+            unit_set_free(&s);
+        }
+    }
+    ch_finalize();
+}
+
+static void count_visit(void *arg, coexec_unit_t u)
+{
+    (void)u;
+    (*(long *)arg)++;
+}
+
+/* Errors; a user pool lists its own units (ENOSYS). */
+static void t_foreach_errors(void)
+{
+    ch_init(1);
+    coexec_pool_t pool, gone, nul = {0};
+    long n = 0;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &pool));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &gone));
+    coexec_pool_t stale = gone;
+    CH_ASSERT_OK(coexec_pool_free(&gone));
+    CH_ASSERT_RC(coexec_pool_foreach(pool, NULL, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_pool_foreach(stale, count_visit, &n), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_pool_foreach(nul, count_visit, &n), COEXEC_EHANDLE);
+    CH_ASSERT_EQ(n, 0);
+    CH_ASSERT_OK(coexec_pool_free(&pool));
+    coexec_unit_t slot = {0};
+    coexec_pool_t up = slot_pool_create(&slot);
+    CH_ASSERT_RC(coexec_pool_foreach(up, count_visit, &n), COEXEC_ENOSYS);
+    CH_ASSERT_OK(coexec_pool_free(&up));
+    ch_finalize();
+}
+
+/* Listings taken while a stream pops and runs the pool's units: never more
+ * than were queued, and every unit still runs once. */
+static void t_foreach_while_served(void)
+{
+    ch_init(1);
+    long n = ch_iters(4000, 400);
+    g_hits = calloc((size_t)n, sizeof *g_hits);
+    g_order = calloc((size_t)n, sizeof *g_order);
+    atomic_store(&g_order_n, 0);
+    ch_stream_t st;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&st, COEXEC_SCHED_BASIC));
+    long over = 0;
+    for (long i = 0; i < n; i++) {
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create(st.pool, hit_tasklet, (void *)(intptr_t)i, NULL));
+        long seen = 0;
+        CH_ASSERT_OK(coexec_pool_foreach(st.pool, count_visit, &seen));
+        over += seen > i + 1;
+    }
+    CH_ASSERT_EQ(over, 0);
+    CH_ASSERT_OK(ch_stream_free(&st));
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += atomic_load(&g_hits[i]) != 1;
+    CH_ASSERT_EQ(bad, 0);
+    free(g_hits);
+    free(g_order);
+    ch_finalize();
+}
+
+static const ch_test_t foreach_tests[] = {
+    {"pop_order_every_kind", t_foreach_pop_order},
+    {"errors", t_foreach_errors},
+    {"while_served", t_foreach_while_served},
     {NULL, NULL}};
 
 static const ch_test_t order_tests[] = {
@@ -2186,6 +2317,6 @@ static const ch_suite_t suites[] = {
     {"access", access_tests}, {"push_state", push_state_tests},
     {"errors", errors_tests}, {"prio", prio_tests},
     {"deque", deque_tests},   {"remove", remove_tests},
-    {NULL, NULL}};
+    {"foreach", foreach_tests}, {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
