@@ -64,6 +64,10 @@ struct ABT_thread_opaque {
     _Atomic uint8_t joined;
     int16_t last_crank;
     atomic_flag klock;   /* guards keys (src/abt/key.c) */
+    /* ABT_thread_cancel / ABT_task_cancel asked: its function does not
+     * start, and a ULT already running exits at its next yield or
+     * suspend (thread.c). Cleared by each creation and revive. */
+    _Atomic uint8_t cancel;
     ABT_pool_context push_ctx;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a
@@ -252,6 +256,12 @@ static inline ABT_xstream abtx_xstream(ABT_xstream x)
 static inline bool abtx_unit_joined(ABT_thread t)
 {
     return atomic_load_explicit(&t->joined, memory_order_acquire) != 0;
+}
+
+/* Has a cancel been asked for t (ABT_thread_cancel)? */
+static inline bool abtx_cancelled(ABT_thread t)
+{
+    return atomic_load_explicit(&t->cancel, memory_order_acquire) != 0;
 }
 
 /* Records that the unit of t is cu, seen where cu was pushed or popped.

@@ -66,7 +66,8 @@ coexec_poll_status_t abtx_task_main(coexec_poll_t *cx, void *a)
     ABT_thread t = a;
     ABT_thread prev = cur;
     cur = t;
-    t->fn(t->arg);
+    if (__builtin_expect(!abtx_cancelled(t), 1))
+        t->fn(t->arg);
     cur = prev;
     if (__builtin_expect(t->detached, 0))
         abtx_detached_end(t);
@@ -450,8 +451,6 @@ int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
     case ABT_INFO_QUERY_KIND_ENABLED_VALGRIND:
     case ABT_INFO_QUERY_KIND_ENABLED_CHECK_POOL_PRODUCER:
     case ABT_INFO_QUERY_KIND_ENABLED_CHECK_POOL_CONSUMER:
-    case ABT_INFO_QUERY_KIND_ENABLED_THREAD_CANCEL:
-    case ABT_INFO_QUERY_KIND_ENABLED_TASK_CANCEL:
     case ABT_INFO_QUERY_KIND_ENABLED_PRINT_CONFIG:
     case ABT_INFO_QUERY_KIND_ENABLED_TOOL:
     case ABT_INFO_QUERY_KIND_DYNAMIC_PROMOTION:
@@ -459,6 +458,8 @@ int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
         *(ABT_bool *)val = ABT_FALSE;
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_ENABLED_CHECK_ERROR:
+    case ABT_INFO_QUERY_KIND_ENABLED_THREAD_CANCEL:
+    case ABT_INFO_QUERY_KIND_ENABLED_TASK_CANCEL:
     case ABT_INFO_QUERY_KIND_ENABLED_PRESERVE_FPU:
     case ABT_INFO_QUERY_KIND_ENABLED_MIGRATION:
     case ABT_INFO_QUERY_KIND_ENABLED_STACKABLE_SCHED:

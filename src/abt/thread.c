@@ -289,7 +289,8 @@ static void ult_main(void *a)
     coexec_thread_t me;
     if (t->detached && !t->u.p && coexec_thread_self(&me) == COEXEC_OK)
         t->u = coexec_thread_unit(me); /* no pool has seen it: its own */
-    t->fn(t->arg);
+    if (__builtin_expect(!abtx_cancelled(t), 1))
+        t->fn(t->arg);
     /* A detached record goes now; any other keeps the stream it ended on
      * (it may have moved), for queries after its join. */
     if (t->detached)
@@ -458,6 +459,7 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     t->user_stack = attr ? attr->stack : NULL;
     t->has_push_ctx = 0;
     atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
     t->last_crank = -1;
     memset(&t->u, 0, sizeof(t->u));
     if (out)
@@ -1015,6 +1017,8 @@ int ABT_self_get_thread_func(void (**thread_func)(void *))
 /* A coexec scheduling call of the calling ULT, its record restored after.
  * From a tasklet or a scheduler's loop, Argobots 1.x makes ABT_thread_yield
  * a no-op (noop_ok) while ABT_self_yield and the suspends fail. */
+static int self_exit(void);
+
 static int self_switch(int (*op)(void), bool noop_ok)
 {
     ABTX_CHECK_INIT();
@@ -1030,6 +1034,10 @@ static int self_switch(int (*op)(void), bool noop_ok)
                    : ABT_ERR_INV_THREAD;
     }
     abtx_cur_set(self);
+    /* A cancel asked meanwhile ends the ULT here (never the main ULT). */
+    if (__builtin_expect(self && abtx_cancelled(self), 0) && self->is_ult &&
+        !self->is_main)
+        return self_exit();
     if (__builtin_expect(rc == COEXEC_OK, 1) || rc == COEXEC_ECANCELED)
         return ABT_SUCCESS;
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD);
@@ -1182,6 +1190,29 @@ static int self_exit(void)
 int ABT_thread_exit(void)
 {
     return self_exit();
+}
+
+/* Asks t to end: if its function has not started it never does; a ULT
+ * already running exits at its next ABT_thread_yield, ABT_self_yield or
+ * ABT_self_suspend (a tasklet already running runs to its end). Its joins
+ * complete as for any other end. */
+static int unit_cancel(ABT_thread t, int inv)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(t) || t->is_main)
+        return inv;
+    atomic_store_explicit(&t->cancel, 1, memory_order_release);
+    return ABT_SUCCESS;
+}
+
+int ABT_thread_cancel(ABT_thread thread)
+{
+    return unit_cancel(thread, ABT_ERR_INV_THREAD);
+}
+
+int ABT_task_cancel(ABT_task task)
+{
+    return unit_cancel(task, ABT_ERR_INV_TASK);
 }
 
 int ABT_self_exit(void)

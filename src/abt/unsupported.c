@@ -5,12 +5,6 @@
  */
 #include "abt_internal.h"
 
-int ABT_thread_cancel(ABT_thread thread)
-{
-    (void)thread;
-    ABTX_NA("ABT_thread_cancel");
-}
-
 int ABT_thread_set_callback(ABT_thread thread,
     void(*cb_func)(ABT_thread thread, void *cb_arg), void *cb_arg)
 {
@@ -18,12 +12,6 @@ int ABT_thread_set_callback(ABT_thread thread,
     (void)cb_func;
     (void)cb_arg;
     ABTX_NA("ABT_thread_set_callback");
-}
-
-int ABT_task_cancel(ABT_task task)
-{
-    (void)task;
-    ABTX_NA("ABT_task_cancel");
 }
 
 int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,

@@ -6,7 +6,7 @@
  *             the primary stream started from another thread
  *   xstream   create/join/free, ranks (chosen and automatic), self, revive,
  *             state, main pools, errors on the primary
- *   thread    create/join/free on streams, yield order, revive, unnamed
+ *   thread    create/join/free on streams, yield order, revive, cancel, unnamed
  *             ULTs, attributes, migration, stale handles, guard pages
  *             under ABT_STACK_OVERFLOW_CHECK
  *   task      tasklets: run, join, revive, state, self inside one
@@ -595,6 +595,82 @@ static void test_thread_stack_guard_env(void)
     sigaction(SIGSEGV, &old, NULL);
 }
 
+/* ABT_thread_cancel / ABT_task_cancel: a unit whose function has not
+ * started never runs it; a running ULT ends at its next yield (the code
+ * after it never runs); its join completes; a revive clears the cancel. */
+static atomic_int cancel_loops, cancel_after;
+
+static void cancel_spin(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        atomic_fetch_add(&cancel_loops, 1);
+        AT_CHECK_OK(ABT_thread_yield());
+        if (atomic_load(&cancel_loops) > 1000000)
+            break; /* never: the cancel ends it first */
+    }
+    atomic_store(&cancel_after, 1);
+}
+
+static void test_thread_cancel(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool pool = at_main_pool();
+    ABT_thread t;
+    ABT_task k;
+    atomic_store(&counter, 0);
+    AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_task_create(pool, add_one, NULL, &k));
+    AT_OK(ABT_thread_cancel(t));
+    AT_OK(ABT_task_cancel(k));
+    AT_OK(ABT_thread_join(t));
+    AT_OK(ABT_task_join(k));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 0);
+    ABT_thread_state st;
+    AT_OK(ABT_thread_get_state(t, &st));
+    CU_ASSERT_EQUAL(st, ABT_THREAD_STATE_TERMINATED);
+    /* Revived, they run. */
+    AT_OK(ABT_thread_revive(pool, add_one, NULL, &t));
+    AT_OK(ABT_task_revive(pool, add_one, NULL, &k));
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(ABT_task_free(&k));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 2);
+    /* A running ULT, on another stream and on this one. */
+    ABT_xstream es1;
+    ABT_pool p1;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    ABT_pool where[2] = {p1, pool};
+    for (int w = 0; w < 2; w++) {
+        atomic_store(&cancel_loops, 0);
+        atomic_store(&cancel_after, 0);
+        AT_OK(ABT_thread_create(where[w], cancel_spin, NULL,
+                                ABT_THREAD_ATTR_NULL, &t));
+        while (atomic_load(&cancel_loops) < 3)
+            AT_OK(ABT_thread_yield());
+        AT_OK(ABT_thread_cancel(t));
+        AT_OK(ABT_thread_free(&t));
+        CU_ASSERT_EQUAL(atomic_load(&cancel_after), 0);
+        CU_ASSERT(atomic_load(&cancel_loops) < 1000000);
+    }
+    AT_OK(ABT_xstream_free(&es1));
+    /* Errors: no unit, the main ULT; a finished unit: no effect. */
+    CU_ASSERT_EQUAL(ABT_thread_cancel(ABT_THREAD_NULL), ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_task_cancel(ABT_TASK_NULL), ABT_ERR_INV_TASK);
+    ABT_thread self;
+    AT_OK(ABT_thread_self(&self));
+    CU_ASSERT_EQUAL(ABT_thread_cancel(self), ABT_ERR_INV_THREAD);
+    AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_join(t));
+    AT_OK(ABT_thread_cancel(t));
+    AT_OK(ABT_thread_free(&t));
+    ABT_bool on = ABT_FALSE;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_THREAD_CANCEL,
+                                &on));
+    CU_ASSERT_EQUAL(on, ABT_TRUE);
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t thread_tests[] = {
     {"stack_guard_env", test_thread_stack_guard_env},
     {"yield_order", test_thread_yield_order},
@@ -603,6 +679,7 @@ static const ch_test_t thread_tests[] = {
     {"errors", test_thread_errors},
     {"migrate", test_thread_migrate},
     {"after_join", test_thread_after_join},
+    {"cancel", test_thread_cancel},
     {NULL, NULL}};
 
 /* ---- task ------------------------------------------------------------------ */
@@ -2033,10 +2110,13 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(ABT_info_query_config((ABT_info_query_kind)999, &b),
                     ABT_ERR_INV_QUERY_KIND);
     /* A call not supported yet answers ABT_ERR_FEATURE_NA, every time. */
-    ABT_thread self;
-    AT_OK(ABT_thread_self(&self));
-    CU_ASSERT_EQUAL(ABT_thread_cancel(self), ABT_ERR_FEATURE_NA);
-    CU_ASSERT_EQUAL(ABT_thread_cancel(self), ABT_ERR_FEATURE_NA);
+    void *v = NULL;
+    CU_ASSERT_EQUAL(ABT_tool_query_thread(ABT_TOOL_CONTEXT_NULL, 0,
+                                          ABT_TOOL_QUERY_KIND_POOL, &v),
+                    ABT_ERR_FEATURE_NA);
+    CU_ASSERT_EQUAL(ABT_tool_query_thread(ABT_TOOL_CONTEXT_NULL, 0,
+                                          ABT_TOOL_QUERY_KIND_POOL, &v),
+                    ABT_ERR_FEATURE_NA);
     AT_OK(ABT_finalize());
 }
 
