@@ -966,27 +966,50 @@ int ABT_pool_add_sched(ABT_pool pool, ABT_sched sched)
 
 /* ---- listing a pool's units ---------------------------------------------- */
 
-/* Where a listing hands each unit: as an ABT_thread or as an ABT_unit. */
+/* ABT_info_print_thread_stacks_in_pool gathers the units' coexec handles
+ * (up to cap), to print them outside the pool's lock. */
+struct stack_list {
+    coexec_unit_t *u;
+    size_t n, cap, more;
+};
+
+/* Where a listing hands each unit: as an ABT_thread, as an ABT_unit, or
+ * its coexec handle into a stack list. */
 struct list_to {
     void (*on_thread)(void *arg, ABT_thread t);
     void (*on_unit)(void *arg, ABT_unit u);
     void *arg;
     ABT_pool pool;
+    struct stack_list *stacks;
 };
 
-static void list_hand(struct list_to *to, ABT_thread t)
+/* t, queued in the pool listed; cu its coexec handle when the listing
+ * knows it (a built-in pool's), else the null handle. */
+static void list_hand(struct list_to *to, ABT_thread t, coexec_unit_t cu)
 {
-    if (to->on_thread)
+    if (to->stacks) {
+        struct stack_list *l = to->stacks;
+        if (!cu.p && !abtx_unit_joined(t))
+            cu = t->u;
+        if (!cu.p)
+            return;
+        if (l->n < l->cap)
+            l->u[l->n++] = cu;
+        else
+            l->more++;
+    } else if (to->on_thread) {
         to->on_thread(to->arg, t);
-    else
+    } else {
         to->on_unit(to->arg, t->unit && t->unit_pool == to->pool
                                  ? t->unit
                                  : (ABT_unit)t);
+    }
 }
 
 /* A built-in pool's unit, visited under the pool's lock: only what needs
  * no other lock (a stacked scheduler's unit, found through the registry's
- * lock, is left out). */
+ * lock, is left out), and nothing written to its record (a thief may have
+ * taken it from a deque meanwhile). */
 static void list_builtin_visit(void *arg, coexec_unit_t cu)
 {
     void *a = NULL;
@@ -994,10 +1017,8 @@ static void list_builtin_visit(void *arg, coexec_unit_t cu)
         return;
     ABT_thread t = a ? abtx_thread((ABT_thread)a)
                      : cu.p == abtx_g.main_ult.u.p ? &abtx_g.main_ult : NULL;
-    if (!t)
-        return;
-    abtx_thread_learn_unit(t, cu); /* a detached unit's, as a pop would */
-    list_hand(arg, t);
+    if (t)
+        list_hand(arg, t, cu);
 }
 
 /* A program's pool lists its units itself: its print_all (threads) or
@@ -1005,14 +1026,14 @@ static void list_builtin_visit(void *arg, coexec_unit_t cu)
 static void list_from_thread(void *arg, ABT_thread t)
 {
     if (abtx_thread(t))
-        list_hand(arg, t);
+        list_hand(arg, t, (coexec_unit_t){0});
 }
 
 static void list_from_unit(void *arg, ABT_unit u)
 {
     ABT_thread t = abtx_thread_of_unit(u);
     if (t)
-        list_hand(arg, t);
+        list_hand(arg, t, (coexec_unit_t){0});
 }
 
 /* Hands every unit queued in pool to `to`: ABT_ERR_POOL for a program's
@@ -1044,7 +1065,7 @@ int ABT_pool_print_all(ABT_pool pool, void *arg,
         return ABT_ERR_INV_POOL;
     if (!print_fn)
         return ABT_ERR_INV_ARG;
-    struct list_to to = {NULL, print_fn, arg, pool};
+    struct list_to to = {NULL, print_fn, arg, pool, NULL};
     return list_units(pool, &to);
 }
 
@@ -1056,29 +1077,13 @@ int ABT_pool_print_all_threads(ABT_pool pool, void *arg,
         return ABT_ERR_INV_POOL;
     if (!print_fn)
         return ABT_ERR_INV_ARG;
-    struct list_to to = {print_fn, NULL, arg, pool};
+    struct list_to to = {print_fn, NULL, arg, pool, NULL};
     return list_units(pool, &to);
 }
 
-/* ABT_info_print_thread_stacks_in_pool: the units' coexec handles are
- * gathered first (up to a bound), then printed outside the pool's lock; a
- * unit that ran and went meanwhile is skipped. */
-struct stack_list {
-    coexec_unit_t *u;
-    size_t n, cap, more;
-};
-
-static void stack_list_add(void *arg, ABT_thread t)
-{
-    struct stack_list *l = arg;
-    if (!t->u.p || abtx_unit_joined(t))
-        return;
-    if (l->n < l->cap)
-        l->u[l->n++] = t->u;
-    else
-        l->more++;
-}
-
+/* A header line, then each queued unit's stack: the units are listed
+ * first and printed once the pool's lock is released (one that ran and
+ * went meanwhile is skipped by coexec_info_print_unit). */
 int ABT_info_print_thread_stacks_in_pool(FILE *fp, ABT_pool pool)
 {
     ABTX_CHECK_INIT();
@@ -1091,7 +1096,7 @@ int ABT_info_print_thread_stacks_in_pool(FILE *fp, ABT_pool pool)
     struct stack_list l = {NULL, 0, size + 64, 0};
     if (!(l.u = malloc(l.cap * sizeof *l.u)))
         return ABT_ERR_MEM;
-    struct list_to to = {stack_list_add, NULL, &l, pool};
+    struct list_to to = {NULL, NULL, NULL, pool, &l};
     int rc = list_units(pool, &to);
     if (rc == ABT_SUCCESS) {
         fprintf(fp, "== pool %d (%p): %zu units ==\n", pool->id, (void *)pool,

@@ -602,7 +602,6 @@ int ABT_task_create_on_xstream(ABT_xstream xstream, void (*task_func)(void *),
 
 /* ---- join, free, revive ------------------------------------------------ */
 
-
 bool abtx_thread_set_home(ABT_thread t, ABT_pool p)
 {
     if (!t->is_ult || !t->u.p || abtx_unit_joined(t) ||

@@ -396,7 +396,6 @@ static void dq_fini(struct coexec_pool_rec *p)
     p->istate = NULL;
 }
 
-/* The count: the deque's span plus the side queue (see the plaque). */
 /* The deque's units newest first, then the side queue's oldest first. A
  * thief may take a slot's unit meanwhile: what is visited is whatever
  * still names p as its home and says it is queued. */
@@ -418,6 +417,7 @@ static void dq_foreach(struct coexec_pool_rec *p,
     pool_unlock(p);
 }
 
+/* The count: the deque's span plus the side queue (see the plaque). */
 static uint64_t dq_size(struct coexec_pool_rec *p)
 {
     return dq_count(dq_of(p));

@@ -2261,8 +2261,63 @@ static void t_foreach_while_served(void)
     ch_finalize();
 }
 
+/* A deque's owner lists the units it pushed at its bottom, newest first
+ * (they are in the deque's array, not its side queue). */
+typedef struct {
+    coexec_pool_t pool;
+    coexec_tasklet_t k[8];
+    seen_t v;
+    unit_set_t s; /* only its keys: indices of k */
+    int rc;
+} dq_owner_t;
+
+static void dq_owner_ult(void *arg)
+{
+    dq_owner_t *d = arg;
+    for (int i = 0; i < 8; i++)
+        CH_CHECK_RC(coexec_tasklet_create(d->pool, noop_tasklet, NULL, &d->k[i]), COEXEC_OK);
+    d->s.n = 8;
+    d->s.keys = calloc(8, sizeof *d->s.keys);
+    for (int i = 0; i < 8; i++) {
+        d->s.keys[i].u = coexec_tasklet_unit(d->k[i]);
+        d->s.keys[i].idx = i;
+    }
+    qsort(d->s.keys, 8, sizeof *d->s.keys, key_cmp);
+    d->v.set = &d->s;
+    d->rc = coexec_pool_foreach(d->pool, seen_add, &d->v);
+}
+
+static void t_foreach_deque_owner(void)
+{
+    ch_init(1);
+    ch_stream_t st;
+    CH_ASSERT_OK_FATAL(ch_stream_create_ex(&st, COEXEC_SCHED_RANDWS, COEXEC_POOL_DEQUE,
+                                           COEXEC_ACCESS_MPMC));
+    dq_owner_t d;
+    memset(&d, 0, sizeof d);
+    d.pool = st.pool;
+    atomic_store(&g_ran, 0);
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(st.pool, dq_owner_ult, &d, NULL, &t));
+    /* (A free would run it here, on a stream that does not own the deque.) */
+    CH_ASSERT_OK(coexec_thread_wait_free(&t));
+    CH_ASSERT_OK(d.rc);
+    CH_ASSERT_EQ(d.v.n, 8);
+    long bad = 0;
+    for (int i = 0; i < 8 && i < d.v.n; i++)
+        bad += d.v.idx[i] != 7 - i;
+    CH_ASSERT_EQ(bad, 0);
+    for (int i = 0; i < 8; i++)
+        CH_ASSERT_OK(coexec_tasklet_free(&d.k[i]));
+    CH_ASSERT_EQ(atomic_load(&g_ran), 8);
+    free(d.s.keys);
+    CH_ASSERT_OK(ch_stream_free(&st));
+    ch_finalize();
+}
+
 static const ch_test_t foreach_tests[] = {
     {"pop_order_every_kind", t_foreach_pop_order},
+    {"deque_owner", t_foreach_deque_owner},
     {"errors", t_foreach_errors},
     {"while_served", t_foreach_while_served},
     {NULL, NULL}};
