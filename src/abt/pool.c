@@ -1065,6 +1065,11 @@ int ABT_pool_print_all(ABT_pool pool, void *arg,
         return ABT_ERR_INV_POOL;
     if (!print_fn)
         return ABT_ERR_INV_ARG;
+    /* A program's p_print_all gets the caller's arguments themselves. */
+    if (pool->def && pool->def->d.p_print_all) {
+        pool->def->d.p_print_all(pool, arg, print_fn);
+        return ABT_SUCCESS;
+    }
     struct list_to to = {NULL, print_fn, arg, pool, NULL};
     return list_units(pool, &to);
 }
@@ -1077,6 +1082,11 @@ int ABT_pool_print_all_threads(ABT_pool pool, void *arg,
         return ABT_ERR_INV_POOL;
     if (!print_fn)
         return ABT_ERR_INV_ARG;
+    /* A program's print_all gets the caller's arguments themselves. */
+    if (pool->def && pool->def->print_all) {
+        pool->def->print_all(pool, arg, print_fn);
+        return ABT_SUCCESS;
+    }
     struct list_to to = {print_fn, NULL, arg, pool, NULL};
     return list_units(pool, &to);
 }

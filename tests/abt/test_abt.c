@@ -1729,11 +1729,18 @@ static void cb_push_many(ABT_pool pool, const ABT_unit *units, size_t n,
     for (size_t i = 0; i < n; i++)
         cb_put(units[i]);
 }
+static void cb_count_print(void *arg, ABT_thread t);
+static void *cb_print_arg; /* what ABT_pool_print_all_threads was given */
+
 static void cb_print_all(ABT_pool pool, void *arg,
                          void (*print)(void *, ABT_thread))
 {
     (void)pool;
     cb_log(CB_PRINT_ALL, 0);
+    /* ABT_pool_print_all_threads: the caller's own arguments, as Argobots
+     * hands them (ABT_pool_print_all's go through a translation). */
+    if (cb_print_arg)
+        CH_CHECK(arg == cb_print_arg && print == cb_count_print);
     for (unsigned i = cb.head; i != cb.tail; i++)
         print(arg, cb_thread(cb.ring[i % CB_RING]));
 }
@@ -1840,11 +1847,13 @@ static void test_user_def_calls(void)
     AT_OK(ABT_pool_get_size(pool, &size));
     CU_ASSERT_EQUAL(size, 3);
     int printed = 0;
+    cb_print_arg = &printed;
     CB_SNAP(before);
     AT_OK(ABT_pool_print_all_threads(pool, &printed, cb_count_print));
     CB_EXPECT(before, CB_PRINT_ALL, 0);
     CU_ASSERT_EQUAL(printed, 3);
     /* As units: each is the pool's own unit of the thread. */
+    cb_print_arg = NULL;
     struct unit_log ul = {0};
     CB_SNAP(before);
     AT_OK(ABT_pool_print_all(pool, &ul, log_unit));
