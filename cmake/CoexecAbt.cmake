@@ -21,7 +21,8 @@ foreach(kind IN ITEMS shared static)
   target_include_directories(coexec_abt_${kind} PUBLIC
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include/coexec/abt>
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/coexec/abt>)
-  target_compile_definitions(coexec_abt_${kind} PRIVATE _GNU_SOURCE)
+  target_compile_definitions(coexec_abt_${kind} PRIVATE _GNU_SOURCE
+      $<$<NOT:$<BOOL:${COEXEC_TOOLS}>>:COEXEC_NO_TOOLS=1>)
   target_compile_options(coexec_abt_${kind} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   target_link_libraries(coexec_abt_${kind} PUBLIC coexec_${kind} PRIVATE Threads::Threads)
   set_target_properties(coexec_abt_${kind} PROPERTIES OUTPUT_NAME coexec-abt

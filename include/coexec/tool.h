@@ -46,7 +46,10 @@ typedef enum coexec_tool_event {
     COEXEC_TOOL_NUM_EVENTS = 13
 } coexec_tool_event_t;
 
-/* One event. */
+/* One event. A unit's events follow its life: CREATE; then RUN, and
+ * after each RUN one of YIELD, BLOCK or FINISH on the same stream; a
+ * BLOCK is followed by RESUME before the next RUN (whatever ended the
+ * wait: a wake, or a joiner that it ran in place coming back to it). */
 typedef struct coexec_tool_info {
     coexec_tool_event_t event; /* what happened */
     int rank;          /* the stream it happens on; -1: another thread
@@ -56,6 +59,13 @@ typedef struct coexec_tool_info {
     int unit_is_tasklet; /* 1: the unit is a tasklet; 0: a ULT */
     void *unit_fn;     /* the unit's function, or an offloaded call's */
     const char *unit_name; /* its name attribute, or NULL */
+    void *unit_arg;    /* the argument its function was given (NULL for a
+                          main ULT and a scheduler's unit) */
+    const void *unit;  /* the unit's descriptor: the same address in
+                          every event of one unit while it lives (a
+                          freed unit's may serve a later one); NULL for
+                          stream and offload events */
+    int unit_is_main;  /* 1: a stream's main ULT */
 } coexec_tool_info_t;
 
 /* A tool's callback. It runs inside the runtime's switch, wake and

@@ -68,6 +68,8 @@ struct ABT_thread_opaque {
      * start, and a ULT already running exits at its next yield or
      * suspend (thread.c). Cleared by each creation and revive. */
     _Atomic uint8_t cancel;
+    /* Its next creation event is told as THREAD_REVIVE (src/abt/tool.c). */
+    uint8_t tool_revive;
     ABT_pool_context push_ctx;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a
@@ -263,6 +265,24 @@ static inline bool abtx_cancelled(ABT_thread t)
 {
     return atomic_load_explicit(&t->cancel, memory_order_acquire) != 0;
 }
+
+/* Argobots' tool events (src/abt/tool.c): abtx_tool_on while a program's
+ * callback is registered; abtx_tool tells it the event ev of t, from the
+ * calling thread; an unnamed unit's FINISH and FREE are told as its
+ * record goes (abtx_tool_unnamed_end); abtx_tool_release drops every
+ * registration (the last ABT_finalize). */
+extern _Atomic int abtx_tool_on;
+void abtx_tool_emit(ABT_thread t, uint64_t ev);
+void abtx_tool_unnamed_end(ABT_thread t);
+void abtx_tool_release(void);
+static inline void abtx_tool(ABT_thread t, uint64_t ev)
+{
+    if (__builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                              memory_order_relaxed), 0))
+        abtx_tool_emit(t, ev);
+}
+/* Is fn the layer's trampoline of a ULT (tasklet false) or a tasklet? */
+bool abtx_is_trampoline(const void *fn, int tasklet);
 
 /* Records that the unit of t is cu, seen where cu was pushed or popped.
  * A unit created with a handle has it already: coexec writes the creation

@@ -294,6 +294,7 @@ int ABT_finalize(void)
     abtx_keys_release(self);
     abtx_unit_release(self); /* a user-defined pool's unit for main */
     int rc = coexec_finalize();
+    abtx_tool_release();
     abtx_g.refcount = 0;
     abtx_cur_set(NULL);
     abtx_thread_cache_drain();
@@ -452,7 +453,6 @@ int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
     case ABT_INFO_QUERY_KIND_ENABLED_CHECK_POOL_PRODUCER:
     case ABT_INFO_QUERY_KIND_ENABLED_CHECK_POOL_CONSUMER:
     case ABT_INFO_QUERY_KIND_ENABLED_PRINT_CONFIG:
-    case ABT_INFO_QUERY_KIND_ENABLED_TOOL:
     case ABT_INFO_QUERY_KIND_DYNAMIC_PROMOTION:
     case ABT_INFO_QUERY_KIND_ENABLED_STACK_UNWIND:
         *(ABT_bool *)val = ABT_FALSE;
@@ -468,6 +468,13 @@ int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
     case ABT_INFO_QUERY_KIND_FCONTEXT:
     case ABT_INFO_QUERY_KIND_ENABLED_LAZY_STACK_ALLOC:
         *(ABT_bool *)val = ABT_TRUE;
+        return ABT_SUCCESS;
+    case ABT_INFO_QUERY_KIND_ENABLED_TOOL:
+#ifdef COEXEC_NO_TOOLS
+        *(ABT_bool *)val = ABT_FALSE;
+#else
+        *(ABT_bool *)val = ABT_TRUE;
+#endif
         return ABT_SUCCESS;
     case ABT_INFO_QUERY_KIND_ENABLED_AFFINITY:
         /* The affinity calls work (ABT_xstream_set_cpubind and the

@@ -278,6 +278,8 @@ ABT_thread abtx_thread_of(coexec_unit_t u)
  * other keeps the stream it ended on, for queries after its join. */
 void abtx_detached_end(ABT_thread t)
 {
+    if (__builtin_expect(abtx_tool_on, 0))
+        abtx_tool_unnamed_end(t);
     abtx_unit_release(t);
     rec_free(t);
 }
@@ -297,6 +299,12 @@ static void ult_main(void *a)
         abtx_detached_end(t);
     else
         t->last_crank = (int16_t)abtx_self_crank();
+}
+
+bool abtx_is_trampoline(const void *fn, int tasklet)
+{
+    return fn == (tasklet ? (const void *)abtx_task_main
+                          : (const void *)ult_main);
 }
 
 /* ---- guard pages of user stacks ----------------------------------------- */
@@ -460,6 +468,7 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     t->has_push_ctx = 0;
     atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
     atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
+    t->tool_revive = !fresh;
     t->last_crank = -1;
     memset(&t->u, 0, sizeof(t->u));
     if (out)
@@ -685,12 +694,16 @@ static int unit_join(ABT_thread t, int inv)
 {
     ABTX_CHECK_INIT();
     int rc = unit_join_check(t, inv);
-    if (rc || abtx_unit_joined(t))
+    if (rc)
         return rc;
-    /* A join of the caller itself is coexec's EDEADLK: inv. */
-    rc = unit_wait(t, abtx_cur_get());
-    return __builtin_expect(rc == COEXEC_OK, 1) ? ABT_SUCCESS
-                                                 : join_error(rc, inv);
+    if (!abtx_unit_joined(t)) {
+        /* A join of the caller itself is coexec's EDEADLK: inv. */
+        rc = unit_wait(t, abtx_cur_get());
+        if (__builtin_expect(rc != COEXEC_OK, 0))
+            return join_error(rc, inv);
+    }
+    abtx_tool(t, ABT_TOOL_EVENT_THREAD_JOIN);
+    return ABT_SUCCESS;
 }
 
 static int unit_free(ABT_thread *tp, int inv)
@@ -706,6 +719,10 @@ static int unit_free(ABT_thread *tp, int inv)
         rc = unit_wait(t, abtx_cur_get());
         if (rc && rc != COEXEC_ENOMEM)
             return join_error(rc, inv);
+    }
+    if (__builtin_expect(abtx_tool_on, 0)) {
+        abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_JOIN);
+        abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FREE);
     }
     *tp = ABT_THREAD_NULL;
     if (__builtin_expect(t->unit != NULL || t->keys != NULL, 0))
@@ -1087,6 +1104,8 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
          * destructors run now, as at any end of a ULT. */
         if (self->keys)
             abtx_keys_release(self);
+        if (__builtin_expect(abtx_tool_on, 0))
+            abtx_tool_unnamed_end(self);
         abtx_unit_release(self);
         rec_free_undoable(self);
         freed = true;
@@ -1178,10 +1197,8 @@ static int self_exit(void)
         return rc;
     if (!self->is_ult || self->is_main)
         return ABT_ERR_INV_THREAD;
-    if (self->detached) {
-        abtx_unit_release(self);
-        rec_free(self);
-    }
+    if (self->detached)
+        abtx_detached_end(self);
     rc = coexec_thread_exit();
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD);
 }

@@ -14,21 +14,3 @@ int ABT_thread_set_callback(ABT_thread thread,
     ABTX_NA("ABT_thread_set_callback");
 }
 
-int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,
-    uint64_t event_mask, void *user_arg)
-{
-    (void)cb_func;
-    (void)event_mask;
-    (void)user_arg;
-    ABTX_NA("ABT_tool_register_thread_callback");
-}
-
-int ABT_tool_query_thread(ABT_tool_context context, uint64_t event,
-    ABT_tool_query_kind query_kind, void *val)
-{
-    (void)context;
-    (void)event;
-    (void)query_kind;
-    (void)val;
-    ABTX_NA("ABT_tool_query_thread");
-}

@@ -50,8 +50,6 @@ struct tev {
      COEXEC_TOOL_BIT(COEXEC_TOOL_OFFLOAD_BEGIN) |                              \
      COEXEC_TOOL_BIT(COEXEC_TOOL_OFFLOAD_END))
 
-/* unit->attrs: a wake was recorded, its run draws the arrow's end. */
-#define UA_TRACE_WOKEN (1u << 17)
 
 struct tbuf {
     struct tbuf *next;

@@ -40,7 +40,14 @@ void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
         .unit_name = !u                     ? NULL
                      : u->kind == UNIT_MAIN ? "main"
                                             : coexec__unit_name(u),
+        .unit_arg = !u || u->kind == UNIT_MAIN || (u->flags & UF_SCHED)
+                        ? NULL
+                        : u->arg,
+        .unit = u,
+        .unit_is_main = u && u->kind == UNIT_MAIN,
     };
+    if (ev == COEXEC_TOOL_UNIT_RESUME && u)
+        atom_fand_rlx_u32(&u->attrs, ~UA_TOOL_BLOCKED);
     unsigned bit = COEXEC_TOOL_BIT(ev);
     if (atom_load_rlx_u32(&coexec__tool.trace_mask) & bit)
         coexec__tool.trace(&info, u ? (void *)u : fn);
@@ -54,9 +61,20 @@ void coexec__tool_switch(struct coexec_xstream_rec *xs,
                          struct coexec_unit_rec *to)
 {
     unsigned m = atom_load_rlx_u32(&coexec__tool.mask);
+    if (self && stop == COEXEC_TOOL_UNIT_BLOCK)
+        atom_for_rlx_u32(&self->attrs, UA_TOOL_BLOCKED);
     if (self && stop >= 0 && (m & COEXEC_TOOL_BIT(stop)))
         coexec__tool_emit(stop, xs, self, NULL);
-    if (to && (m & COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_RUN)))
+    if (!to)
+        return;
+    /* A unit run again without a wake (a joiner its in-place child comes
+     * back to, a park that a wake overtook) is told resumed first. */
+    if (atom_load_rlx_u32(&to->attrs) & UA_TOOL_BLOCKED) {
+        atom_fand_rlx_u32(&to->attrs, ~UA_TOOL_BLOCKED);
+        if (m & COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_RESUME))
+            coexec__tool_emit(COEXEC_TOOL_UNIT_RESUME, xs, to, NULL);
+    }
+    if (m & COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_RUN))
         coexec__tool_emit(COEXEC_TOOL_UNIT_RUN, xs, to, NULL);
 }
 

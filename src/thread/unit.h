@@ -205,6 +205,10 @@ static ALWAYS_INLINE void unit_note_wait(struct coexec_unit_rec *u,
  * (priority) and stealing or migrating (pinned). */
 #define UA_PRIO_MASK 0xffffu
 #define UA_PINNED (1u << 16)
+/* A wake made it runnable: its next run ends a flow arrow (core/trace.c). */
+#define UA_TRACE_WOKEN (1u << 17)
+/* Its last tool event was BLOCK, with no RESUME yet (thread/tool.c). */
+#define UA_TOOL_BLOCKED (1u << 18)
 
 /* unit->dest: a pool pointer | DEST_MOVE is a migration request, applied
  * when the unit next goes back to a pool (it yields or is woken); an

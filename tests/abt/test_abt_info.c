@@ -10,12 +10,16 @@
  *            the unit and after it, for units given to other streams
  *   affinity ABT_xstream_set_cpubind/set_affinity re-pin a running stream
  *            and get_cpubind/get_affinity report it; errors
+ *   tool     ABT_tool_register_thread_callback: each unit's events follow
+ *            its life (named, unnamed, revived, cancelled; yields, waits
+ *            woken from another stream); ABT_tool_query_thread
  *   dump     ABT_info_print_thread_stack of units in each state;
  *            ABT_info_print_thread_attr;
  *            ABT_info_trigger_print_all_thread_stacks: every stream stops,
  *            the dump is printed and the callback told no timeout; a stream
  *            that never reaches its event check: the timeout, told; errors
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -564,10 +568,240 @@ static const ch_test_t dump_tests[] = {
     {"print_thread_attr", test_print_thread_attr},
     {NULL, NULL}};
 
+/* ---- tool ------------------------------------------------------------------ */
+
+/* A unit's life as ABT's tool events tell it: each event must come in a
+ * state that allows it (a unit first seen by its CREATE; the main ULT
+ * runs from the start). */
+enum tl { TL_NONE, TL_READY, TL_RUNNING, TL_BLOCKED, TL_FINISHED, TL_JOINED };
+#define TL_SLOTS 1024
+static struct {
+    pthread_mutex_t lock;
+    ABT_thread t[TL_SLOTS];
+    unsigned char st[TL_SLOTS];
+    long bad, count[12];
+    long ext_creates, pool_ok, pool_bad;
+    ABT_pool want_pool;
+} tl = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int ev_index(uint64_t ev)
+{
+    for (int i = 0; i < 12; i++)
+        if (ev == ((uint64_t)1 << i))
+            return i;
+    return -1;
+}
+
+static void tl_event(ABT_thread t, ABT_xstream x, uint64_t ev,
+                     ABT_tool_context ctx, void *arg)
+{
+    (void)x;
+    pthread_mutex_lock(&tl.lock);
+    int e = ev_index(ev);
+    if (e < 0 || arg != &tl) {
+        tl.bad++;
+        pthread_mutex_unlock(&tl.lock);
+        return;
+    }
+    tl.count[e]++;
+    size_t h = ((uintptr_t)t >> 4) % TL_SLOTS;
+    while (tl.t[h] && tl.t[h] != t)
+        h = (h + 1) % TL_SLOTS;
+    if (!tl.t[h]) {
+        tl.t[h] = t;
+        ABT_bool primary = ABT_FALSE;
+        tl.st[h] = ABT_thread_is_primary(t, &primary) == ABT_SUCCESS && primary
+                       ? TL_RUNNING
+                       : TL_NONE;
+    }
+    unsigned char *st = &tl.st[h];
+    bool ok = true;
+    switch (ev) {
+    case ABT_TOOL_EVENT_THREAD_CREATE:
+        ok = *st == TL_NONE;
+        *st = TL_READY;
+        break;
+    case ABT_TOOL_EVENT_THREAD_RUN:
+        ok = *st == TL_READY;
+        *st = TL_RUNNING;
+        break;
+    case ABT_TOOL_EVENT_THREAD_YIELD:
+        ok = *st == TL_RUNNING;
+        *st = TL_READY;
+        break;
+    case ABT_TOOL_EVENT_THREAD_SUSPEND:
+        ok = *st == TL_RUNNING;
+        *st = TL_BLOCKED;
+        break;
+    case ABT_TOOL_EVENT_THREAD_RESUME:
+        ok = *st == TL_BLOCKED;
+        *st = TL_READY;
+        break;
+    case ABT_TOOL_EVENT_THREAD_FINISH:
+        ok = *st == TL_RUNNING;
+        *st = TL_FINISHED;
+        break;
+    case ABT_TOOL_EVENT_THREAD_JOIN:
+        ok = *st == TL_FINISHED || *st == TL_JOINED;
+        *st = TL_JOINED;
+        break;
+    case ABT_TOOL_EVENT_THREAD_REVIVE:
+        ok = *st == TL_JOINED;
+        *st = TL_READY;
+        break;
+    case ABT_TOOL_EVENT_THREAD_FREE: {
+        ABT_bool unnamed = ABT_FALSE;
+        ok = ABT_thread_is_unnamed(t, &unnamed) == ABT_SUCCESS &&
+             (*st == TL_JOINED || (unnamed && *st == TL_FINISHED));
+        /* Its record may serve another unit now: a tombstone keeps the
+         * probe chains whole, and that unit gets a fresh slot. */
+        tl.t[h] = (ABT_thread)(uintptr_t)1;
+        break;
+    }
+    default:
+        ok = false;
+    }
+    if (!ok)
+        tl.bad++;
+    if (ev == ABT_TOOL_EVENT_THREAD_CREATE) {
+        ABT_exec_entity_type type = ABT_EXEC_ENTITY_TYPE_THREAD;
+        ABT_pool pool = ABT_POOL_NULL;
+        if (ABT_tool_query_thread(ctx, ev, ABT_TOOL_QUERY_KIND_CALLER_TYPE,
+                                  &type) != ABT_SUCCESS ||
+            ABT_tool_query_thread(ctx, ev, ABT_TOOL_QUERY_KIND_POOL, &pool) !=
+                ABT_SUCCESS)
+            tl.bad++;
+        tl.ext_creates += type == ABT_EXEC_ENTITY_TYPE_EXT;
+        if (tl.want_pool) {
+            if (pool == tl.want_pool)
+                tl.pool_ok++;
+            else
+                tl.pool_bad++;
+        }
+    }
+    pthread_mutex_unlock(&tl.lock);
+}
+
+static ABT_eventual tl_ev;
+
+static void tl_yielder(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++)
+        AT_CHECK_OK(ABT_thread_yield());
+}
+
+static void tl_waiter(void *arg)
+{
+    (void)arg;
+    AT_CHECK_OK(ABT_eventual_wait(tl_ev, NULL));
+}
+
+static void tl_task(void *arg)
+{
+    (void)arg;
+}
+
+static void *tl_ext_create(void *arg)
+{
+    ABT_thread t;
+    CH_CHECK_EQ(ABT_thread_create(arg, tl_task, NULL, ABT_THREAD_ATTR_NULL,
+                                  &t), ABT_SUCCESS);
+    CH_CHECK_EQ(ABT_thread_free(&t), ABT_SUCCESS);
+    return NULL;
+}
+
+/* ABT_tool_register_thread_callback: named and unnamed ULTs and tasklets,
+ * yields, waits woken from another stream, joins run in place, a revive
+ * and a cancel, on two streams: each unit's events follow its life, the
+ * context answers the queries (the pool, an external creator), and once
+ * the callback is removed nothing more is told. */
+static void test_tool_events(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_bool on = ABT_FALSE;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_TOOL, &on));
+    if (!on) {
+        printf("(skipped: built without tool events) ");
+        AT_OK(ABT_finalize());
+        return;
+    }
+    memset(tl.t, 0, sizeof tl.t);
+    memset(tl.count, 0, sizeof tl.count);
+    tl.bad = tl.ext_creates = tl.pool_ok = tl.pool_bad = 0;
+    ABT_pool p0 = at_main_pool(), p1;
+    ABT_xstream es1;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    AT_OK(ABT_tool_register_thread_callback(tl_event, ABT_TOOL_EVENT_THREAD_ALL,
+                                            &tl));
+    tl.want_pool = p1;
+    ABT_thread t;
+    AT_OK(ABT_thread_create(p1, tl_task, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_free(&t));
+    tl.want_pool = ABT_POOL_NULL;
+    for (int round = 0; round < 10; round++) {
+        ABT_thread u[6];
+        ABT_task k;
+        AT_OK(ABT_eventual_create(0, &tl_ev));
+        for (int i = 0; i < 3; i++)
+            AT_OK(ABT_thread_create(i % 2 ? p1 : p0, tl_yielder, NULL,
+                                    ABT_THREAD_ATTR_NULL, &u[i]));
+        for (int i = 3; i < 6; i++)
+            AT_OK(ABT_thread_create(i % 2 ? p1 : p0, tl_waiter, NULL,
+                                    ABT_THREAD_ATTR_NULL, &u[i]));
+        AT_OK(ABT_task_create(p0, tl_task, NULL, &k));
+        AT_OK(ABT_thread_create(p0, tl_task, NULL, ABT_THREAD_ATTR_NULL,
+                                NULL)); /* unnamed */
+        AT_OK(ABT_thread_yield());
+        AT_OK(ABT_eventual_set(tl_ev, NULL, 0));
+        for (int i = 0; i < 6; i++)
+            AT_OK(ABT_thread_join(u[i]));
+        AT_OK(ABT_thread_revive(p0, tl_task, NULL, &u[0]));
+        AT_OK(ABT_thread_cancel(u[1]));
+        AT_OK(ABT_thread_free_many(6, u));
+        AT_OK(ABT_task_free(&k));
+        AT_OK(ABT_eventual_free(&tl_ev));
+    }
+    pthread_t ext;
+    pthread_create(&ext, NULL, tl_ext_create, p1); /* es1 runs it */
+    pthread_join(ext, NULL);
+    AT_OK(ABT_thread_yield()); /* the unnamed ones still queued */
+    pthread_mutex_lock(&tl.lock);
+    long bad = tl.bad, creates = tl.count[0], frees = tl.count[2];
+    long revives = tl.count[3], resumes = tl.count[9];
+    pthread_mutex_unlock(&tl.lock);
+    CH_ASSERT_EQ(bad, 0);
+    CU_ASSERT(creates >= 1 + 10 * 8 + 1);
+    CU_ASSERT(frees >= 1 + 10 * 7 + 1);
+    CH_ASSERT_EQ(revives, 10);
+    CU_ASSERT(resumes > 0);
+    CH_ASSERT_EQ(tl.pool_ok, 1);
+    CH_ASSERT_EQ(tl.pool_bad, 0);
+    CH_ASSERT_EQ(tl.ext_creates, 1);
+    /* Removed: nothing more. */
+    AT_OK(ABT_tool_register_thread_callback(NULL, ABT_TOOL_EVENT_THREAD_NONE,
+                                            NULL));
+    AT_OK(ABT_thread_create(p0, tl_task, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_free(&t));
+    CH_ASSERT_EQ(tl.count[0], creates);
+    /* Queries out of a callback: no context. */
+    void *v = NULL;
+    CU_ASSERT_EQUAL(ABT_tool_query_thread(ABT_TOOL_CONTEXT_NULL, 0,
+                                          ABT_TOOL_QUERY_KIND_POOL, &v),
+                    ABT_ERR_INV_TOOL_CONTEXT);
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t tool_tests[] = {{"events", test_tool_events},
+                                       {NULL, NULL}};
+
 static const ch_suite_t suites[] = {{"stack", stack_tests},
                                     {"last", last_tests},
                                     {"affinity", affinity_tests},
                                     {"dump", dump_tests},
+                                    {"tool", tool_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

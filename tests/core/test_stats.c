@@ -591,6 +591,124 @@ static void t_tool_events(void)
     ch_finalize();
 }
 
+/* Each unit's events follow its life (coexec/tool.h): a checker keyed by
+ * the unit's descriptor, for the units whose CREATE it saw and the main
+ * ULT (running from the start). */
+enum life { L_NONE, L_READY, L_RUNNING, L_BLOCKED, L_FINISHED };
+#define LIFE_SLOTS 4096
+static struct {
+    pthread_mutex_t lock;
+    const void *unit[LIFE_SLOTS];
+    unsigned char state[LIFE_SLOTS];
+    int rank[LIFE_SLOTS]; /* the stream of its last RUN */
+    long bad, resumes, blocks, marked;
+} life = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static int life_marker;
+
+static void life_event(const coexec_tool_info_t *in, void *arg)
+{
+    (void)arg;
+    if (!in->unit)
+        return;
+    pthread_mutex_lock(&life.lock);
+    size_t h = ((uintptr_t)in->unit >> 6) % LIFE_SLOTS;
+    while (life.unit[h] && life.unit[h] != in->unit)
+        h = (h + 1) % LIFE_SLOTS;
+    unsigned char *st = &life.state[h];
+    if (!life.unit[h]) {
+        life.unit[h] = in->unit;
+        *st = in->unit_is_main ? L_RUNNING : L_NONE;
+    }
+    bool known = *st != L_NONE || in->event == COEXEC_TOOL_UNIT_CREATE;
+    unsigned char want = L_NONE, next = *st;
+    switch (in->event) {
+    case COEXEC_TOOL_UNIT_CREATE:
+        if (*st != L_NONE && *st != L_FINISHED)
+            life.bad++;
+        next = L_READY;
+        life.marked += in->unit_arg == &life_marker;
+        break;
+    case COEXEC_TOOL_UNIT_RUN:
+        want = L_READY, next = L_RUNNING;
+        life.rank[h] = in->rank;
+        break;
+    case COEXEC_TOOL_UNIT_YIELD:
+        want = L_RUNNING, next = L_READY;
+        break;
+    case COEXEC_TOOL_UNIT_BLOCK:
+        want = L_RUNNING, next = L_BLOCKED;
+        life.blocks++;
+        break;
+    case COEXEC_TOOL_UNIT_RESUME:
+        want = L_BLOCKED, next = L_READY;
+        life.resumes++;
+        break;
+    case COEXEC_TOOL_UNIT_FINISH:
+        want = L_RUNNING, next = L_FINISHED;
+        break;
+    default:
+        break;
+    }
+    if (known && want != L_NONE) {
+        if (*st != want)
+            life.bad++;
+        else if (in->event != COEXEC_TOOL_UNIT_RUN &&
+                 in->event != COEXEC_TOOL_UNIT_RESUME &&
+                 in->rank != life.rank[h] && !in->unit_is_main)
+            life.bad++; /* a stop told on another stream than its run */
+    }
+    if (known)
+        *st = next;
+    pthread_mutex_unlock(&life.lock);
+}
+
+static void life_waiter(void *arg)
+{
+    CH_CHECK_RC(coexec_eventual_wait(arg, NULL), COEXEC_OK);
+}
+
+static void life_yielder(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++)
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+}
+
+/* Joins run in place, waits woken from another stream, yields, on two
+ * streams: every unit's events follow its life, a wait that ended by its
+ * joiner coming back is told resumed, and the event names its unit's
+ * argument. */
+static void t_tool_lifecycle(void)
+{
+    if (!tools_built())
+        return;
+    ch_init(2);
+    life.bad = life.resumes = life.blocks = life.marked = 0;
+    memset(life.unit, 0, sizeof life.unit);
+    CH_ASSERT_OK(coexec_tool_set_callback(life_event, COEXEC_TOOL_ALL, NULL));
+    for (int round = 0; round < 20; round++) {
+        coexec_thread_t t[8];
+        for (int i = 0; i < 4; i++)
+            CH_ASSERT_OK(coexec_thread_create(ch_main_pool(i % 2), life_yielder,
+                                              &life_marker, NULL, &t[i]));
+        coexec_eventual_t ev;
+        CH_ASSERT_OK(coexec_eventual_init(&ev, 0));
+        for (int i = 4; i < 8; i++)
+            CH_ASSERT_OK(coexec_thread_create(ch_main_pool(i % 2), life_waiter,
+                                              &ev, NULL, &t[i]));
+        CH_ASSERT_OK(coexec_yield());
+        CH_ASSERT_OK(coexec_eventual_set(&ev, NULL, 0));
+        ch_free_threads(t, 8);
+        CH_ASSERT_OK(coexec_eventual_destroy(&ev));
+    }
+    CH_ASSERT_OK(coexec_tool_set_callback(NULL, 0, NULL));
+    CH_ASSERT_EQ(life.bad, 0);
+    CH_ASSERT_EQ(life.marked, 20 * 4);
+    CU_ASSERT(life.blocks > 0);
+    CU_ASSERT(life.resumes > 0);
+    ch_finalize();
+}
+
 /* ---- the trace ------------------------------------------------------------------ */
 
 static void yielder(void *arg)
@@ -704,6 +822,7 @@ static void t_trace_dropped(void)
 
 static const ch_test_t tool_tests[] = {
     {"events", t_tool_events},
+    {"lifecycle", t_tool_lifecycle},
     {"trace_file", t_trace_file},
     {"trace_dropped", t_trace_dropped},
     {NULL, NULL}};

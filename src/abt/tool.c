@@ -1,0 +1,232 @@
+/*
+ * src/abt/tool.c: Argobots' tool interface (ABT_tool_register_thread_callback,
+ * ABT_tool_query_thread) over libcoexec's tool events.
+ *
+ * coexec reports what happens to its units: CREATE, RUN, YIELD, BLOCK,
+ * RESUME, FINISH (coexec/tool.h). The layer registers its own coexec
+ * callback while a program's ABT callback is registered, keeps the events
+ * of the layer's units (recognised by their trampoline, whose argument is
+ * the unit's record) and hands them on as THREAD_CREATE, _RUN, _YIELD,
+ * _SUSPEND, _RESUME and _FINISH. The events only the layer sees it emits
+ * itself: THREAD_JOIN and THREAD_FREE (the joins and frees of named
+ * units), THREAD_REVIVE (a revive's new coexec unit is reported as that
+ * instead of a creation), and an unnamed unit's FINISH and FREE, which are
+ * emitted just before its record goes (coexec's own FINISH of it comes
+ * after, when the record is free, and is dropped).
+ *
+ * A program callback's context answers ABT_tool_query_thread while the
+ * callback runs: the unit's pool, the depth of the scheduler stack (0),
+ * the caller that caused the event (the unit itself for its RUN, YIELD,
+ * SUSPEND and FINISH; otherwise the ULT, tasklet or external thread that
+ * made the call) and the synchronisation object a SUSPEND waits on, which
+ * is not known here (UNKNOWN, no handle).
+ */
+#include <stdlib.h>
+
+#include "abt_internal.h"
+
+struct ABT_tool_context_opaque {
+    ABT_pool pool;
+    ABT_thread caller; /* NULL: an external thread */
+};
+
+/* One registration. Replaced ones stay (on `all`, under abtx_lock) until
+ * the last ABT_finalize: an event may still be delivered through them. */
+struct tool_reg {
+    ABT_tool_thread_callback_fn cb;
+    uint64_t mask;
+    void *arg;
+    struct tool_reg *all;
+};
+
+static _Atomic(struct tool_reg *) reg;
+static struct tool_reg *all;
+_Atomic int abtx_tool_on;
+
+/* The coexec events a program's mask needs. */
+static unsigned coexec_mask_of(uint64_t m)
+{
+    unsigned c = 0;
+    if (m & (ABT_TOOL_EVENT_THREAD_CREATE | ABT_TOOL_EVENT_THREAD_REVIVE))
+        c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_CREATE);
+    if (m & ABT_TOOL_EVENT_THREAD_RUN)
+        c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_RUN);
+    if (m & ABT_TOOL_EVENT_THREAD_YIELD)
+        c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_YIELD);
+    if (m & ABT_TOOL_EVENT_THREAD_SUSPEND)
+        c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_BLOCK);
+    if (m & ABT_TOOL_EVENT_THREAD_RESUME)
+        c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_RESUME);
+    if (m & ABT_TOOL_EVENT_THREAD_FINISH)
+        c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_FINISH);
+    return c;
+}
+
+/* The ABT stream of a coexec rank, or NULL. */
+static ABT_xstream xstream_of_crank(int crank)
+{
+    if ((unsigned)crank >= ABTX_MAX_XSTREAMS)
+        return NULL;
+    return __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
+}
+
+static void deliver(struct tool_reg *r, ABT_thread t, ABT_xstream x,
+                    uint64_t ev, ABT_thread caller)
+{
+    struct ABT_tool_context_opaque ctx = {t->pool, caller};
+    r->cb(t, x, ev, &ctx, r->arg);
+}
+
+void abtx_tool_emit(ABT_thread t, uint64_t ev)
+{
+    struct tool_reg *r = atomic_load_explicit(&reg, memory_order_acquire);
+    if (!r || !(r->mask & ev))
+        return;
+    ABT_thread caller = abtx_cur_get();
+    ABT_xstream x = abtx_xstream_self();
+    /* A unit's own end is told by the unit on its stream. */
+    deliver(r, t, x, ev, ev == ABT_TOOL_EVENT_THREAD_FINISH ? t : caller);
+}
+
+void abtx_tool_unnamed_end(ABT_thread t)
+{
+    abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FINISH);
+    abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FREE);
+}
+
+/* The layer's unit behind a coexec event, or NULL. */
+static ABT_thread unit_of_event(const coexec_tool_info_t *in)
+{
+    if (in->unit_is_main)
+        return in->unit == abtx_g.main_ult.u.p ? &abtx_g.main_ult : NULL;
+    if (!abtx_is_trampoline(in->unit_fn, in->unit_is_tasklet))
+        return NULL;
+    ABT_thread t = abtx_thread((ABT_thread)in->unit_arg);
+    /* A record now serving another unit (or none: an unnamed one's, freed
+     * at its end) is not this unit's any more. */
+    if (!t || (t->u.p && t->u.p != in->unit))
+        return NULL;
+    return t;
+}
+
+static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
+{
+    (void)unused;
+    struct tool_reg *r = atomic_load_explicit(&reg, memory_order_acquire);
+    if (!r)
+        return;
+    ABT_thread t = unit_of_event(in);
+    if (!t)
+        return;
+    uint64_t ev;
+    ABT_thread caller = t;
+    switch (in->event) {
+    case COEXEC_TOOL_UNIT_CREATE:
+        ev = t->tool_revive ? ABT_TOOL_EVENT_THREAD_REVIVE
+                            : ABT_TOOL_EVENT_THREAD_CREATE;
+        t->tool_revive = 0;
+        caller = abtx_cur_get();
+        break;
+    case COEXEC_TOOL_UNIT_RUN:
+        ev = ABT_TOOL_EVENT_THREAD_RUN;
+        break;
+    case COEXEC_TOOL_UNIT_YIELD:
+        ev = ABT_TOOL_EVENT_THREAD_YIELD;
+        break;
+    case COEXEC_TOOL_UNIT_BLOCK:
+        ev = ABT_TOOL_EVENT_THREAD_SUSPEND;
+        break;
+    case COEXEC_TOOL_UNIT_RESUME:
+        ev = ABT_TOOL_EVENT_THREAD_RESUME;
+        caller = abtx_cur_get();
+        break;
+    case COEXEC_TOOL_UNIT_FINISH:
+        /* An unnamed unit's end was told as its record went. */
+        if (t->detached)
+            return;
+        ev = ABT_TOOL_EVENT_THREAD_FINISH;
+        break;
+    default:
+        return;
+    }
+    if (r->mask & ev)
+        deliver(r, t, xstream_of_crank(in->rank), ev, caller);
+}
+
+int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,
+                                      uint64_t event_mask, void *user_arg)
+{
+    ABTX_CHECK_INIT();
+    uint64_t m = event_mask & ABT_TOOL_EVENT_THREAD_ALL;
+    struct tool_reg *n = NULL;
+    if (cb_func && m) {
+        if (!(n = malloc(sizeof *n)))
+            return ABT_ERR_MEM;
+        *n = (struct tool_reg){cb_func, m, user_arg, NULL};
+    }
+    pthread_mutex_lock(&abtx_lock);
+    int rc = coexec_tool_set_callback(n ? on_coexec_event : NULL,
+                                      n ? coexec_mask_of(m) : 0, NULL);
+    if (rc == COEXEC_OK) {
+        if (n) {
+            n->all = all;
+            all = n;
+        }
+        atomic_store_explicit(&reg, n, memory_order_release);
+        atomic_store_explicit(&abtx_tool_on, n != NULL, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&abtx_lock);
+    if (rc) {
+        free(n);
+        return rc == COEXEC_ENOSYS ? ABT_ERR_FEATURE_NA : ABT_ERR_MEM;
+    }
+    return ABT_SUCCESS;
+}
+
+void abtx_tool_release(void)
+{
+    ABTX_IGNORE(coexec_tool_set_callback(NULL, 0, NULL));
+    pthread_mutex_lock(&abtx_lock);
+    atomic_store_explicit(&reg, NULL, memory_order_release);
+    atomic_store_explicit(&abtx_tool_on, 0, memory_order_relaxed);
+    while (all) {
+        struct tool_reg *n = all->all;
+        free(all);
+        all = n;
+    }
+    pthread_mutex_unlock(&abtx_lock);
+}
+
+int ABT_tool_query_thread(ABT_tool_context context, uint64_t event,
+                          ABT_tool_query_kind query_kind, void *val)
+{
+    (void)event;
+    if (!context)
+        return ABT_ERR_INV_TOOL_CONTEXT;
+    if (!val)
+        return ABT_ERR_INV_ARG;
+    switch (query_kind) {
+    case ABT_TOOL_QUERY_KIND_POOL:
+        *(ABT_pool *)val = context->pool;
+        return ABT_SUCCESS;
+    case ABT_TOOL_QUERY_KIND_STACK_DEPTH:
+        *(int *)val = 0;
+        return ABT_SUCCESS;
+    case ABT_TOOL_QUERY_KIND_CALLER_TYPE:
+        *(ABT_exec_entity_type *)val = context->caller
+                                           ? ABT_EXEC_ENTITY_TYPE_THREAD
+                                           : ABT_EXEC_ENTITY_TYPE_EXT;
+        return ABT_SUCCESS;
+    case ABT_TOOL_QUERY_KIND_CALLER_HANDLE:
+        *(ABT_thread *)val = context->caller;
+        return ABT_SUCCESS;
+    case ABT_TOOL_QUERY_KIND_SYNC_OBJECT_TYPE:
+        *(ABT_sync_event_type *)val = ABT_SYNC_EVENT_TYPE_UNKNOWN;
+        return ABT_SUCCESS;
+    case ABT_TOOL_QUERY_KIND_SYNC_OBJECT_HANDLE:
+        *(void **)val = NULL;
+        return ABT_SUCCESS;
+    default:
+        return ABT_ERR_INV_ARG;
+    }
+}
