@@ -177,8 +177,10 @@ struct abtx_global {
     struct ABT_sched_opaque *scheds;
     struct ABT_xstream_opaque *xstreams;
 };
-extern struct abtx_global abtx_g;
-extern pthread_mutex_t abtx_lock;
+/* The layer's own globals: hidden, so that a read is one instruction. */
+#define ABTX_HIDDEN __attribute__((visibility("hidden")))
+extern ABTX_HIDDEN struct abtx_global abtx_g;
+extern ABTX_HIDDEN pthread_mutex_t abtx_lock;
 
 /* The running ABT unit of this OS thread (NULL: none). */
 ABT_thread abtx_cur_get(void);
@@ -271,7 +273,7 @@ static inline bool abtx_cancelled(ABT_thread t)
  * calling thread; an unnamed unit's FINISH and FREE are told as its
  * record goes (abtx_tool_unnamed_end); abtx_tool_release drops every
  * registration (the last ABT_finalize). */
-extern _Atomic int abtx_tool_on;
+extern ABTX_HIDDEN _Atomic int abtx_tool_on;
 void abtx_tool_emit(ABT_thread t, uint64_t ev);
 void abtx_tool_unnamed_end(ABT_thread t);
 void abtx_tool_release(void);

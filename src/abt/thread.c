@@ -690,7 +690,8 @@ static inline __attribute__((always_inline)) int unit_join_check(ABT_thread t,
     return !abtx_thread(t) || t->is_main || t->detached ? inv : 0;
 }
 
-static int unit_join(ABT_thread t, int inv)
+static inline __attribute__((always_inline)) int unit_join(ABT_thread t,
+                                                          int inv)
 {
     ABTX_CHECK_INIT();
     int rc = unit_join_check(t, inv);
