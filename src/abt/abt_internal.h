@@ -307,6 +307,11 @@ bool abtx_sched_block(int (*fn)(void *), void *arg, int *rc);
 /* Keys (src/abt/key.c): runs the destructors of t's values and frees its
  * table. */
 void abtx_keys_release(ABT_thread t);
+/* t's migration callback (kept with its keys): set (ABT_ERR_MEM if no
+ * table could be made), and read. */
+int abtx_mig_cb_set(ABT_thread t, void (*cb)(ABT_thread, void *), void *arg);
+void abtx_mig_cb_get(ABT_thread t, void (**cb)(ABT_thread, void *),
+                     void **arg);
 
 /* Registry records (src/abt/pool.c, sched.c, xstream.c). */
 ABT_pool abtx_pool_wrap(coexec_pool_t cp, ABT_pool_kind kind,

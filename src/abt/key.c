@@ -10,7 +10,8 @@
  * changed under the record's own small lock, so a set from another stream
  * and the unit's own get see each other whole. Destructors run when the
  * record is released (ABT_thread_free, or the end of a detached unit), as
- * in Argobots, for values whose key still exists.
+ * in Argobots, for values whose key still exists. The same table holds
+ * the unit's migration callback (ABT_thread_set_callback), if any.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -28,6 +29,11 @@ struct ABT_key_opaque {
 };
 
 struct abtx_ktab {
+    /* ABT_thread_set_callback: called after each migration of the unit
+     * (src/abt/thread.c); kept here, beside the values, since few units
+     * have one. */
+    void (*mig_cb)(ABT_thread, void *);
+    void *mig_arg;
     uint32_t cap;
     struct {
         void *value;
@@ -134,6 +140,8 @@ static int kset(ABT_thread t, ABT_key k, void *value)
             kunlock(t);
             return ABT_ERR_MEM;
         }
+        if (!tab)
+            n->mig_cb = NULL, n->mig_arg = NULL;
         memset(&n->e[cap], 0, (ncap - cap) * sizeof(n->e[0]));
         n->cap = ncap;
         t->keys = tab = n;
@@ -142,6 +150,34 @@ static int kset(ABT_thread t, ABT_key k, void *value)
     tab->e[k->index].gen = k->gen;
     kunlock(t);
     return ABT_SUCCESS;
+}
+
+int abtx_mig_cb_set(ABT_thread t, void (*cb)(ABT_thread, void *), void *arg)
+{
+    klock(t);
+    if (!t->keys && cb) {
+        struct abtx_ktab *n = malloc(sizeof(*n));
+        if (!n) {
+            kunlock(t);
+            return ABT_ERR_MEM;
+        }
+        n->cap = 0;
+        t->keys = n;
+    }
+    if (t->keys) {
+        t->keys->mig_cb = cb;
+        t->keys->mig_arg = arg;
+    }
+    kunlock(t);
+    return ABT_SUCCESS;
+}
+
+void abtx_mig_cb_get(ABT_thread t, void (**cb)(ABT_thread, void *), void **arg)
+{
+    klock(t);
+    *cb = t->keys ? t->keys->mig_cb : NULL;
+    *arg = t->keys ? t->keys->mig_arg : NULL;
+    kunlock(t);
 }
 
 void abtx_keys_release(ABT_thread t)

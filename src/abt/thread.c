@@ -342,6 +342,8 @@ struct ABT_thread_attr_opaque {
     size_t stacksize;
     void *stack;
     ABT_bool migratable;
+    void (*cb)(ABT_thread, void *); /* the migration callback */
+    void *cb_arg;
 };
 
 int ABT_thread_attr_create(ABT_thread_attr *newattr)
@@ -411,9 +413,10 @@ int ABT_info_print_thread_attr(FILE *fp, ABT_thread_attr attr)
         return ABT_ERR_INV_THREAD_ATTR;
     if (!fp)
         return ABT_ERR_INV_ARG;
-    fprintf(fp, "ULT attr: [stack:%p stacksize:%zu migratable:%s]\n",
+    fprintf(fp,
+            "ULT attr: [stack:%p stacksize:%zu migratable:%s cb_arg:%p]\n",
             attr->stack, attr->stacksize,
-            attr->migratable == ABT_TRUE ? "TRUE" : "FALSE");
+            attr->migratable == ABT_TRUE ? "TRUE" : "FALSE", attr->cb_arg);
     fflush(fp);
     return ABT_SUCCESS;
 }
@@ -423,12 +426,12 @@ int ABT_thread_attr_set_callback(ABT_thread_attr attr,
                                                  void *cb_arg),
                                  void *cb_arg)
 {
-    (void)attr;
-    (void)cb_func;
-    (void)cb_arg;
-    ABTX_NA("ABT_thread_attr_set_callback");
+    if (!attr)
+        return ABT_ERR_INV_THREAD_ATTR;
+    attr->cb = cb_func;
+    attr->cb_arg = cb_arg;
+    return ABT_SUCCESS;
 }
-
 int ABT_thread_attr_set_migratable(ABT_thread_attr attr, ABT_bool is_migratable)
 {
     if (!attr)
@@ -471,6 +474,12 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     t->tool_revive = !fresh;
     t->last_crank = -1;
     memset(&t->u, 0, sizeof(t->u));
+    if (__builtin_expect(attr && attr->cb, 0) &&
+        abtx_mig_cb_set(t, attr->cb, attr->cb_arg) != ABT_SUCCESS) {
+        if (fresh)
+            rec_free(t);
+        return ABT_ERR_MEM;
+    }
     if (out)
         *out = t;
     /* What a user-defined pool is told: the caller of a _to call goes back
@@ -1497,11 +1506,22 @@ int ABT_thread_get_attr(ABT_thread thread, ABT_thread_attr *attr)
         if (!(*attr)->stack && !(*attr)->stacksize)
             (*attr)->stacksize = thread->stacksize;
         (*attr)->migratable = thread->migratable ? ABT_TRUE : ABT_FALSE;
+        abtx_mig_cb_get(thread, &(*attr)->cb, &(*attr)->cb_arg);
     }
     return rc;
 }
 
 /* ---- migration ---------------------------------------------------------- */
+
+int ABT_thread_set_callback(ABT_thread thread,
+                            void (*cb_func)(ABT_thread thread, void *cb_arg),
+                            void *cb_arg)
+{
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
+    return abtx_mig_cb_set(thread, cb_func, cb_arg);
+}
 
 int ABT_thread_migrate_to_pool(ABT_thread thread, ABT_pool pool)
 {
@@ -1520,9 +1540,19 @@ int ABT_thread_migrate_to_pool(ABT_thread thread, ABT_pool pool)
         return ABT_ERR_MIGRATION_NA;
     if (rc == COEXEC_ESTATE)
         return ABT_ERR_MIGRATION_TARGET;
-    if (!rc)
-        thread->pool = pool;
-    return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_MIGRATION_TARGET);
+    if (rc)
+        return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_MIGRATION_TARGET);
+    thread->pool = pool;
+    /* Its callback, once the move is made (or, for a unit running
+     * elsewhere, asked for: it happens at its next yield or wake). */
+    if (__builtin_expect(thread->keys != NULL, 0)) {
+        void (*cb)(ABT_thread, void *);
+        void *arg;
+        abtx_mig_cb_get(thread, &cb, &arg);
+        if (cb)
+            cb(thread, arg);
+    }
+    return ABT_SUCCESS;
 }
 
 int ABT_thread_migrate_to_sched(ABT_thread thread, ABT_sched sched)

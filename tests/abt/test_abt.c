@@ -671,6 +671,80 @@ static void test_thread_cancel(void)
     AT_OK(ABT_finalize());
 }
 
+/* ABT_thread_set_callback and ABT_thread_attr_set_callback: a migration
+ * of the ULT calls its callback with the ULT and the argument given;
+ * ABT_thread_get_attr gives it back. */
+static atomic_int mig_calls;
+static ABT_thread mig_seen;
+static void *mig_arg_seen;
+
+static void mig_cb(ABT_thread t, void *arg)
+{
+    mig_seen = t;
+    mig_arg_seen = arg;
+    atomic_fetch_add(&mig_calls, 1);
+}
+
+static void test_thread_migrate_callback(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream es1;
+    ABT_pool p0 = at_main_pool(), p1, other;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_FALSE,
+                                &other));
+    int tag1, tag2;
+    atomic_store(&mig_calls, 0);
+    atomic_store(&counter, 0);
+    /* Set on the unit. */
+    ABT_thread t;
+    AT_OK(ABT_thread_create(other, add_one, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_set_callback(t, mig_cb, &tag1));
+    AT_OK(ABT_thread_migrate_to_pool(t, p1));
+    CU_ASSERT_EQUAL(atomic_load(&mig_calls), 1);
+    CU_ASSERT_PTR_EQUAL(mig_seen, t);
+    CU_ASSERT_PTR_EQUAL(mig_arg_seen, &tag1);
+    AT_OK(ABT_thread_free(&t));
+    /* Given by the attribute; read back. */
+    ABT_thread_attr attr, got;
+    AT_OK(ABT_thread_attr_create(&attr));
+    AT_OK(ABT_thread_attr_set_callback(attr, mig_cb, &tag2));
+    AT_OK(ABT_thread_create(other, add_one, NULL, attr, &t));
+    AT_OK(ABT_thread_get_attr(t, &got));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_FATAL(f != NULL);
+    AT_OK(ABT_info_print_thread_attr(f, got));
+    fclose(f);
+    char want[64];
+    snprintf(want, sizeof want, "cb_arg:%p", (void *)&tag2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, want));
+    free(buf);
+    AT_OK(ABT_thread_attr_free(&got));
+    AT_OK(ABT_thread_migrate_to_xstream(t, es1));
+    CU_ASSERT_EQUAL(atomic_load(&mig_calls), 2);
+    CU_ASSERT_PTR_EQUAL(mig_arg_seen, &tag2);
+    AT_OK(ABT_thread_free(&t));
+    /* Removed: no call. */
+    AT_OK(ABT_thread_create(other, add_one, NULL, attr, &t));
+    AT_OK(ABT_thread_set_callback(t, NULL, NULL));
+    AT_OK(ABT_thread_migrate_to_pool(t, p0));
+    CU_ASSERT_EQUAL(atomic_load(&mig_calls), 2);
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 3);
+    CU_ASSERT_EQUAL(ABT_thread_set_callback(ABT_THREAD_NULL, mig_cb, NULL),
+                    ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_thread_attr_set_callback(ABT_THREAD_ATTR_NULL, mig_cb,
+                                                 NULL),
+                    ABT_ERR_INV_THREAD_ATTR);
+    AT_OK(ABT_thread_attr_free(&attr));
+    AT_OK(ABT_pool_free(&other));
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t thread_tests[] = {
     {"stack_guard_env", test_thread_stack_guard_env},
     {"yield_order", test_thread_yield_order},
@@ -680,6 +754,7 @@ static const ch_test_t thread_tests[] = {
     {"migrate", test_thread_migrate},
     {"after_join", test_thread_after_join},
     {"cancel", test_thread_cancel},
+    {"migrate_callback", test_thread_migrate_callback},
     {NULL, NULL}};
 
 /* ---- task ------------------------------------------------------------------ */
@@ -2132,12 +2207,10 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(ABT_info_query_config((ABT_info_query_kind)999, &b),
                     ABT_ERR_INV_QUERY_KIND);
     /* A call not supported yet answers ABT_ERR_FEATURE_NA, every time. */
-    ABT_thread self;
-    AT_OK(ABT_thread_self(&self));
-    CU_ASSERT_EQUAL(ABT_thread_set_callback(self, NULL, NULL),
-                    ABT_ERR_FEATURE_NA);
-    CU_ASSERT_EQUAL(ABT_thread_set_callback(self, NULL, NULL),
-                    ABT_ERR_FEATURE_NA);
+    ABT_xstream self;
+    AT_OK(ABT_xstream_self(&self));
+    CU_ASSERT_EQUAL(ABT_xstream_cancel(self), ABT_ERR_FEATURE_NA);
+    CU_ASSERT_EQUAL(ABT_xstream_cancel(self), ABT_ERR_FEATURE_NA);
     AT_OK(ABT_finalize());
 }
 
