@@ -5,6 +5,8 @@
 #ifndef COEXEC_TEST_ABT_H
 #define COEXEC_TEST_ABT_H
 
+#include <stdio.h>
+
 #include <abt.h>
 
 #include "harness.h"
@@ -20,6 +22,28 @@ static inline ABT_pool at_main_pool(void)
     AT_OK(ABT_xstream_self(&self));
     AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
     return pool;
+}
+
+/* A stream in memory for a printer's output, and what it holds once
+ * closed (the caller frees it). */
+typedef struct {
+    FILE *f;
+    char *buf;
+    size_t len;
+} mem_t;
+
+static inline void mem_open(mem_t *m)
+{
+    m->buf = NULL;
+    m->len = 0;
+    m->f = open_memstream(&m->buf, &m->len);
+    CU_ASSERT_FATAL(m->f != NULL);
+}
+
+static inline char *mem_close(mem_t *m)
+{
+    fclose(m->f);
+    return m->buf;
 }
 
 extern const ch_test_t abt_eventual_tests[];

@@ -712,12 +712,10 @@ static void test_thread_migrate_callback(void)
     AT_OK(ABT_thread_attr_set_callback(attr, mig_cb, &tag2));
     AT_OK(ABT_thread_create(other, add_one, NULL, attr, &t));
     AT_OK(ABT_thread_get_attr(t, &got));
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    CU_ASSERT_FATAL(f != NULL);
-    AT_OK(ABT_info_print_thread_attr(f, got));
-    fclose(f);
+    mem_t m;
+    mem_open(&m);
+    AT_OK(ABT_info_print_thread_attr(m.f, got));
+    char *buf = mem_close(&m);
     char want[64];
     snprintf(want, sizeof want, "cb_arg:%p", (void *)&tag2);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, want));
@@ -1069,12 +1067,10 @@ static void test_pool_print_all(void)
             AT_OK(ABT_unit_get_thread(lu.u[i], &th));
             CU_ASSERT_PTR_EQUAL(th, t[i]);
         }
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        CU_ASSERT_FATAL(f != NULL);
-        AT_OK(ABT_info_print_thread_stacks_in_pool(f, pool));
-        fclose(f);
+        mem_t m;
+        mem_open(&m);
+        AT_OK(ABT_info_print_thread_stacks_in_pool(m.f, pool));
+        char *buf = mem_close(&m);
         CU_ASSERT_PTR_NOT_NULL(strstr(buf, ": 4 units =="));
         free(buf);
         /* Pops take them in the listed order. */

@@ -330,27 +330,6 @@ static const ch_test_t affinity_tests[] = {{"set_get", test_affinity},
 
 /* ---- dump ------------------------------------------------------------------- */
 
-/* An open_memstream and what it holds once closed. */
-typedef struct {
-    FILE *f;
-    char *buf;
-    size_t len;
-} mem_t;
-
-static void mem_open(mem_t *m)
-{
-    m->buf = NULL;
-    m->len = 0;
-    m->f = open_memstream(&m->buf, &m->len);
-    CU_ASSERT_FATAL(m->f != NULL);
-}
-
-static char *mem_close(mem_t *m)
-{
-    fclose(m->f);
-    return m->buf;
-}
-
 static atomic_int g_go, g_spin_stop, g_cb_calls, g_cb_timeout;
 static void *g_cb_arg;
 
