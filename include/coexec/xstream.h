@@ -86,6 +86,20 @@ coexec_xstream_create(const coexec_xstream_attr_t *attr, coexec_xstream_t *out);
 COEXEC_API COEXEC_NODISCARD int coexec_xstream_join(coexec_xstream_t xs);
 
 /*
+ * Asks xs to stop once its main scheduler's pools are empty, as
+ * coexec_xstream_join does, without waiting: the stream runs what is
+ * queued, then leaves its loop; a later coexec_xstream_join or _free
+ * reaps it (and gives units woken with its default pool as home to the
+ * primary). A unit of xs may ask it of its own stream. Posts to xs are
+ * refused from now on (COEXEC_ESTATE).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK (also when already asked); COEXEC_EHANDLE;
+ * COEXEC_EPERM for the primary; COEXEC_ESTATE (joined already);
+ * COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_xstream_stop(coexec_xstream_t xs);
+
+/*
  * Joins *xs if needed, frees it and its default pool and scheduler, and
  * clears *xs.
  * Context, Switches and Returns: as coexec_xstream_join; also COEXEC_EINVAL

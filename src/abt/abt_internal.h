@@ -215,15 +215,6 @@ void abtx_detached_end(ABT_thread t);
  * ABT_ERR_INV_* for a bad handle, other its code for a wrong state. */
 int abtx_err(int rc, int inv, int other);
 
-/* Prints "libcoexec-abt: <name> is not supported yet" once per name and
- * returns ABT_ERR_FEATURE_NA. */
-int abtx_na(const char *name, atomic_int *once);
-#define ABTX_NA(name)                                                          \
-    do {                                                                       \
-        static atomic_int once_;                                               \
-        return abtx_na(name, &once_);                                          \
-    } while (0)
-
 /* Drops a result that does not matter (the calls are NODISCARD). */
 #define ABTX_IGNORE(call)                                                      \
     do {                                                                       \

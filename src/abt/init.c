@@ -1,7 +1,7 @@
 /*
  * src/abt/init.c: ABT_init/ABT_finalize (reference counted), the running
- * unit's thread-local pointer, error codes and strings, the one-time notes
- * for calls not supported yet, timers and the info queries.
+ * unit's thread-local pointer, error codes and strings, timers and the
+ * info queries.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -96,13 +96,6 @@ int abtx_err(int rc, int inv, int other)
     default:
         return other;
     }
-}
-
-int abtx_na(const char *name, atomic_int *once)
-{
-    if (atomic_exchange_explicit(once, 1, memory_order_relaxed) == 0)
-        fprintf(stderr, "libcoexec-abt: %s is not supported yet\n", name);
-    return ABT_ERR_FEATURE_NA;
 }
 
 /* A boolean environment variable: 1/y/yes/true/on, 0/n/no/false/off. */

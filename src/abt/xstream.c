@@ -532,15 +532,34 @@ int ABT_xstream_set_cpubind(ABT_xstream xstream, int cpuid)
     return ABT_xstream_set_affinity(xstream, 1, &cpuid);
 }
 
-int ABT_xstream_exit(void)
-{
-    ABTX_NA("ABT_xstream_exit");
-}
-
+/* Asks x to stop once it has run what is queued (coexec_xstream_stop); its
+ * join or free reaps it. */
 int ABT_xstream_cancel(ABT_xstream xstream)
 {
-    (void)xstream;
-    ABTX_NA("ABT_xstream_cancel");
+    ABTX_CHECK_INIT();
+    if (!abtx_xstream(xstream) || xstream->primary)
+        return ABT_ERR_INV_XSTREAM;
+    int rc = coexec_xstream_stop(xstream->cx);
+    if (rc == COEXEC_ESTATE)
+        return ABT_SUCCESS; /* joined already: stopped */
+    return abtx_err(rc, ABT_ERR_INV_XSTREAM, ABT_ERR_XSTREAM);
+}
+
+/* The calling ULT's stream is asked to stop, and the ULT ends (it does not
+ * return when that works). */
+int ABT_xstream_exit(void)
+{
+    ABTX_CHECK_INIT();
+    ABT_xstream x = abtx_xstream_self();
+    if (!x)
+        return ABT_ERR_INV_XSTREAM;
+    ABT_thread self = abtx_cur_get();
+    if (!self || !self->is_ult || self->is_main)
+        return ABT_ERR_INV_THREAD;
+    if (x->primary)
+        return ABT_ERR_INV_XSTREAM;
+    int rc = ABT_xstream_cancel(x);
+    return rc ? rc : ABT_self_exit();
 }
 
 /* ---- stream barrier ------------------------------------------------------ */

@@ -622,14 +622,21 @@ static bool waits_inside(struct coexec_unit_rec *u, struct coexec_xstream_rec *x
     return !elsewhere;
 }
 
-static int join_checks(coexec_xstream_t xs)
+/* The checks of every call that stops a stream: a live secondary one. */
+static int secondary_checks(coexec_xstream_t xs)
 {
     RT_CHECK();
     int rc = CHECK_HANDLE(xs);
     if (rc)
         return rc;
-    if (xs.p->is_primary)
-        return COEXEC_EPERM;
+    return xs.p->is_primary ? COEXEC_EPERM : COEXEC_OK;
+}
+
+static int join_checks(coexec_xstream_t xs)
+{
+    int rc = secondary_checks(xs);
+    if (rc)
+        return rc;
     struct coexec_xstream_rec *me = coexec__xs_self();
     /* The caller's kind first: a tasklet or a scheduler loop cannot wait,
      * whichever stream runs it. */
@@ -641,6 +648,19 @@ static int join_checks(coexec_xstream_t xs)
         return COEXEC_EDEADLK;
     if (me && !xs.p->joined && waits_inside(me->cur, xs.p))
         return COEXEC_EDEADLK;
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_xstream_stop(coexec_xstream_t xs)
+{
+    int rc = secondary_checks(xs);
+    if (rc)
+        return rc;
+    if (xs.p->joined)
+        return COEXEC_ESTATE;
+    /* As a join's first step; the join (or free) that reaps it follows. */
+    atom_store_rel_u32(&xs.p->stop, 1);
+    xs_kick(xs.p);
     return COEXEC_OK;
 }
 

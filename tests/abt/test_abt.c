@@ -19,7 +19,7 @@
  *             ABT_pool_remove and ABT_pool_print_all with and without the
  *             program's p_remove and p_print_all
  *   timer     timers and ABT_get_wtime move forward
- *   errors    error strings, info queries, an unsupported call's code
+ *   errors    error strings, info queries
  */
 #include <pthread.h>
 #include <signal.h>
@@ -237,9 +237,13 @@ static void test_xstream_main_pools(void)
     AT_OK(ABT_finalize());
 }
 
+/* (Below, with the helpers it shares with the thread suite.) */
+static void test_xstream_cancel_exit(void);
+
 static const ch_test_t xstream_tests[] = {
     {"ranks", test_xstream_ranks},
     {"main_pools", test_xstream_main_pools},
+    {"cancel_exit", test_xstream_cancel_exit},
     {NULL, NULL}};
 
 /* ---- thread ------------------------------------------------------------------ */
@@ -740,6 +744,71 @@ static void test_thread_migrate_callback(void)
     AT_OK(ABT_thread_attr_free(&attr));
     AT_OK(ABT_pool_free(&other));
     AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
+/* ABT_xstream_cancel: the stream stops once it ran what is queued, its
+ * join reaps it. ABT_xstream_exit: a ULT ends and so does its stream. */
+static atomic_int exit_returned;
+
+static void exit_stream_ult(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&counter, 1);
+    AT_CHECK_OK(ABT_xstream_exit());
+    atomic_store(&exit_returned, 1); /* never: the ULT ended */
+}
+
+static void *exit_from_pthread(void *arg)
+{
+    *(int *)arg = ABT_xstream_exit();
+    return NULL;
+}
+
+static void test_xstream_cancel_exit(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream es1, es2, self;
+    ABT_pool p1, p2;
+    atomic_store(&counter, 0);
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    for (int i = 0; i < 5; i++)
+        AT_OK(ABT_thread_create(p1, add_one, NULL, ABT_THREAD_ATTR_NULL,
+                                NULL));
+    AT_OK(ABT_xstream_cancel(es1));
+    AT_OK(ABT_xstream_cancel(es1));
+    AT_OK(ABT_xstream_free(&es1));
+    CU_ASSERT_EQUAL(atomic_load(&counter), 5);
+    /* A ULT ends its stream. */
+    atomic_store(&exit_returned, 0);
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es2));
+    AT_OK(ABT_xstream_get_main_pools(es2, 1, &p2));
+    ABT_thread t;
+    AT_OK(ABT_thread_create(p2, exit_stream_ult, NULL, ABT_THREAD_ATTR_NULL,
+                            &t));
+    AT_OK(ABT_thread_free(&t));
+    ABT_xstream_state st = ABT_XSTREAM_STATE_RUNNING;
+    for (int spins = 0; spins < 200000; spins++) {
+        AT_OK(ABT_xstream_get_state(es2, &st));
+        if (st == ABT_XSTREAM_STATE_TERMINATED)
+            break;
+        usleep(50);
+    }
+    CU_ASSERT_EQUAL(st, ABT_XSTREAM_STATE_TERMINATED);
+    CU_ASSERT_EQUAL(atomic_load(&exit_returned), 0);
+    CU_ASSERT_EQUAL(atomic_load(&counter), 6);
+    AT_OK(ABT_xstream_free(&es2));
+    /* Errors: the primary, no stream, the main ULT, an external thread. */
+    AT_OK(ABT_xstream_self(&self));
+    CU_ASSERT_EQUAL(ABT_xstream_cancel(self), ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(ABT_xstream_cancel(ABT_XSTREAM_NULL), ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(ABT_xstream_exit(), ABT_ERR_INV_THREAD);
+    int ext_rc = ABT_SUCCESS;
+    pthread_t th;
+    pthread_create(&th, NULL, exit_from_pthread, &ext_rc);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(ext_rc, ABT_ERR_INV_XSTREAM);
     AT_OK(ABT_finalize());
 }
 
@@ -2202,11 +2271,6 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(b, ABT_TRUE);
     CU_ASSERT_EQUAL(ABT_info_query_config((ABT_info_query_kind)999, &b),
                     ABT_ERR_INV_QUERY_KIND);
-    /* A call not supported yet answers ABT_ERR_FEATURE_NA, every time. */
-    ABT_xstream self;
-    AT_OK(ABT_xstream_self(&self));
-    CU_ASSERT_EQUAL(ABT_xstream_cancel(self), ABT_ERR_FEATURE_NA);
-    CU_ASSERT_EQUAL(ABT_xstream_cancel(self), ABT_ERR_FEATURE_NA);
     AT_OK(ABT_finalize());
 }
 

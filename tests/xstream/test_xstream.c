@@ -1400,7 +1400,69 @@ static void t_join_sharing_a_pool(void)
     ch_finalize();
 }
 
+/* A unit of the stream asks its own stream to stop. */
+static void stop_own_stream(void *arg)
+{
+    (void)arg;
+    coexec_xstream_t me;
+    CH_CHECK_RC(coexec_xstream_self(&me), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_stop(me), COEXEC_OK);
+    atomic_fetch_add(&ch_count, 1);
+}
+
+/* coexec_xstream_stop: the stream runs what is queued, then leaves its loop
+ * without anyone waiting for it; posts are refused from then on; a join
+ * or free reaps it. Errors: the primary, a joined and a freed stream. */
+static void t_stop_then_join(void)
+{
+    ch_init(1);
+    long n = ch_iters(300, 30);
+    for (int own = 0; own < 2; own++) {
+        atomic_store(&ch_count, 0);
+        coexec_xstream_t xs;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(NULL, &xs));
+        for (long i = 0; i < n; i++) {
+            if (i % 2)
+                CH_ASSERT_OK(coexec_thread_create_on(xs, yield_count_ult,
+                                                     (void *)(intptr_t)(i % 3),
+                                                     NULL, NULL));
+            else
+                CH_ASSERT_OK(coexec_tasklet_create_on(xs, ch_count_tasklet,
+                                                      NULL, NULL));
+        }
+        if (own) {
+            CH_ASSERT_OK(coexec_thread_create_on(xs, stop_own_stream, NULL,
+                                                 NULL, NULL));
+        } else {
+            CH_ASSERT_OK(coexec_xstream_stop(xs));
+            CH_ASSERT_OK(coexec_xstream_stop(xs)); /* again: the same */
+            CH_ASSERT_RC(coexec_xstream_post(xs, ch_count_tasklet, NULL),
+                         COEXEC_ESTATE);
+        }
+        /* It stops by itself, after everything queued ran. */
+        coexec_xstream_state_t st = COEXEC_XSTREAM_RUNNING;
+        for (int spins = 0; spins < 200000; spins++) {
+            CH_ASSERT_OK(coexec_xstream_get_state(xs, &st));
+            if (st == COEXEC_XSTREAM_TERMINATED)
+                break;
+            usleep(50);
+        }
+        CH_ASSERT_EQ(st, COEXEC_XSTREAM_TERMINATED);
+        CH_ASSERT_EQ(atomic_load(&ch_count), n + own);
+        CH_ASSERT_OK(coexec_xstream_join(xs));
+        CH_ASSERT_RC(coexec_xstream_stop(xs), COEXEC_ESTATE);
+        coexec_xstream_t old = xs;
+        CH_ASSERT_OK(coexec_xstream_free(&xs));
+        CH_ASSERT_RC(coexec_xstream_stop(old), COEXEC_EHANDLE);
+    }
+    coexec_xstream_t primary;
+    CH_ASSERT_OK(coexec_xstream_by_rank(0, &primary));
+    CH_ASSERT_RC(coexec_xstream_stop(primary), COEXEC_EPERM);
+    ch_finalize();
+}
+
 static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain_on_join},
+                                        {"stop_then_join", t_stop_then_join},
                                         {"join_while_sharing_a_pool", t_join_sharing_a_pool},
                                         {NULL, NULL}};
 
