@@ -240,11 +240,12 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_remove(coexec_pool_t pool,
 
 /*
  * Calls fn(arg, unit) for each unit queued in pool, in the order pops take
- * them (a PRIO pool: most urgent level first, oldest first in a level; a
- * work-stealing deque: newest first, then the units queued from other
- * streams), holding the pool's lock: fn must not block, nor push into,
- * take from or free this pool (that would deadlock), and should be short.
- * A unit a thief steals from a deque meanwhile may still be visited. For
+ * them (a PRIO pool: most urgent level first, oldest first in a level),
+ * holding the pool's lock: fn must not block, nor push into, take from or
+ * free this pool (that would deadlock), and should be short. A
+ * work-stealing deque lists only the units queued into it from other
+ * streams (its side queue): the ones its owner pushed are popped and
+ * stolen without the lock, so they cannot be listed safely. For
  * inspection and printing (it changes nothing).
  * Context: any thread (a private pool: its owner stream only). Switches:
  * never.

@@ -90,11 +90,11 @@ COEXEC_API COEXEC_NODISCARD int coexec_xstream_join(coexec_xstream_t xs);
  * coexec_xstream_join does, without waiting: the stream runs what is
  * queued, then leaves its loop; a later coexec_xstream_join or _free
  * reaps it (and gives units woken with its default pool as home to the
- * primary). A unit of xs may ask it of its own stream. Posts to xs are
- * refused from now on (COEXEC_ESTATE).
+ * primary). A unit of xs may ask it of its own stream. Posts to xs from
+ * other threads are refused from now on (COEXEC_ESTATE).
  * Context: any thread. Switches: never.
  * Returns: COEXEC_OK (also when already asked); COEXEC_EHANDLE;
- * COEXEC_EPERM for the primary; COEXEC_ESTATE (joined already);
+ * COEXEC_EPERM for the primary; COEXEC_ESTATE (being joined or joined);
  * COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_xstream_stop(coexec_xstream_t xs);

@@ -286,8 +286,8 @@ int ABT_finalize(void)
     abtx_xstream_restore_primary();
     abtx_keys_release(self);
     abtx_unit_release(self); /* a user-defined pool's unit for main */
+    abtx_tool_release(); /* coexec's finalize frees what it replaced */
     int rc = coexec_finalize();
-    abtx_tool_release();
     abtx_g.refcount = 0;
     abtx_cur_set(NULL);
     abtx_thread_cache_drain();

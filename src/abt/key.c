@@ -29,9 +29,9 @@ struct ABT_key_opaque {
 };
 
 struct abtx_ktab {
-    /* ABT_thread_set_callback: called after each migration of the unit
-     * (src/abt/thread.c); kept here, beside the values, since few units
-     * have one. */
+    /* ABT_thread_set_callback: called by each ABT_thread_migrate_* call
+     * once coexec accepted the move (src/abt/thread.c); kept here, beside
+     * the values, since few units have one. */
     void (*mig_cb)(ABT_thread, void *);
     void *mig_arg;
     uint32_t cap;

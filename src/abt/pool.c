@@ -1000,9 +1000,10 @@ static void list_hand(struct list_to *to, ABT_thread t, coexec_unit_t cu)
     } else if (to->on_thread) {
         to->on_thread(to->arg, t);
     } else {
-        to->on_unit(to->arg, t->unit && t->unit_pool == to->pool
-                                 ? t->unit
-                                 : (ABT_unit)t);
+        /* A built-in pool's unit is its record (unit_of); only a
+         * program's pool has units of its own. */
+        bool own = to->pool->def && t->unit && t->unit_pool == to->pool;
+        to->on_unit(to->arg, own ? t->unit : (ABT_unit)t);
     }
 }
 

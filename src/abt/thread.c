@@ -1545,13 +1545,11 @@ int ABT_thread_migrate_to_pool(ABT_thread thread, ABT_pool pool)
     thread->pool = pool;
     /* Its callback, once the move is made (or, for a unit running
      * elsewhere, asked for: it happens at its next yield or wake). */
-    if (__builtin_expect(thread->keys != NULL, 0)) {
-        void (*cb)(ABT_thread, void *);
-        void *arg;
-        abtx_mig_cb_get(thread, &cb, &arg);
-        if (cb)
-            cb(thread, arg);
-    }
+    void (*cb)(ABT_thread, void *);
+    void *arg;
+    abtx_mig_cb_get(thread, &cb, &arg); /* under the record's key lock */
+    if (cb)
+        cb(thread, arg);
     return ABT_SUCCESS;
 }
 

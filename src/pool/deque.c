@@ -396,22 +396,16 @@ static void dq_fini(struct coexec_pool_rec *p)
     p->istate = NULL;
 }
 
-/* The deque's units newest first, then the side queue's oldest first. A
- * thief may take a slot's unit meanwhile: what is visited is whatever
- * still names p as its home and says it is queued. */
+/* The side queue's units, oldest first: those are under p->lock. The
+ * deque's own span is not listed: its owner pops and thieves steal there
+ * without the lock, so a unit seen in a slot may be running, finished or
+ * recycled by the time it is visited. */
 static void dq_foreach(struct coexec_pool_rec *p,
                        void (*visit)(void *ctx, struct coexec_unit_rec *u),
                        void *ctx)
 {
     struct deque *d = dq_of(p);
     pool_lock(p);
-    struct dq_array *a = atom_load_acq_ptr(&d->array);
-    uint64_t t = atom_load_acq_u64(&d->top), b = atom_load_acq_u64(&d->bottom);
-    for (uint64_t i = b; (int64_t)(i - t) > 0; i--) {
-        struct coexec_unit_rec *u = atom_load_acq_ptr(&a->slot[(i - 1) & a->mask]);
-        if (u && unit_inpool(u) && unit_pool(u) == p)
-            visit(ctx, u);
-    }
     for (struct coexec_unit_rec *u = d->side_head; u; u = u->next)
         visit(ctx, u);
     pool_unlock(p);

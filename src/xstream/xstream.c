@@ -656,7 +656,8 @@ COEXEC_API int coexec_xstream_stop(coexec_xstream_t xs)
     int rc = secondary_checks(xs);
     if (rc)
         return rc;
-    if (xs.p->joined)
+    /* A public join or free has claimed it (join_claim, atomic). */
+    if (atom_load_acq_u32(&xs.p->join_claim) != 0)
         return COEXEC_ESTATE;
     /* As a join's first step; the join (or free) that reaps it follows. */
     atom_store_rel_u32(&xs.p->stop, 1);
