@@ -812,6 +812,96 @@ static void test_xstream_cancel_exit(void)
     AT_OK(ABT_finalize());
 }
 
+/* Races found by review, each with the call that raced:
+ * - a migration's callback lookup against the unit setting keys;
+ * - ABT_xstream_cancel from a ULT against the join of that stream;
+ * - listings of a RANDWS pool while a stream runs (and thieves take)
+ *   unnamed units queued into it. */
+static ABT_key race_key;
+static atomic_int race_stop;
+
+static void key_setter(void *arg)
+{
+    (void)arg;
+    /* Its own table is made here, on its stream, while it is migrated. */
+    ABT_thread me;
+    AT_CHECK_OK(ABT_thread_self(&me));
+    AT_CHECK_OK(ABT_thread_set_callback(me, mig_cb, NULL));
+    for (intptr_t i = 1; !atomic_load(&race_stop); i++) {
+        AT_CHECK_OK(ABT_key_set(race_key, (void *)i));
+        AT_CHECK_OK(ABT_thread_yield());
+    }
+}
+
+static void cancel_target(void *arg)
+{
+    ABT_xstream *x = arg;
+    int rc = ABT_xstream_cancel(*x);
+    CH_CHECK(rc == ABT_SUCCESS || rc == ABT_ERR_INV_XSTREAM);
+}
+
+static void count_unit(void *arg, ABT_unit u)
+{
+    (void)u;
+    ++*(long *)arg;
+}
+
+static void test_review_races(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    long iters = ch_iters(2000, 200);
+    ABT_xstream es1, es2;
+    ABT_pool p0 = at_main_pool(), p1;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    /* 1. Migrations of a ULT that keeps setting a key. */
+    AT_OK(ABT_key_create(NULL, &race_key));
+    atomic_store(&mig_calls, 0);
+    ABT_thread t;
+    for (int r = 0; r < 20; r++) { /* each ULT makes its table anew */
+        atomic_store(&race_stop, 0);
+        AT_OK(ABT_thread_create(p1, key_setter, NULL, ABT_THREAD_ATTR_NULL,
+                                &t));
+        for (long i = 0; i < iters / 20 + 2; i++) {
+            int rc = ABT_thread_migrate_to_pool(t, i % 2 ? p0 : p1);
+            CU_ASSERT(rc == ABT_SUCCESS || rc == ABT_ERR_MIGRATION_TARGET);
+            AT_OK(ABT_thread_yield());
+        }
+        atomic_store(&race_stop, 1);
+        AT_OK(ABT_thread_free(&t));
+    }
+    /* (How many moves found the callback set depends on timing: the
+     * callback itself is checked by migrate_callback.) */
+    AT_OK(ABT_key_free(&race_key));
+    /* 2. A cancel racing the join of the same stream. */
+    for (int r = 0; r < 20; r++) {
+        AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es2));
+        AT_OK(ABT_thread_create(p1, cancel_target, &es2, ABT_THREAD_ATTR_NULL,
+                                &t));
+        AT_OK(ABT_xstream_join(es2));
+        AT_OK(ABT_thread_free(&t));
+        AT_OK(ABT_xstream_free(&es2));
+    }
+    /* 3. Listings of a RANDWS pool that a stream runs. */
+    ABT_pool ws;
+    AT_OK(ABT_pool_create_basic(ABT_POOL_RANDWS, ABT_POOL_ACCESS_MPMC,
+                                ABT_FALSE, &ws));
+    AT_OK(ABT_xstream_create_basic(ABT_SCHED_RANDWS, 1, &ws,
+                                   ABT_SCHED_CONFIG_NULL, &es2));
+    atomic_store(&counter, 0);
+    long listed = 0;
+    for (long i = 0; i < iters; i++) {
+        AT_OK(ABT_task_create(ws, add_one, NULL, NULL));
+        AT_OK(ABT_pool_print_all(ws, &listed, count_unit));
+    }
+    AT_OK(ABT_xstream_free(&es2));
+    CU_ASSERT_EQUAL(atomic_load(&counter), iters);
+    CU_ASSERT(listed <= iters * (iters + 1) / 2);
+    AT_OK(ABT_pool_free(&ws));
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t thread_tests[] = {
     {"stack_guard_env", test_thread_stack_guard_env},
     {"yield_order", test_thread_yield_order},
@@ -822,6 +912,7 @@ static const ch_test_t thread_tests[] = {
     {"after_join", test_thread_after_join},
     {"cancel", test_thread_cancel},
     {"migrate_callback", test_thread_migrate_callback},
+    {"review_races", test_review_races},
     {NULL, NULL}};
 
 /* ---- task ------------------------------------------------------------------ */
