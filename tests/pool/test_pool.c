@@ -816,6 +816,22 @@ static void hit_ult(void *arg)
     g_order[k] = i;
 }
 
+/* The per-unit hit counts and run order of n units (hit_tasklet,
+ * hit_ult), and their release. */
+static void hits_alloc(long n)
+{
+    g_hits = calloc((size_t)n, sizeof *g_hits);
+    g_order = calloc((size_t)n, sizeof *g_order);
+    CU_ASSERT_FATAL(g_hits && g_order);
+    atomic_store(&g_order_n, 0);
+}
+
+static void hits_free(void)
+{
+    free(g_hits);
+    free(g_order);
+}
+
 static void *served_producer(void *arg)
 {
     served_t *s = arg;
@@ -837,9 +853,7 @@ static void run_served(coexec_pool_access_t acc, int nprod)
 {
     long per = ch_iters(20000, 1000);
     long n = per * nprod;
-    g_hits = calloc((size_t)n, sizeof *g_hits);
-    g_order = calloc((size_t)n, sizeof *g_order);
-    atomic_store(&g_order_n, 0);
+    hits_alloc(n);
     ch_stream_t st;
     coexec_sched_config_t sc;
     memset(&st, 0, sizeof st);
@@ -878,8 +892,7 @@ static void run_served(coexec_pool_access_t acc, int nprod)
             last[p] = i;
     }
     CH_ASSERT_EQ(order_bad, 0);
-    free(g_hits);
-    free(g_order);
+    hits_free();
 }
 
 static void t_served_mpsc(void)
@@ -2085,11 +2098,9 @@ static void t_remove_races_pop(void)
 {
     ch_init(1);
     long n = ch_iters(20000, 1000);
-    g_hits = calloc((size_t)n, sizeof *g_hits);
-    g_order = calloc((size_t)n, sizeof *g_order);
+    hits_alloc(n);
     coexec_tasklet_t *k = calloc((size_t)n, sizeof *k);
     char *removed = calloc((size_t)n, 1);
-    atomic_store(&g_order_n, 0);
     ch_stream_t st;
     CH_ASSERT_OK_FATAL(ch_stream_create(&st, COEXEC_SCHED_BASIC));
     long nremoved = 0;
@@ -2125,8 +2136,7 @@ static void t_remove_races_pop(void)
     CH_ASSERT_EQ(atomic_load(&g_order_n), n);
     /* Both sides won some (the stream is slower to start than a remove). */
     CU_ASSERT(nremoved > 0);
-    free(g_hits);
-    free(g_order);
+    hits_free();
     free(k);
     free(removed);
     ch_finalize();
@@ -2238,9 +2248,7 @@ static void t_foreach_while_served(void)
 {
     ch_init(1);
     long n = ch_iters(4000, 400);
-    g_hits = calloc((size_t)n, sizeof *g_hits);
-    g_order = calloc((size_t)n, sizeof *g_order);
-    atomic_store(&g_order_n, 0);
+    hits_alloc(n);
     ch_stream_t st;
     CH_ASSERT_OK_FATAL(ch_stream_create(&st, COEXEC_SCHED_BASIC));
     long over = 0;
@@ -2256,8 +2264,7 @@ static void t_foreach_while_served(void)
     for (long i = 0; i < n; i++)
         bad += atomic_load(&g_hits[i]) != 1;
     CH_ASSERT_EQ(bad, 0);
-    free(g_hits);
-    free(g_order);
+    hits_free();
     ch_finalize();
 }
 
