@@ -51,11 +51,14 @@ static void *os_thread_main(void *arg)
 {
     struct os_start *st = arg;
     self_start = st;
+    /* The mask first, then the name: a thread seen under its name has
+     * the mask it keeps (not the creation's, which blocks everything
+     * asynchronous). */
+    if (st->user_signals)
+        pthread_sigmask(SIG_SETMASK, &st->mask, NULL);
     /* The thread names itself (a prctl): naming another thread opens a
      * file under /proc, a descriptor a concurrent fork would inherit. */
     IGNORE_RESULT(pthread_setname_np(pthread_self(), st->name));
-    if (st->user_signals)
-        pthread_sigmask(SIG_SETMASK, &st->mask, NULL);
     void *ret = st->fn(st->arg);
     self_start = NULL;
     free(st);

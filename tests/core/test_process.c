@@ -848,7 +848,8 @@ static void check_blocked(const char *comm, unsigned long long blk, void *arg)
 
 /* glibc starts a thread with every signal blocked, until it puts the
  * creator's mask in place (a thread seen then blocks SIGSEGV too), and a
- * library thread names itself once running: count those past both. */
+ * library thread names itself once its own mask is set: count those past
+ * both, whose mask is then final. */
 static void count_ready(const char *comm, unsigned long long blk, void *arg)
 {
     if (library_thread(comm) && !(blk & SIGBIT(SIGSEGV)))
