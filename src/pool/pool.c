@@ -102,7 +102,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     p->live = 1;
     atom_store_rlx_ptr(&p->producer, NULL);
     atom_store_rlx_ptr(&p->consumer, NULL);
-    p->owner_xs = NULL;
+    pool_owner_set(p, NULL);
     p->free_next = NULL;
     atom_store_rel_u64(&p->gen, gen);
     pthread_mutex_unlock(&coexec__g.lock);
@@ -658,7 +658,7 @@ COEXEC_API int coexec_pool_remove(coexec_pool_t pool, coexec_unit_t unit)
         return rc;
     struct coexec_xstream_rec *xs = coexec__xs_self();
     /* A private pool's list is its owner's alone (no lock is taken). */
-    if (!p->shared && p->owner_xs && p->owner_xs != xs)
+    if (pool_foreign(p, xs))
         return COEXEC_EACCESS;
     struct coexec_unit_rec *u = unit.p;
     if (!coexec__pool_remove_as(p, u, xs))
@@ -694,7 +694,7 @@ COEXEC_API int coexec_pool_foreach(coexec_pool_t pool,
     struct coexec_pool_rec *p = pool.p;
     if (p->impl && !p->impl->foreach)
         return COEXEC_ENOSYS;
-    if (!p->shared && p->owner_xs && p->owner_xs != coexec__xs_self())
+    if (pool_foreign(p, coexec__xs_self()))
         return COEXEC_EACCESS;
     struct foreach_ctx c = {fn, arg};
     if (p->impl) {

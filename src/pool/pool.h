@@ -78,10 +78,36 @@ struct coexec_pool_rec {
     uint8_t live; /* made and not yet released (under coexec__g.lock) */
     atom_ptr_t producer;      /* access checks: the bound producer thread */
     atom_ptr_t consumer;      /* ... and consumer thread */
-    struct coexec_xstream_rec *owner_xs; /* stream whose scheduler uses it */
+    /* The stream whose scheduler uses it, for a private pool; set and
+     * cleared by activations (sched/sched.c), read by any thread: only
+     * through pool_owner and pool_owner_set. */
+    struct coexec_xstream_rec *owner_xs;
     struct coexec_pool_rec *free_next;
     struct coexec_pool_rec *all_next; /* list of every record, for finalize */
 };
+
+static inline struct coexec_xstream_rec *
+pool_owner(const struct coexec_pool_rec *p)
+{
+    return __atomic_load_n(&p->owner_xs, __ATOMIC_ACQUIRE);
+}
+
+static inline void pool_owner_set(struct coexec_pool_rec *p,
+                                  struct coexec_xstream_rec *xs)
+{
+    __atomic_store_n(&p->owner_xs, xs, __ATOMIC_RELEASE);
+}
+
+/* Is p a private pool that a stream other than xs owns (whose list only
+ * that stream may touch)? */
+static inline bool pool_foreign(const struct coexec_pool_rec *p,
+                                const struct coexec_xstream_rec *xs)
+{
+    if (p->shared)
+        return false;
+    struct coexec_xstream_rec *o = pool_owner(p);
+    return o && o != xs;
+}
 
 /* Default pools other streams may steal from (src/pool/pool.c; written by
  * the stream registry under coexec__g.lock, read by any stream without it;
@@ -470,14 +496,18 @@ static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
         }
         return p->impl->remove && p->impl->remove(p, u);
     }
-    if (!p->shared) {
+    if (!p->shared && LIKELY(xs) && pool_owner(p) == xs) {
         if (!unit_inpool(u) || unit_pool(u) != p || (u->rflags & RF_STARTED))
             return false;
         list_unlink(p, u);
         return true;
     }
+    /* A shared pool; or a private one that no stream owns, whose lock
+     * keeps a stream from taking it over (coexec__sched_activate) while
+     * this call touches its list. */
     pool_lock(p);
-    bool ok = unit_inpool(u) && unit_pool(u) == p && !(u->rflags & RF_STARTED);
+    bool ok = (p->shared || !pool_owner(p)) && unit_inpool(u) &&
+              unit_pool(u) == p && !(u->rflags & RF_STARTED);
     if (ok)
         list_unlink(p, u);
     pool_unlock(p);

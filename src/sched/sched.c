@@ -183,8 +183,13 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
         coexec__pool_run_begin(p);
         if (!xs || i >= owned)
             continue;
-        if (!p->shared)
-            p->owner_xs = xs;
+        if (!p->shared) {
+            /* Under the lock that a non-owner's remove from an unowned
+             * private pool takes (coexec__pool_remove_as). */
+            pool_lock(p);
+            pool_owner_set(p, xs);
+            pool_unlock(p);
+        }
         coexec__pool_bind_owner(p, true);
         atom_store_rlx_u32(&p->home_cpu, (uint32_t)(xs->cpu + 1));
         if (p->impl && p->kind == COEXEC_POOL_DEQUE)
@@ -202,8 +207,8 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
         bool last = coexec__pool_run_end(p, to);
         if (last && xs && i < owned)
             coexec__pool_bind_owner(p, false); /* nobody runs it now */
-        if (xs && p->owner_xs == xs && !p->shared)
-            p->owner_xs = NULL;
+        if (xs && !p->shared && pool_owner(p) == xs)
+            pool_owner_set(p, NULL);
     }
 }
 

@@ -294,7 +294,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
             may_run_here(u, xs)) {
             if (p) {
-                claimed = (p->shared || p->owner_xs == xs || !p->owner_xs) &&
+                claimed = !pool_foreign(p, xs) &&
                           (run == JOIN_RUN_ANY ||
                            (xs->cur_sched &&
                             sched_serves(xs->cur_sched, p))) &&

@@ -33,7 +33,7 @@ static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
     if (!p || atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
         !pool_may_take(u, xs))
         return false;
-    if (!(p->shared || p->owner_xs == xs || !p->owner_xs))
+    if (pool_foreign(p, xs))
         return false;
     if (started_ok) {
         /* Any queued unit, started or not (yield_to). */
@@ -80,7 +80,7 @@ static bool claim_parked(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
 {
     struct coexec_pool_rec *p = unit_pool(u);
     if (!p || (u->flags & UF_SCHED) ||
-        (!p->shared && p->owner_xs && p->owner_xs != xs))
+        pool_foreign(p, xs))
         return false;
     uint32_t tag = wake_tag_of(gen);
     uint32_t w = atom_load_acq_u32(&u->wake);

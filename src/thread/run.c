@@ -167,12 +167,13 @@ static ALWAYS_INLINE void enqueue_as(struct coexec_unit_rec *u, int how)
 {
     check_dest(u);
     struct coexec_pool_rec *p = unit_pool(u);
-    if (!p->shared && p->owner_xs) {
+    struct coexec_xstream_rec *owner = p->shared ? NULL : pool_owner(p);
+    if (owner) {
         struct coexec_xstream_rec *me = coexec__xs_self();
-        if (me != p->owner_xs) {
+        if (me != owner) {
             /* A private pool is touched by its owner only. */
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-            coexec__mb_push(&p->owner_xs->mb, u);
+            coexec__mb_push(&owner->mb, u);
             return;
         }
     }
@@ -198,8 +199,8 @@ static void wake_enqueue(struct coexec_unit_rec *u)
     uintptr_t key = (uintptr_t)u->prev;
     /* Inline: nothing between the wake's entry and here switches. */
     struct coexec_xstream_rec *self = xs_self_entry();
-    if (!p->shared && p->owner_xs) {
-        struct coexec_xstream_rec *owner = p->owner_xs;
+    struct coexec_xstream_rec *owner = p->shared ? NULL : pool_owner(p);
+    if (owner) {
         if (self != owner) {
             if (self)
                 stat_add(&self->count[XC_WAKES_REMOTE], 1);
@@ -266,7 +267,7 @@ static bool park_commit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u
     if (!(w & WAKE_NOTIFIED)) {
         uintptr_t key = 0;
         struct coexec_pool_rec *p = unit_pool(u);
-        if (!p->shared && p->owner_xs == xs)
+        if (!p->shared && pool_owner(p) == xs)
             key = coexec__mb_slot_take(&xs->mb, u);
         u->prev = (struct coexec_unit_rec *)key;
         if (atom_cas_ar_u32(&u->wake, &w, w | WAKE_PARKED)) {
