@@ -1461,9 +1461,74 @@ static void t_stop_then_join(void)
     ch_finalize();
 }
 
+/* A ULT homed in a stream's private pool, parked when the stream stops,
+ * and woken after the stream left its loop but before anyone joined it:
+ * the wake goes to the stopped stream's mailbox. The join takes what is
+ * there and queues it in its home pool, where the next stream to serve
+ * the pool runs it. (Before, it stayed in the dead mailbox for good.) */
+static void wait_event_ult(void *arg)
+{
+    void *v = NULL;
+    CH_CHECK_RC(coexec_eventual_wait(arg, &v), COEXEC_OK);
+    atomic_fetch_add(&ch_count, 1);
+}
+
+static void t_wake_after_stop(void)
+{
+    ch_init(1);
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&ch_count, 0);
+        coexec_pool_t p;
+        CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO,
+                                              COEXEC_ACCESS_PRIV, &p));
+        coexec_sched_t s1, s2;
+        CH_ASSERT_OK_FATAL(
+            coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &p, 1, NULL, &s1));
+        CH_ASSERT_OK_FATAL(
+            coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &p, 1, NULL, &s2));
+        coexec_eventual_t ev;
+        CH_ASSERT_OK_FATAL(coexec_eventual_init(&ev, 0));
+        /* Queued before any stream owns the pool. */
+        coexec_thread_t u;
+        CH_ASSERT_OK_FATAL(
+            coexec_thread_create(p, wait_event_ult, &ev, NULL, &u));
+        coexec_xstream_attr_t xa;
+        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+        xa.sched = s1;
+        coexec_xstream_t x;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &x));
+        coexec_unit_state_t st = COEXEC_UNIT_READY;
+        CU_ASSERT(CH_WAIT(coexec_thread_get_state(u, &st) == COEXEC_OK &&
+                          st == COEXEC_UNIT_BLOCKED));
+        CH_ASSERT_OK(coexec_xstream_stop(x));
+        coexec_xstream_state_t xst = COEXEC_XSTREAM_RUNNING;
+        CU_ASSERT(CH_WAIT(coexec_xstream_get_state(x, &xst) == COEXEC_OK &&
+                          xst == COEXEC_XSTREAM_TERMINATED));
+        /* The stream has left its loop and nobody has joined it yet. */
+        CH_ASSERT_OK(coexec_eventual_set(&ev, NULL, 0));
+        CH_ASSERT_OK(coexec_xstream_free(&x));
+        CH_ASSERT_EQ(atomic_load(&ch_count), 0);
+        /* A second stream over the same pool runs the woken ULT. */
+        xa.sched = s2;
+        coexec_xstream_t y;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &y));
+        CH_ASSERT_RC(coexec_thread_join_timed(u, 10ull * 1000000000ull),
+                     COEXEC_OK);
+        CH_ASSERT_EQ(atomic_load(&ch_count), 1);
+        CH_ASSERT_OK(coexec_thread_free(&u));
+        CH_ASSERT_OK(coexec_xstream_free(&y));
+        CH_ASSERT_OK(coexec_sched_free(&s1));
+        CH_ASSERT_OK(coexec_sched_free(&s2));
+        CH_ASSERT_OK(coexec_eventual_destroy(&ev));
+        CH_ASSERT_OK(coexec_pool_free(&p));
+    }
+    ch_finalize();
+}
+
 static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain_on_join},
                                         {"stop_then_join", t_stop_then_join},
                                         {"join_while_sharing_a_pool", t_join_sharing_a_pool},
+                                        {"wake_after_stop", t_wake_after_stop},
                                         {NULL, NULL}};
 
 static const ch_test_t many_tests[] = {
