@@ -207,6 +207,38 @@ static ALWAYS_INLINE void unit_arrive(struct coexec_xstream_rec *xs,
     __atomic_store_n(&u->last_rank, (int16_t)xs_rank_of(xs), __ATOMIC_RELAXED);
 }
 
+/* A parked unit's waker-page key (in u->prev) names a slot of the stream
+ * that gave it, in that stream's incarnation: the slot's mailbox key in
+ * the low 16 bits, the low bits of the stream record's generation above,
+ * and the record itself in u->next (unused while the unit is parked). A
+ * key is good only for that stream: after its home pool changed owners,
+ * or the record serves a new stream, the wake goes through the inbox. */
+#define PARK_KEY_BITS 16
+_Static_assert(WPAGES * 64 < (1u << PARK_KEY_BITS), "a slot key fits");
+
+static ALWAYS_INLINE uintptr_t park_key_take(struct coexec_xstream_rec *xs,
+                                             struct coexec_unit_rec *u)
+{
+    uintptr_t slot = coexec__mb_slot_take(&xs->mb, u);
+    if (!slot)
+        return 0;
+    u->next = (struct coexec_unit_rec *)(void *)xs;
+    return ((uintptr_t)atom_load_rlx_u64(&xs->gen) << PARK_KEY_BITS) | slot;
+}
+
+/* The mailbox key of u's parking slot on xs, or 0 (none, or not xs's). */
+static ALWAYS_INLINE uintptr_t park_key_slot(const struct coexec_unit_rec *u,
+                                             struct coexec_xstream_rec *xs)
+{
+    uintptr_t key = (uintptr_t)u->prev;
+    if (!key || (void *)u->next != (void *)xs ||
+        key >> PARK_KEY_BITS !=
+            ((uintptr_t)atom_load_rlx_u64(&xs->gen) <<
+             PARK_KEY_BITS) >> PARK_KEY_BITS)
+        return 0;
+    return key & (((uintptr_t)1 << PARK_KEY_BITS) - 1);
+}
+
 /* Counts a switch of xs's thread to `to`: a unit resumed or started, or
  * (NULL) the scheduler. */
 static ALWAYS_INLINE void count_switch(struct coexec_xstream_rec *xs,

@@ -86,8 +86,9 @@ static bool claim_parked(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
     uint32_t w = atom_load_acq_u32(&u->wake);
     if (w != (tag | WAKE_PARKED) || !atom_cas_ar_u32(&u->wake, &w, tag))
         return false;
-    /* Its waker-page slot, if it took one, is ours (we own its pool). */
-    uintptr_t key = (uintptr_t)u->prev;
+    /* Its waker-page slot, if it took one here, is ours (we own its
+     * pool). */
+    uintptr_t key = park_key_slot(u, xs);
     if (key)
         coexec__mb_slot_free(&xs->mb, key);
     stat_add(&xs->count[XC_WAKES_LOCAL], 1);

@@ -196,11 +196,11 @@ void coexec__enqueue_woken(struct coexec_unit_rec *u)
 static void wake_enqueue(struct coexec_unit_rec *u)
 {
     struct coexec_pool_rec *p = unit_pool(u);
-    uintptr_t key = (uintptr_t)u->prev;
     /* Inline: nothing between the wake's entry and here switches. */
     struct coexec_xstream_rec *self = xs_self_entry();
     struct coexec_xstream_rec *owner = p->shared ? NULL : pool_owner(p);
     if (owner) {
+        uintptr_t key = park_key_slot(u, owner);
         if (self != owner) {
             if (self)
                 stat_add(&self->count[XC_WAKES_REMOTE], 1);
@@ -268,14 +268,14 @@ static bool park_commit(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u
         uintptr_t key = 0;
         struct coexec_pool_rec *p = unit_pool(u);
         if (!p->shared && pool_owner(p) == xs)
-            key = coexec__mb_slot_take(&xs->mb, u);
+            key = park_key_take(xs, u);
         u->prev = (struct coexec_unit_rec *)key;
         if (atom_cas_ar_u32(&u->wake, &w, w | WAKE_PARKED)) {
             stat_add(&xs->count[XC_PARKS], 1);
             return true;
         }
         if (key)
-            coexec__mb_slot_free(&xs->mb, key);
+            coexec__mb_slot_free(&xs->mb, park_key_slot(u, xs));
     }
     /* A wake arrived while u was still running: consume it. */
     atom_store_rlx_u32(&u->wake, w & ~WAKE_FLAGS);
