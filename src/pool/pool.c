@@ -102,7 +102,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     p->live = 1;
     atom_store_rlx_ptr(&p->producer, NULL);
     atom_store_rlx_ptr(&p->consumer, NULL);
-    pool_owner_set(p, NULL);
+    pool_owner_set(p, NULL, NULL);
     p->free_next = NULL;
     atom_store_rel_u64(&p->gen, gen);
     pthread_mutex_unlock(&coexec__g.lock);
@@ -703,12 +703,14 @@ COEXEC_API int coexec_pool_foreach(coexec_pool_t pool,
     }
     /* In the order pops take them: a FIFO from its tail. */
     bool fifo = p->kind == COEXEC_POOL_FIFO;
-    if (p->shared)
+    /* A private pool without an owner is pushed into under its lock. */
+    bool lock = p->shared || !pool_owner(p);
+    if (lock)
         pool_lock(p);
     for (struct coexec_unit_rec *u = fifo ? p->tail : p->head; u;
          u = fifo ? u->prev : u->next)
         foreach_visit(&c, u);
-    if (p->shared)
+    if (lock)
         pool_unlock(p);
     return COEXEC_OK;
 }

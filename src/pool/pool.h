@@ -78,10 +78,14 @@ struct coexec_pool_rec {
     uint8_t live; /* made and not yet released (under coexec__g.lock) */
     atom_ptr_t producer;      /* access checks: the bound producer thread */
     atom_ptr_t consumer;      /* ... and consumer thread */
-    /* The stream whose scheduler uses it, for a private pool; set and
-     * cleared by activations (sched/sched.c), read by any thread: only
-     * through pool_owner and pool_owner_set. */
+    /* The stream whose scheduler uses it, for a private pool, and that
+     * stream's mailbox; set (under the pool's lock) and cleared by
+     * activations (sched/sched.c), read by any thread: only through
+     * pool_owner and pool_owner_set. A private pool with an owner is
+     * touched by its owner alone, without the lock; one without is
+     * touched under the lock, as a shared one. */
     struct coexec_xstream_rec *owner_xs;
+    struct mailbox *owner_mb;
     struct coexec_pool_rec *free_next;
     struct coexec_pool_rec *all_next; /* list of every record, for finalize */
 };
@@ -92,9 +96,12 @@ pool_owner(const struct coexec_pool_rec *p)
     return __atomic_load_n(&p->owner_xs, __ATOMIC_ACQUIRE);
 }
 
+/* mb: the mailbox of xs (NULL with it). */
 static inline void pool_owner_set(struct coexec_pool_rec *p,
-                                  struct coexec_xstream_rec *xs)
+                                  struct coexec_xstream_rec *xs,
+                                  struct mailbox *mb)
 {
+    __atomic_store_n(&p->owner_mb, mb, __ATOMIC_RELAXED);
     __atomic_store_n(&p->owner_xs, xs, __ATOMIC_RELEASE);
 }
 
@@ -368,6 +375,23 @@ static ALWAYS_INLINE uint64_t pool_size(struct coexec_pool_rec *p)
 void coexec__pool_push_slow(struct coexec_pool_rec *p,
                             struct coexec_unit_rec *u, int how);
 
+/* A push into a private pool by its owner: no lock. */
+static ALWAYS_INLINE void push_owned(struct coexec_pool_rec *p,
+                                     struct coexec_unit_rec *u, int how)
+{
+    if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
+        coexec__pool_push_slow(p, u, how);
+        return;
+    }
+    atom_store_rlx_ptr(&u->pool, p);
+    if (how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO)
+        list_push_tail(p, u);
+    else
+        list_push_head(p, u);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_for(p, u);
+}
+
 /* Queues u in p (its new home pool), pushed by stream xs when the caller
  * knows it has not switched since it read it (NULL: not known, or an
  * external thread). LIFO: new units at the head, yielders at the tail.
@@ -386,21 +410,30 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
         coexec__pool_push_slow(p, u, how);
         return;
     }
+    struct coexec_xstream_rec *self = NULL;
     if (!p->shared) {
-        if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
-            coexec__pool_push_slow(p, u, how);
+        self = xs ? xs : xs_self_entry();
+        if (LIKELY(pool_owner(p) == self && self)) {
+            push_owned(p, u, how);
             return;
         }
-        atom_store_rlx_ptr(&u->pool, p);
-        if (how == PUSH_YIELD && p->kind == COEXEC_POOL_LIFO)
-            list_push_tail(p, u);
-        else
-            list_push_head(p, u);
-        if (UNLIKELY(p->sleepers != NULL))
-            coexec__pool_wake_sleepers_for(p, u);
-        return;
     }
     pool_lock(p);
+    struct coexec_xstream_rec *owner = p->shared ? NULL : pool_owner(p);
+    if (UNLIKELY(owner != NULL)) {
+        /* A private pool of another stream (or of ours, taken over since
+         * the look above): its list is its owner's alone. The owner
+         * queues the unit from its mailbox. */
+        struct mailbox *mb = p->owner_mb;
+        pool_unlock(p);
+        if (owner == self) {
+            push_owned(p, u, how);
+        } else {
+            atom_store_rlx_ptr(&u->pool, p); /* its home, for the owner */
+            coexec__mb_push(mb, u);
+        }
+        return;
+    }
     if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
         /* The stream this pool served is gone: follow it. */
         pool_unlock(p);
@@ -472,10 +505,14 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
     bool tail = p->kind == COEXEC_POOL_FIFO;
-    if (!p->shared)
+    if (!p->shared && LIKELY(xs) && pool_owner(p) == xs)
         return pool_take_from(p, xs, tail);
+    /* Shared, or private without an owner (another stream's is not ours
+     * to pop). */
     pool_lock(p);
-    struct coexec_unit_rec *u = pool_take_from(p, xs, tail);
+    struct coexec_unit_rec *u = p->shared || !pool_owner(p)
+                                    ? pool_take_from(p, xs, tail)
+                                    : NULL;
     pool_unlock(p);
     return u;
 }

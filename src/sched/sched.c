@@ -187,7 +187,7 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
             /* Under the lock that a non-owner's remove from an unowned
              * private pool takes (coexec__pool_remove_as). */
             pool_lock(p);
-            pool_owner_set(p, xs);
+            pool_owner_set(p, xs, &xs->mb);
             pool_unlock(p);
         }
         coexec__pool_bind_owner(p, true);
@@ -208,7 +208,7 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
         if (last && xs && i < owned)
             coexec__pool_bind_owner(p, false); /* nobody runs it now */
         if (xs && !p->shared && pool_owner(p) == xs)
-            pool_owner_set(p, NULL);
+            pool_owner_set(p, NULL, NULL);
     }
 }
 

@@ -1461,6 +1461,30 @@ static void t_stop_then_join(void)
     ch_finalize();
 }
 
+/* A private pool and two schedulers over it, one for each stream that
+ * serves it in turn. */
+struct priv_pair {
+    coexec_pool_t p;
+    coexec_sched_t s1, s2;
+};
+
+static void priv_pair_make(struct priv_pair *pp)
+{
+    CH_ASSERT_OK_FATAL(
+        coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_PRIV, &pp->p));
+    CH_ASSERT_OK_FATAL(
+        coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &pp->p, 1, NULL, &pp->s1));
+    CH_ASSERT_OK_FATAL(
+        coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &pp->p, 1, NULL, &pp->s2));
+}
+
+static void priv_pair_free(struct priv_pair *pp)
+{
+    CH_ASSERT_OK(coexec_sched_free(&pp->s1));
+    CH_ASSERT_OK(coexec_sched_free(&pp->s2));
+    CH_ASSERT_OK(coexec_pool_free(&pp->p));
+}
+
 /* A ULT homed in a stream's private pool, parked when the stream stops,
  * and woken after the stream left its loop but before anyone joined it:
  * the wake goes to the stopped stream's mailbox. The join takes what is
@@ -1478,23 +1502,17 @@ static void t_wake_after_stop(void)
     ch_init(1);
     for (int round = 0; round < 3; round++) {
         atomic_store(&ch_count, 0);
-        coexec_pool_t p;
-        CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO,
-                                              COEXEC_ACCESS_PRIV, &p));
-        coexec_sched_t s1, s2;
-        CH_ASSERT_OK_FATAL(
-            coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &p, 1, NULL, &s1));
-        CH_ASSERT_OK_FATAL(
-            coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &p, 1, NULL, &s2));
+        struct priv_pair pp;
+        priv_pair_make(&pp);
         coexec_eventual_t ev;
         CH_ASSERT_OK_FATAL(coexec_eventual_init(&ev, 0));
         /* Queued before any stream owns the pool. */
         coexec_thread_t u;
         CH_ASSERT_OK_FATAL(
-            coexec_thread_create(p, wait_event_ult, &ev, NULL, &u));
+            coexec_thread_create(pp.p, wait_event_ult, &ev, NULL, &u));
         coexec_xstream_attr_t xa;
         CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
-        xa.sched = s1;
+        xa.sched = pp.s1;
         coexec_xstream_t x;
         CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &x));
         coexec_unit_state_t st = COEXEC_UNIT_READY;
@@ -1509,7 +1527,7 @@ static void t_wake_after_stop(void)
         CH_ASSERT_OK(coexec_xstream_free(&x));
         CH_ASSERT_EQ(atomic_load(&ch_count), 0);
         /* A second stream over the same pool runs the woken ULT. */
-        xa.sched = s2;
+        xa.sched = pp.s2;
         coexec_xstream_t y;
         CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &y));
         CH_ASSERT_RC(coexec_thread_join_timed(u, 10ull * 1000000000ull),
@@ -1517,10 +1535,82 @@ static void t_wake_after_stop(void)
         CH_ASSERT_EQ(atomic_load(&ch_count), 1);
         CH_ASSERT_OK(coexec_thread_free(&u));
         CH_ASSERT_OK(coexec_xstream_free(&y));
-        CH_ASSERT_OK(coexec_sched_free(&s1));
-        CH_ASSERT_OK(coexec_sched_free(&s2));
         CH_ASSERT_OK(coexec_eventual_destroy(&ev));
-        CH_ASSERT_OK(coexec_pool_free(&p));
+        priv_pair_free(&pp);
+    }
+    ch_finalize();
+}
+
+/* ULTs parked in a private pool whose stream was joined (so the pool has
+ * no owner) are woken by several threads at once, while a new stream
+ * takes the pool over: the pushes into the pool meet each other and the
+ * new owner's pops (TSan checks they are ordered), and every ULT runs
+ * once. */
+struct wake_many {
+    coexec_eventual_t *ev;
+    long n, from, step;
+};
+
+static void *wake_many_main(void *arg)
+{
+    struct wake_many *w = arg;
+    for (long i = w->from; i < w->n; i += w->step)
+        CH_CHECK_RC(coexec_eventual_set(&w->ev[i], NULL, 0), COEXEC_OK);
+    return NULL;
+}
+
+static void t_wake_into_unowned_pool(void)
+{
+    ch_init(1);
+    long n = ch_iters(300, 30);
+    enum { WAKERS = 3 };
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&ch_count, 0);
+        struct priv_pair pp;
+        priv_pair_make(&pp);
+        coexec_eventual_t *ev = calloc((size_t)n, sizeof *ev);
+        coexec_thread_t *u = calloc((size_t)n, sizeof *u);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        for (long i = 0; i < n; i++) {
+            CH_ASSERT_OK_FATAL(coexec_eventual_init(&ev[i], 0));
+            CH_ASSERT_OK_FATAL(
+                coexec_thread_create(pp.p, wait_event_ult, &ev[i], NULL, &u[i]));
+        }
+        coexec_xstream_attr_t xa;
+        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+        xa.sched = pp.s1;
+        coexec_xstream_t x;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &x));
+        for (long i = 0; i < n; i++) {
+            coexec_unit_state_t st = COEXEC_UNIT_READY;
+            CU_ASSERT(CH_WAIT(coexec_thread_get_state(u[i], &st) ==
+                                  COEXEC_OK &&
+                              st == COEXEC_UNIT_BLOCKED));
+        }
+        CH_ASSERT_OK(coexec_xstream_free(&x)); /* the pool has no owner */
+        pthread_t th[WAKERS];
+        struct wake_many w[WAKERS];
+        for (int k = 0; k < WAKERS; k++) {
+            w[k] = (struct wake_many){ev, n, k, WAKERS};
+            CH_ASSERT_EQ(pthread_create(&th[k], NULL, wake_many_main, &w[k]),
+                         0);
+        }
+        xa.sched = pp.s2;
+        coexec_xstream_t y;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &y));
+        for (int k = 0; k < WAKERS; k++)
+            pthread_join(th[k], NULL);
+        CU_ASSERT(CH_WAIT(atomic_load(&ch_count) == n));
+        for (long i = 0; i < n; i++) {
+            CH_ASSERT_OK(coexec_thread_free(&u[i]));
+            CH_ASSERT_OK(coexec_eventual_destroy(&ev[i]));
+        }
+        CH_ASSERT_EQ(atomic_load(&ch_count), n); /* each ran once */
+        CH_ASSERT_OK(coexec_xstream_free(&y));
+        priv_pair_free(&pp);
+        free(ev);
+        free(u);
     }
     ch_finalize();
 }
@@ -1529,6 +1619,7 @@ static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain
                                         {"stop_then_join", t_stop_then_join},
                                         {"join_while_sharing_a_pool", t_join_sharing_a_pool},
                                         {"wake_after_stop", t_wake_after_stop},
+                                        {"wake_into_unowned_pool", t_wake_into_unowned_pool},
                                         {NULL, NULL}};
 
 static const ch_test_t many_tests[] = {
