@@ -103,6 +103,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     atom_store_rlx_ptr(&p->producer, NULL);
     atom_store_rlx_ptr(&p->consumer, NULL);
     pool_owner_set(p, NULL, NULL);
+    atom_store_rlx_u32(&p->senders, 0);
     p->free_next = NULL;
     atom_store_rel_u64(&p->gen, gen);
     pthread_mutex_unlock(&coexec__g.lock);
@@ -213,6 +214,13 @@ void coexec__pool_push_slow(struct coexec_pool_rec *p,
     atom_fence_sc();
     if (UNLIKELY((to = atom_load_rlx_ptr(&p->forward)) != NULL))
         push_chain(pool_take_all(p), to);
+}
+
+void coexec__pool_senders_wait(struct coexec_pool_rec *p)
+{
+    /* A sender's window is a few stores and a kick: it never blocks. */
+    while (atom_load_sc_u32(&p->senders) != 0)
+        sched_yield();
 }
 
 void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)

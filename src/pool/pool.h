@@ -86,6 +86,11 @@ struct coexec_pool_rec {
      * touched under the lock, as a shared one. */
     struct coexec_xstream_rec *owner_xs;
     struct mailbox *owner_mb;
+    /* Threads that read owner_xs to send a unit to the owner's mailbox
+     * and have not sent it yet (pool_send_begin/_end): the join that
+     * reaps a stream waits for its pools' senders before it takes its
+     * mailbox, so no unit is sent to a stream that is gone. */
+    atom_u32_t senders;
     struct coexec_pool_rec *free_next;
     struct coexec_pool_rec *all_next; /* list of every record, for finalize */
 };
@@ -96,13 +101,33 @@ pool_owner(const struct coexec_pool_rec *p)
     return __atomic_load_n(&p->owner_xs, __ATOMIC_ACQUIRE);
 }
 
+/* A sender counts itself, then looks at the owner (seq_cst both, against
+ * the owner's removal in pool_owner_set followed by the join's look at
+ * the senders in coexec__pool_senders_wait): either the join waits for
+ * this sender, or the sender sees the owner gone. */
+static inline struct coexec_xstream_rec *
+pool_send_begin(struct coexec_pool_rec *p)
+{
+    atom_fadd_sc_u32(&p->senders, 1);
+    return __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST);
+}
+
+/* The unit is in the owner's mailbox (or was not sent). */
+static inline void pool_send_end(struct coexec_pool_rec *p)
+{
+    atom_fsub_rel_u32(&p->senders, 1);
+}
+
 /* mb: the mailbox of xs (NULL with it). */
 static inline void pool_owner_set(struct coexec_pool_rec *p,
                                   struct coexec_xstream_rec *xs,
                                   struct mailbox *mb)
 {
-    __atomic_store_n(&p->owner_mb, mb, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->owner_xs, xs, __ATOMIC_RELEASE);
+    /* The mailbox stays when the owner goes: a reader that saw the owner
+     * finds its mailbox (stream records are never freed). */
+    if (mb)
+        __atomic_store_n(&p->owner_mb, mb, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->owner_xs, xs, __ATOMIC_SEQ_CST);
 }
 
 /* Is p a private pool that a stream other than xs owns (whose list only
@@ -279,6 +304,9 @@ void coexec__thief_unpark(struct sleeper *s);
 struct coexec_pool_rec *coexec__pool_new(int kind, int access);
 struct coexec_pool_rec *coexec__pool_new_default(void);
 void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
+/* After p's owner was removed: waits until every thread that may have
+ * seen that owner has put what it sends in its mailbox (pool_send_end). */
+void coexec__pool_senders_wait(struct coexec_pool_rec *p);
 void coexec__pool_release(struct coexec_pool_rec *p);
 int coexec__pool_check_access(struct coexec_pool_rec *p, bool push);
 /* Access checks: a scheduler starting on the calling stream's thread takes
@@ -418,9 +446,13 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
             return;
         }
     }
+    /* Shared; or private with no owner at the look above, or not us. */
+    struct coexec_xstream_rec *owner = NULL;
+    if (!p->shared)
+        (void)pool_send_begin(p);
     pool_lock(p);
-    struct coexec_xstream_rec *owner = p->shared ? NULL : pool_owner(p);
-    if (UNLIKELY(owner != NULL)) {
+    if (!p->shared &&
+        (owner = __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST)) != NULL) {
         /* A private pool of another stream (or of ours, taken over since
          * the look above): its list is its owner's alone. The owner
          * queues the unit from its mailbox. */
@@ -432,8 +464,11 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
             atom_store_rlx_ptr(&u->pool, p); /* its home, for the owner */
             coexec__mb_push(mb, u);
         }
+        pool_send_end(p);
         return;
     }
+    if (!p->shared)
+        pool_send_end(p);
     if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
         /* The stream this pool served is gone: follow it. */
         pool_unlock(p);

@@ -163,19 +163,44 @@ static ALWAYS_INLINE void check_dest(struct coexec_unit_rec *u)
         apply_dest(u);
 }
 
+/* u's home p is private and self (the caller's stream, or NULL) is not
+ * its owner at the caller's look: if p has an owner still, u goes to that
+ * stream's mailbox (through its waker-page slot there, for a wake of a
+ * unit that took one) and the owner queues it. False when p has no owner
+ * now (the caller pushes u into p, under its lock) or self became it. */
+static ALWAYS_INLINE bool send_to_owner(struct coexec_pool_rec *p,
+                                        struct coexec_unit_rec *u,
+                                        struct coexec_xstream_rec *self,
+                                        bool wake)
+{
+    struct coexec_xstream_rec *owner = pool_send_begin(p);
+    bool sent = owner && owner != self;
+    if (sent) {
+        if (wake) {
+            if (self)
+                stat_add(&self->count[XC_WAKES_REMOTE], 1);
+            TOOL_EVENT(COEXEC_TOOL_UNIT_RESUME, self, u, NULL);
+        }
+        /* The owner queues it (and applies a migration request). */
+        atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+        uintptr_t key = wake ? park_key_slot(u, owner) : 0;
+        if (key)
+            coexec__mb_wake(&owner->mb, key);
+        else
+            coexec__mb_push(&owner->mb, u);
+    }
+    pool_send_end(p);
+    return sent;
+}
+
 static ALWAYS_INLINE void enqueue_as(struct coexec_unit_rec *u, int how)
 {
     check_dest(u);
     struct coexec_pool_rec *p = unit_pool(u);
-    struct coexec_xstream_rec *owner = p->shared ? NULL : pool_owner(p);
-    if (owner) {
+    if (!p->shared) {
         struct coexec_xstream_rec *me = coexec__xs_self();
-        if (me != owner) {
-            /* A private pool is touched by its owner only. */
-            atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-            coexec__mb_push(&owner->mb, u);
+        if (pool_owner(p) != me && send_to_owner(p, u, me, false))
             return;
-        }
     }
     coexec__pool_push(p, u, how);
 }
@@ -198,23 +223,15 @@ static void wake_enqueue(struct coexec_unit_rec *u)
     struct coexec_pool_rec *p = unit_pool(u);
     /* Inline: nothing between the wake's entry and here switches. */
     struct coexec_xstream_rec *self = xs_self_entry();
-    struct coexec_xstream_rec *owner = p->shared ? NULL : pool_owner(p);
-    if (owner) {
-        uintptr_t key = park_key_slot(u, owner);
-        if (self != owner) {
-            if (self)
-                stat_add(&self->count[XC_WAKES_REMOTE], 1);
-            TOOL_EVENT(COEXEC_TOOL_UNIT_RESUME, self, u, NULL);
-            /* The owner queues it (and applies a migration request). */
-            atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    if (!p->shared) {
+        if (self && pool_owner(p) == self) {
+            /* Ours: its slot here, if it took one, goes back. */
+            uintptr_t key = park_key_slot(u, self);
             if (key)
-                coexec__mb_wake(&owner->mb, key);
-            else
-                coexec__mb_push(&owner->mb, u);
+                coexec__mb_slot_free(&self->mb, key);
+        } else if (send_to_owner(p, u, self, true)) {
             return;
         }
-        if (key)
-            coexec__mb_slot_free(&owner->mb, key);
     }
     if (self)
         stat_add(&self->count[XC_WAKES_LOCAL], 1);

@@ -347,8 +347,12 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
     coexec__sched_deactivate(s, xs, NULL);
     /* Wakes that reached its mailbox after its loop's last look, of units
      * whose home is one of its private pools (the stream was stopped, not
-     * yet joined): those pools have no owner now, so the units go into
-     * them, for the next stream that serves them. */
+     * yet joined): once those pools have no owner and whoever saw the
+     * stream as their owner has sent what it sends, the units go into
+     * their pools, for the next stream that serves them. Nothing reaches
+     * the mailbox after that. */
+    for (int i = 0; i < s->npools; i++)
+        coexec__pool_senders_wait(s->pools[i]);
     (void)coexec__sched_drain_events(xs);
     atom_store_rel_u32(&s->in_use, 0);
     struct coexec_sched_rec *req = atom_xchg_ar_ptr(&xs->sched_req, NULL);
