@@ -552,10 +552,33 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
     return u;
 }
 
+/* Removes u from list pool p if it is still queued there (and, unless
+ * started_ok, has never run), for stream xs: without a lock for a private
+ * pool's owner; under the lock for a shared pool, or for a private one
+ * that no stream owns (the lock keeps a stream from taking it over in
+ * coexec__sched_activate meanwhile). RF_STARTED is read under the lock
+ * that the runner's later push released, so the read is ordered after
+ * the runner set it. */
+static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
+                                           struct coexec_unit_rec *u,
+                                           struct coexec_xstream_rec *xs,
+                                           bool started_ok)
+{
+    bool locked = p->shared || !xs || pool_owner(p) != xs;
+    if (locked)
+        pool_lock(p);
+    bool ok = (!locked || p->shared || !pool_owner(p)) && unit_inpool(u) &&
+              unit_pool(u) == p &&
+              (started_ok || !(u->rflags & RF_STARTED));
+    if (ok)
+        list_unlink(p, u);
+    if (locked)
+        pool_unlock(p);
+    return ok;
+}
+
 /* Removes u from p if it is still queued there and has never run (join in
- * place), for stream xs (as in coexec__pool_push_as). RF_STARTED is read
- * under the lock that the runner's later push released, so the read is
- * ordered after the runner set it. */
+ * place), for stream xs (as in coexec__pool_push_as). */
 static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
                                                  struct coexec_unit_rec *u,
                                                  struct coexec_xstream_rec *xs)
@@ -568,28 +591,7 @@ static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
         }
         return p->impl->remove && p->impl->remove(p, u);
     }
-    if (!p->shared && LIKELY(xs) && pool_owner(p) == xs) {
-        if (!unit_inpool(u) || unit_pool(u) != p || (u->rflags & RF_STARTED))
-            return false;
-        list_unlink(p, u);
-        return true;
-    }
-    /* A shared pool; or a private one that no stream owns, whose lock
-     * keeps a stream from taking it over (coexec__sched_activate) while
-     * this call touches its list. */
-    pool_lock(p);
-    bool ok = (p->shared || !pool_owner(p)) && unit_inpool(u) &&
-              unit_pool(u) == p && !(u->rflags & RF_STARTED);
-    if (ok)
-        list_unlink(p, u);
-    pool_unlock(p);
-    return ok;
-}
-
-static ALWAYS_INLINE bool coexec__pool_remove(struct coexec_pool_rec *p,
-                                              struct coexec_unit_rec *u)
-{
-    return coexec__pool_remove_as(p, u, NULL);
+    return pool_list_remove(p, u, xs, false);
 }
 
 /* fork, in the child (src/core/process.c): forgets every pool. */

@@ -24,33 +24,16 @@ static void release_inplace_joiner(struct coexec_unit_rec *self)
     }
 }
 
-/* A ready unit still queued in its home pool, taken out for the calling
- * stream xs to run now (as a join claims one): true if we got it. */
-static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u,
-                         bool started_ok)
+/* A ready unit still queued in its home pool, started or not, taken out
+ * for the calling stream xs to run now (yield_to, resume_*_to): true if
+ * we got it. Only from a list pool. */
+static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
 {
     struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
-    if (!p || atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
-        !pool_may_take(u, xs))
+    if (!p || p->impl || atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
+        !pool_may_take(u, xs) || pool_foreign(p, xs))
         return false;
-    if (pool_foreign(p, xs))
-        return false;
-    if (started_ok) {
-        /* Any queued unit, started or not (yield_to). */
-        if (p->impl) {
-            return false;
-        }
-        bool ok;
-        if (p->shared)
-            pool_lock(p);
-        ok = unit_inpool(u) && unit_pool(u) == p;
-        if (ok)
-            list_unlink(p, u);
-        if (p->shared)
-            pool_unlock(p);
-        return ok;
-    }
-    return coexec__pool_remove(p, u);
+    return pool_list_remove(p, u, xs, true);
 }
 
 /* A held unit: one coexec_pool_pop or coexec_pool_steal handed out, so in
@@ -122,7 +105,7 @@ static ALWAYS_INLINE int hand_off(coexec_thread_t t, int how, bool resume)
     if (u->kind != UNIT_ULT)
         return COEXEC_ESTATE;
     if (resume ? !claim_parked(xs, u, t.gen)
-               : !claim_queued(xs, u, true) && !claim_held(u, unit_pool(self)))
+               : !claim_queued(xs, u) && !claim_held(u, unit_pool(self)))
         return COEXEC_ESTATE;
     /* A parked target has run: only a ready one may still need a stack. */
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
@@ -264,7 +247,7 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
         return COEXEC_OK;
     }
     /* Queued somewhere we may take it from: move it now. */
-    if (xs && claim_queued(xs, u, true)) {
+    if (xs && claim_queued(xs, u)) {
         atom_store_rel_uptr(&u->dest, req);
         coexec__enqueue(u, false);
         return COEXEC_OK;

@@ -1615,11 +1615,60 @@ static void t_wake_into_unowned_pool(void)
     ch_finalize();
 }
 
+/* The primary's main ULT yields to ULTs queued in a private pool that no
+ * stream owns (it takes each out and runs it) while a new stream takes
+ * the pool over and pops from it: each ULT runs once, on one of the two
+ * (TSan checks the takes are ordered with the new owner's pops). */
+static void count_ult(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&ch_count, 1);
+}
+
+static void t_yield_to_unowned_pool(void)
+{
+    ch_init(1);
+    long n = ch_iters(300, 30);
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&ch_count, 0);
+        struct priv_pair pp;
+        priv_pair_make(&pp);
+        coexec_thread_t *u = calloc((size_t)n, sizeof *u);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+        for (long i = 0; i < n; i++)
+            CH_ASSERT_OK_FATAL(
+                coexec_thread_create(pp.p, count_ult, NULL, NULL, &u[i]));
+        coexec_xstream_attr_t xa;
+        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
+        xa.sched = pp.s1;
+        coexec_xstream_t y;
+        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &y));
+        long here = 0;
+        for (long i = 0; i < n; i++) {
+            int rc = coexec_yield_to(u[i]);
+            /* ESTATE: the new owner has it (or ran it) already. */
+            CU_ASSERT(rc == COEXEC_OK || rc == COEXEC_ESTATE);
+            here += rc == COEXEC_OK;
+        }
+        for (long i = 0; i < n; i++)
+            CH_ASSERT_OK(coexec_thread_wait(u[i]));
+        CH_ASSERT_EQ(atomic_load(&ch_count), n); /* each ran once */
+        CU_ASSERT(here <= n);
+        for (long i = 0; i < n; i++)
+            CH_ASSERT_OK(coexec_thread_free(&u[i]));
+        CH_ASSERT_OK(coexec_xstream_free(&y));
+        priv_pair_free(&pp);
+        free(u);
+    }
+    ch_finalize();
+}
+
 static const ch_test_t drain_tests[] = {{"queued_units_run_before_join", t_drain_on_join},
                                         {"stop_then_join", t_stop_then_join},
                                         {"join_while_sharing_a_pool", t_join_sharing_a_pool},
                                         {"wake_after_stop", t_wake_after_stop},
                                         {"wake_into_unowned_pool", t_wake_into_unowned_pool},
+                                        {"yield_to_unowned_pool", t_yield_to_unowned_pool},
                                         {NULL, NULL}};
 
 static const ch_test_t many_tests[] = {
