@@ -553,12 +553,13 @@ static void push_keep_home(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
         pool_wake_sleepers(p);
         return;
     }
-    if (p->shared)
+    bool lock = pool_must_lock(p, coexec__xs_self());
+    if (lock)
         pool_lock(p);
     list_push_head(p, u);
     if (p->sleepers)
         coexec__pool_wake_sleepers_for(p, u);
-    if (p->shared)
+    if (lock)
         pool_unlock(p);
 }
 
@@ -711,8 +712,7 @@ COEXEC_API int coexec_pool_foreach(coexec_pool_t pool,
     }
     /* In the order pops take them: a FIFO from its tail. */
     bool fifo = p->kind == COEXEC_POOL_FIFO;
-    /* A private pool without an owner is pushed into under its lock. */
-    bool lock = p->shared || !pool_owner(p);
+    bool lock = pool_must_lock(p, coexec__xs_self());
     if (lock)
         pool_lock(p);
     for (struct coexec_unit_rec *u = fifo ? p->tail : p->head; u;

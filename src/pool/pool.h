@@ -130,6 +130,17 @@ static inline void pool_owner_set(struct coexec_pool_rec *p,
     __atomic_store_n(&p->owner_xs, xs, __ATOMIC_SEQ_CST);
 }
 
+/* Must a thread on stream xs (NULL: none) take p's lock to touch its
+ * list? Everyone but a private pool's owner must: a shared pool's users,
+ * and anyone using a private pool that no stream owns. (A private pool's
+ * owner changes only under the lock, or on the owner's own thread, so
+ * the answer holds from a lock to its unlock.) */
+static inline bool pool_must_lock(const struct coexec_pool_rec *p,
+                                  const struct coexec_xstream_rec *xs)
+{
+    return p->shared || !xs || pool_owner(p) != xs;
+}
+
 /* Is p a private pool that a stream other than xs owns (whose list only
  * that stream may touch)? */
 static inline bool pool_foreign(const struct coexec_pool_rec *p,
@@ -540,7 +551,7 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
     bool tail = p->kind == COEXEC_POOL_FIFO;
-    if (!p->shared && LIKELY(xs) && pool_owner(p) == xs)
+    if (!pool_must_lock(p, xs))
         return pool_take_from(p, xs, tail);
     /* Shared, or private without an owner (another stream's is not ours
      * to pop). */
@@ -564,7 +575,7 @@ static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
                                            bool started_ok)
 {
-    bool locked = p->shared || !xs || pool_owner(p) != xs;
+    bool locked = pool_must_lock(p, xs);
     if (locked)
         pool_lock(p);
     bool ok = (!locked || p->shared || !pool_owner(p)) && unit_inpool(u) &&

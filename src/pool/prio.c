@@ -61,15 +61,18 @@ static ALWAYS_INLINE struct prio_state *st_of(struct coexec_pool_rec *p)
     return p->istate;
 }
 
+/* The lock, for everyone but a private pool's owner (pool_must_lock;
+ * these calls never switch, so the inline thread-local read is the
+ * caller's stream at both ends). */
 static ALWAYS_INLINE void prio_lock(struct coexec_pool_rec *p)
 {
-    if (p->shared)
+    if (pool_must_lock(p, xs_self_entry()))
         pool_lock(p);
 }
 
 static ALWAYS_INLINE void prio_unlock(struct coexec_pool_rec *p)
 {
-    if (p->shared)
+    if (pool_must_lock(p, xs_self_entry()))
         pool_unlock(p);
 }
 

@@ -387,7 +387,7 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
     case POST_REQUEUE_LOCKED: {
         struct coexec_pool_rec *p = xs->post_pool;
         pool_push_locked(p, u, true);
-        if (p->shared)
+        if (pool_must_lock(p, xs))
             pool_unlock(p);
         break;
     }
@@ -564,7 +564,8 @@ COEXEC_API int coexec_yield(void)
         /* One lock hold for both halves: take the next unit now, and queue
          * ourselves behind the others once our context is saved (the next
          * unit does it, then unlocks). */
-        if (p->shared)
+        bool locked = pool_must_lock(p, xs);
+        if (locked)
             pool_lock(p);
         struct coexec_unit_rec *n =
             pool_take_from(p, xs, p->kind == COEXEC_POOL_FIFO);
@@ -575,7 +576,7 @@ COEXEC_API int coexec_yield(void)
             leave_to(xs, u, n, POST_REQUEUE_LOCKED, 0);
             return COEXEC_OK;
         }
-        if (p->shared)
+        if (locked)
             pool_unlock(p);
         if (!n)
             return COEXEC_OK;

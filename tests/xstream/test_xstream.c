@@ -1468,10 +1468,9 @@ struct priv_pair {
     coexec_sched_t s1, s2;
 };
 
-static void priv_pair_make(struct priv_pair *pp)
+static void priv_pair_make(struct priv_pair *pp, coexec_pool_kind_t kind)
 {
-    CH_ASSERT_OK_FATAL(
-        coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_PRIV, &pp->p));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(kind, COEXEC_ACCESS_PRIV, &pp->p));
     CH_ASSERT_OK_FATAL(
         coexec_sched_create(COEXEC_SCHED_BASIC_WAIT, &pp->p, 1, NULL, &pp->s1));
     CH_ASSERT_OK_FATAL(
@@ -1503,7 +1502,7 @@ static void t_wake_after_stop(void)
     for (int round = 0; round < 3; round++) {
         atomic_store(&ch_count, 0);
         struct priv_pair pp;
-        priv_pair_make(&pp);
+        priv_pair_make(&pp, COEXEC_POOL_FIFO);
         coexec_eventual_t ev;
         CH_ASSERT_OK_FATAL(coexec_eventual_init(&ev, 0));
         /* Queued before any stream owns the pool. */
@@ -1545,7 +1544,7 @@ static void t_wake_after_stop(void)
  * no owner) are woken by several threads at once, while a new stream
  * takes the pool over: the pushes into the pool meet each other and the
  * new owner's pops (TSan checks they are ordered), and every ULT runs
- * once. */
+ * once. A FIFO pool, then a PRIO one, in turn. */
 struct wake_many {
     coexec_eventual_t *ev;
     long n, from, step;
@@ -1567,7 +1566,7 @@ static void t_wake_into_unowned_pool(void)
     for (int round = 0; round < 3; round++) {
         atomic_store(&ch_count, 0);
         struct priv_pair pp;
-        priv_pair_make(&pp);
+        priv_pair_make(&pp, round % 2 ? COEXEC_POOL_PRIO : COEXEC_POOL_FIFO);
         coexec_eventual_t *ev = calloc((size_t)n, sizeof *ev);
         coexec_thread_t *u = calloc((size_t)n, sizeof *u);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
@@ -1632,7 +1631,7 @@ static void t_yield_to_unowned_pool(void)
     for (int round = 0; round < 3; round++) {
         atomic_store(&ch_count, 0);
         struct priv_pair pp;
-        priv_pair_make(&pp);
+        priv_pair_make(&pp, COEXEC_POOL_FIFO);
         coexec_thread_t *u = calloc((size_t)n, sizeof *u);
         CU_ASSERT_PTR_NOT_NULL_FATAL(u);
         for (long i = 0; i < n; i++)
