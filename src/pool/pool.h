@@ -132,9 +132,10 @@ static inline void pool_owner_set(struct coexec_pool_rec *p,
 
 /* Must a thread on stream xs (NULL: none) take p's lock to touch its
  * list? Everyone but a private pool's owner must: a shared pool's users,
- * and anyone using a private pool that no stream owns. (A private pool's
- * owner changes only under the lock, or on the owner's own thread, so
- * the answer holds from a lock to its unlock.) */
+ * and anyone using a private pool that no stream owns. (A private pool
+ * gets an owner only under the lock, and loses it on the owner's own
+ * thread or once that thread is gone, so the answer holds from a lock to
+ * its unlock.) */
 static inline bool pool_must_lock(const struct coexec_pool_rec *p,
                                   const struct coexec_xstream_rec *xs)
 {
