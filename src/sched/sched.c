@@ -184,8 +184,8 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
         if (!xs || i >= owned)
             continue;
         if (!p->shared) {
-            /* Under the lock that a non-owner's remove from an unowned
-             * private pool takes (coexec__pool_remove_as). */
+            /* Under the lock that everyone but the owner takes to use
+             * the pool's list (pool_must_lock). */
             pool_lock(p);
             pool_owner_set(p, xs, &xs->mb);
             pool_unlock(p);
