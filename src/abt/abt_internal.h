@@ -204,6 +204,15 @@ static inline int abtx_self_crank_here(void)
         return abtx_crank_tls.crank;
     return abtx_self_crank();
 }
+
+/* The layer's stream of coexec rank crank, or NULL (a rank out of range,
+ * or a stream without a record: not the layer's, or not yet filled in). */
+static inline ABT_xstream abtx_xstream_of_crank(int crank)
+{
+    if ((unsigned)crank >= ABTX_MAX_XSTREAMS)
+        return NULL;
+    return __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
+}
 /* t's id (coexec's, fetched and kept on first use; src/abt/thread.c). */
 uint64_t abtx_unit_id(ABT_thread t);
 /* The coexec function of the layer's tasklets (init.c); the end of a

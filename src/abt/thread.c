@@ -1408,9 +1408,7 @@ static ABT_xstream last_xstream(ABT_thread t)
         crank = t->last_crank;
     else if (!t->u.p || coexec_unit_get_last_rank(t->u, &crank) != COEXEC_OK)
         crank = -1;
-    if (crank < 0 || crank >= ABTX_MAX_XSTREAMS)
-        return ABT_XSTREAM_NULL;
-    ABT_xstream x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
+    ABT_xstream x = abtx_xstream_of_crank(crank);
     return abtx_xstream(x) ? x : ABT_XSTREAM_NULL;
 }
 

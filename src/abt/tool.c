@@ -62,14 +62,6 @@ static unsigned coexec_mask_of(uint64_t m)
     return c;
 }
 
-/* The ABT stream of a coexec rank, or NULL. */
-static ABT_xstream xstream_of_crank(int crank)
-{
-    if ((unsigned)crank >= ABTX_MAX_XSTREAMS)
-        return NULL;
-    return __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
-}
-
 static void deliver(struct tool_reg *r, ABT_thread t, ABT_xstream x,
                     uint64_t ev, ABT_thread caller)
 {
@@ -150,7 +142,7 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
         return;
     }
     if (r->mask & ev)
-        deliver(r, t, xstream_of_crank(in->rank), ev, caller);
+        deliver(r, t, abtx_xstream_of_crank(in->rank), ev, caller);
 }
 
 int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,

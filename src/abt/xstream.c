@@ -33,10 +33,10 @@ static __attribute__((noinline)) ABT_xstream xstream_self_starting(int crank)
 static inline ABT_xstream xstream_self_here(void)
 {
     int crank = abtx_self_crank_here();
-    if ((unsigned)crank >= ABTX_MAX_XSTREAMS)
-        return NULL;
-    ABT_xstream x = __atomic_load_n(&abtx_g.by_crank[crank], __ATOMIC_ACQUIRE);
-    return __builtin_expect(x != NULL, 1) ? x : xstream_self_starting(crank);
+    ABT_xstream x = abtx_xstream_of_crank(crank);
+    if (__builtin_expect(x != NULL, 1) || (unsigned)crank >= ABTX_MAX_XSTREAMS)
+        return x;
+    return xstream_self_starting(crank);
 }
 
 /* Not inlined: a caller may have switched since its last call. */
