@@ -563,6 +563,26 @@ static struct {
     ABT_pool want_pool;
 } tl = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* A unit's legal ABT event order: the states each event may come from,
+ * and the state it leaves (FREE, which ends the record, is checked on
+ * its own). An event not listed is illegal. */
+#define TL_BIT(s) (1u << (s))
+static const struct {
+    uint64_t ev;
+    unsigned from;
+    unsigned char to;
+} tl_moves[] = {
+    {ABT_TOOL_EVENT_THREAD_CREATE, TL_BIT(TL_NONE), TL_READY},
+    {ABT_TOOL_EVENT_THREAD_RUN, TL_BIT(TL_READY), TL_RUNNING},
+    {ABT_TOOL_EVENT_THREAD_YIELD, TL_BIT(TL_RUNNING), TL_READY},
+    {ABT_TOOL_EVENT_THREAD_SUSPEND, TL_BIT(TL_RUNNING), TL_BLOCKED},
+    {ABT_TOOL_EVENT_THREAD_RESUME, TL_BIT(TL_BLOCKED), TL_READY},
+    {ABT_TOOL_EVENT_THREAD_FINISH, TL_BIT(TL_RUNNING), TL_FINISHED},
+    {ABT_TOOL_EVENT_THREAD_JOIN, TL_BIT(TL_FINISHED) | TL_BIT(TL_JOINED),
+     TL_JOINED},
+    {ABT_TOOL_EVENT_THREAD_REVIVE, TL_BIT(TL_JOINED), TL_READY},
+};
+
 static int ev_index(uint64_t ev)
 {
     for (int i = 0; i < 12; i++)
@@ -594,51 +614,22 @@ static void tl_event(ABT_thread t, ABT_xstream x, uint64_t ev,
                        : TL_NONE;
     }
     unsigned char *st = &tl.st[h];
-    bool ok = true;
-    switch (ev) {
-    case ABT_TOOL_EVENT_THREAD_CREATE:
-        ok = *st == TL_NONE;
-        *st = TL_READY;
-        break;
-    case ABT_TOOL_EVENT_THREAD_RUN:
-        ok = *st == TL_READY;
-        *st = TL_RUNNING;
-        break;
-    case ABT_TOOL_EVENT_THREAD_YIELD:
-        ok = *st == TL_RUNNING;
-        *st = TL_READY;
-        break;
-    case ABT_TOOL_EVENT_THREAD_SUSPEND:
-        ok = *st == TL_RUNNING;
-        *st = TL_BLOCKED;
-        break;
-    case ABT_TOOL_EVENT_THREAD_RESUME:
-        ok = *st == TL_BLOCKED;
-        *st = TL_READY;
-        break;
-    case ABT_TOOL_EVENT_THREAD_FINISH:
-        ok = *st == TL_RUNNING;
-        *st = TL_FINISHED;
-        break;
-    case ABT_TOOL_EVENT_THREAD_JOIN:
-        ok = *st == TL_FINISHED || *st == TL_JOINED;
-        *st = TL_JOINED;
-        break;
-    case ABT_TOOL_EVENT_THREAD_REVIVE:
-        ok = *st == TL_JOINED;
-        *st = TL_READY;
-        break;
-    case ABT_TOOL_EVENT_THREAD_FREE: {
+    bool ok = false;
+    if (ev == ABT_TOOL_EVENT_THREAD_FREE) {
         ABT_bool unnamed = ABT_FALSE;
         ok = ABT_thread_is_unnamed(t, &unnamed) == ABT_SUCCESS &&
              (*st == TL_JOINED || (unnamed && *st == TL_FINISHED));
         /* Its record may serve another unit now: a tombstone keeps the
          * probe chains whole, and that unit gets a fresh slot. */
         tl.t[h] = (ABT_thread)(uintptr_t)1;
-        break;
-    }
-    default:
-        ok = false;
+    } else {
+        for (size_t i = 0; i < sizeof tl_moves / sizeof tl_moves[0]; i++) {
+            if (tl_moves[i].ev != ev)
+                continue;
+            ok = (tl_moves[i].from & TL_BIT(*st)) != 0;
+            *st = tl_moves[i].to;
+            break;
+        }
     }
     if (!ok)
         tl.bad++;
