@@ -1484,6 +1484,15 @@ static void priv_pair_free(struct priv_pair *pp)
     CH_ASSERT_OK(coexec_pool_free(&pp->p));
 }
 
+/* A stream running scheduler s (one of the pair's). */
+static void priv_stream(coexec_sched_t s, coexec_xstream_t *out)
+{
+    coexec_xstream_attr_t xa;
+    CH_ASSERT_OK_FATAL(coexec_xstream_attr_init(&xa));
+    xa.sched = s;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, out));
+}
+
 /* A ULT homed in a stream's private pool, parked when the stream stops,
  * and woken after the stream left its loop but before anyone joined it:
  * the wake goes to the stopped stream's mailbox. The join takes what is
@@ -1509,11 +1518,8 @@ static void t_wake_after_stop(void)
         coexec_thread_t u;
         CH_ASSERT_OK_FATAL(
             coexec_thread_create(pp.p, wait_event_ult, &ev, NULL, &u));
-        coexec_xstream_attr_t xa;
-        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
-        xa.sched = pp.s1;
         coexec_xstream_t x;
-        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &x));
+        priv_stream(pp.s1, &x);
         coexec_unit_state_t st = COEXEC_UNIT_READY;
         CU_ASSERT(CH_WAIT(coexec_thread_get_state(u, &st) == COEXEC_OK &&
                           st == COEXEC_UNIT_BLOCKED));
@@ -1526,9 +1532,8 @@ static void t_wake_after_stop(void)
         CH_ASSERT_OK(coexec_xstream_free(&x));
         CH_ASSERT_EQ(atomic_load(&ch_count), 0);
         /* A second stream over the same pool runs the woken ULT. */
-        xa.sched = pp.s2;
         coexec_xstream_t y;
-        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &y));
+        priv_stream(pp.s2, &y);
         CH_ASSERT_RC(coexec_thread_join_timed(u, 10ull * 1000000000ull),
                      COEXEC_OK);
         CH_ASSERT_EQ(atomic_load(&ch_count), 1);
@@ -1576,11 +1581,8 @@ static void t_wake_into_unowned_pool(void)
             CH_ASSERT_OK_FATAL(
                 coexec_thread_create(pp.p, wait_event_ult, &ev[i], NULL, &u[i]));
         }
-        coexec_xstream_attr_t xa;
-        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
-        xa.sched = pp.s1;
         coexec_xstream_t x;
-        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &x));
+        priv_stream(pp.s1, &x);
         for (long i = 0; i < n; i++) {
             coexec_unit_state_t st = COEXEC_UNIT_READY;
             CU_ASSERT(CH_WAIT(coexec_thread_get_state(u[i], &st) ==
@@ -1595,9 +1597,8 @@ static void t_wake_into_unowned_pool(void)
             CH_ASSERT_EQ(pthread_create(&th[k], NULL, wake_many_main, &w[k]),
                          0);
         }
-        xa.sched = pp.s2;
         coexec_xstream_t y;
-        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &y));
+        priv_stream(pp.s2, &y);
         for (int k = 0; k < WAKERS; k++)
             pthread_join(th[k], NULL);
         CU_ASSERT(CH_WAIT(atomic_load(&ch_count) == n));
@@ -1637,11 +1638,8 @@ static void t_yield_to_unowned_pool(void)
         for (long i = 0; i < n; i++)
             CH_ASSERT_OK_FATAL(
                 coexec_thread_create(pp.p, count_ult, NULL, NULL, &u[i]));
-        coexec_xstream_attr_t xa;
-        CH_ASSERT_OK(coexec_xstream_attr_init(&xa));
-        xa.sched = pp.s1;
         coexec_xstream_t y;
-        CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &y));
+        priv_stream(pp.s1, &y);
         long here = 0;
         for (long i = 0; i < n; i++) {
             int rc = coexec_yield_to(u[i]);
