@@ -103,7 +103,8 @@ static inline bool fin_cancelling(void)
 
 static inline bool handle_epoch_ok(uint64_t gen)
 {
-    return gen != 0 && (uint32_t)(gen >> 32) == coexec__g.epoch;
+    /* The epoch is never 0 (init skips it), so neither is a good gen. */
+    return (uint32_t)(gen >> 32) == coexec__g.epoch;
 }
 
 /* Returns 0 or the error for a handle of any record with an atom_u64_t gen. */
