@@ -182,9 +182,23 @@ struct abtx_global {
 extern ABTX_HIDDEN struct abtx_global abtx_g;
 extern ABTX_HIDDEN pthread_mutex_t abtx_lock;
 
-/* The running ABT unit of this OS thread (NULL: none). */
+/* The running ABT unit of this OS thread (NULL: none). abtx_cur_get and
+ * abtx_cur_set are out of line, for a caller that may have switched OS
+ * threads; abtx_cur_here and abtx_cur_set_here read and write the
+ * thread-local inline, only in a call that has not switched since it
+ * began (as abtx_self_crank_here). */
 ABT_thread abtx_cur_get(void);
 void abtx_cur_set(ABT_thread t);
+extern _Thread_local ABT_thread abtx_cur_tls
+    __attribute__((tls_model("initial-exec")));
+static inline ABT_thread abtx_cur_here(void)
+{
+    return abtx_cur_tls;
+}
+static inline void abtx_cur_set_here(ABT_thread t)
+{
+    abtx_cur_tls = t;
+}
 /* The coexec rank of the stream this OS thread is (-1: none). */
 int abtx_self_crank(void);
 /* Its cache (src/abt/init.c): the rank, asked under ABT_init number

@@ -15,13 +15,13 @@ struct abtx_global abtx_g;
 pthread_mutex_t abtx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* initial-exec: a plain %fs-relative access, no __tls_get_addr call. */
-static _Thread_local ABT_thread cur __attribute__((tls_model("initial-exec")));
+_Thread_local ABT_thread abtx_cur_tls __attribute__((tls_model("initial-exec")));
 
 /* Not inlined: a ULT that switched may run on another OS thread, and the
  * compiler must compute the thread-local address afresh at each call. */
 __attribute__((noinline)) ABT_thread abtx_cur_get(void)
 {
-    ABT_thread t = cur;
+    ABT_thread t = abtx_cur_tls;
     __asm__ volatile("" ::: "memory");
     return t;
 }
@@ -29,7 +29,7 @@ __attribute__((noinline)) ABT_thread abtx_cur_get(void)
 __attribute__((noinline)) void abtx_cur_set(ABT_thread t)
 {
     __asm__ volatile("" ::: "memory");
-    cur = t;
+    abtx_cur_tls = t;
 }
 
 /* A stream's rank never changes while its OS thread lives. It is
@@ -64,11 +64,11 @@ coexec_poll_status_t abtx_task_main(coexec_poll_t *cx, void *a)
 {
     (void)cx;
     ABT_thread t = a;
-    ABT_thread prev = cur;
-    cur = t;
+    ABT_thread prev = abtx_cur_tls;
+    abtx_cur_tls = t;
     if (__builtin_expect(!abtx_cancelled(t), 1))
         t->fn(t->arg);
-    cur = prev;
+    abtx_cur_tls = prev;
     if (__builtin_expect(t->detached, 0))
         abtx_detached_end(t);
     else

@@ -287,7 +287,7 @@ void abtx_detached_end(ABT_thread t)
 static void ult_main(void *a)
 {
     ABT_thread t = a;
-    abtx_cur_set(t);
+    abtx_cur_set_here(t);
     coexec_thread_t me;
     if (t->detached && !t->u.p && coexec_thread_self(&me) == COEXEC_OK)
         t->u = coexec_thread_unit(me); /* no pool has seen it: its own */
@@ -708,7 +708,7 @@ static inline __attribute__((always_inline)) int unit_join(ABT_thread t,
         return rc;
     if (!abtx_unit_joined(t)) {
         /* A join of the caller itself is coexec's EDEADLK: inv. */
-        rc = unit_wait(t, abtx_cur_get());
+        rc = unit_wait(t, abtx_cur_here());
         if (__builtin_expect(rc != COEXEC_OK, 0))
             return join_error(rc, inv);
     }
@@ -716,7 +716,7 @@ static inline __attribute__((always_inline)) int unit_join(ABT_thread t,
     return ABT_SUCCESS;
 }
 
-static int unit_free(ABT_thread *tp, int inv)
+static __attribute__((noinline)) int unit_free_slow(ABT_thread *tp, int inv)
 {
     ABTX_CHECK_INIT();
     if (!tp)
@@ -726,7 +726,7 @@ static int unit_free(ABT_thread *tp, int inv)
     if (rc)
         return rc;
     if (!abtx_unit_joined(t)) {
-        rc = unit_wait(t, abtx_cur_get());
+        rc = unit_wait(t, abtx_cur_here());
         if (rc && rc != COEXEC_ENOMEM)
             return join_error(rc, inv);
     }
@@ -738,6 +738,34 @@ static int unit_free(ABT_thread *tp, int inv)
     if (__builtin_expect(t->unit != NULL || t->keys != NULL, 0))
         return rec_free_full(t);
     return rec_put(t);
+}
+
+/* A free's common case, with no frame: a record whose unit was joined
+ * already, with no tool callback, no user-pool unit and no key values,
+ * goes back to the local list when that has room and is registered.
+ * Anything else is unit_free_slow's. (No switch before this point: the
+ * thread-local list is the calling OS thread's.) */
+static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
+                                                          int inv)
+{
+    ABT_thread t;
+    struct rec_cache *c = &cache;
+    if (__builtin_expect(abtx_g.refcount != 0 && tp && (t = *tp) &&
+                             t->magic == ABTX_THREAD && !t->is_main &&
+                             !t->detached && abtx_unit_joined(t) &&
+                             !atomic_load_explicit(&abtx_tool_on,
+                                                   memory_order_relaxed) &&
+                             !t->unit && !t->keys &&
+                             c->len < LOCAL_HIGH && c->registered,
+                         1)) {
+        *tp = ABT_THREAD_NULL;
+        t->magic = ABTX_FREED;
+        t->next = c->head;
+        c->head = t;
+        c->len++;
+        return ABT_SUCCESS;
+    }
+    return unit_free_slow(tp, inv);
 }
 
 int ABT_thread_join(ABT_thread thread)
