@@ -26,9 +26,12 @@ void coexec__dest_arrived(struct coexec_xstream_rec *xs,
 /* u never started and no stack can be had for it: it ends unrun. */
 void coexec__unit_fail_nostack(struct coexec_xstream_rec *xs,
                                struct coexec_unit_rec *u);
-/* Runs tasklet u once (a poll) on xs's scheduler context or in place. */
+/* Runs tasklet u once (a poll) on xs's scheduler context. */
 void coexec__run_tasklet(struct coexec_xstream_rec *xs,
                          struct coexec_unit_rec *u);
+/* Tasklet u returned PENDING on stream xs: it waits for its wake. */
+void coexec__tasklet_pending(struct coexec_xstream_rec *xs,
+                             struct coexec_unit_rec *u);
 /* Parks the calling ULT u until woken (at once if a wake is pending). */
 void coexec__park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u);
 
@@ -37,6 +40,24 @@ void coexec__park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
 struct coexec_poll {
     struct coexec_unit_rec *u;
 };
+
+/* Calls tasklet u's function once on stream xs, where u is current: what
+ * the scheduler's run (coexec__run_tasklet) and a joiner's run in place
+ * share. The caller ends or parks u according to the result. */
+static ALWAYS_INLINE coexec_poll_status_t
+tasklet_call(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
+{
+    struct coexec_poll cx = {u};
+    stat_add(&xs->count[XC_TASKLETS_RUN], 1);
+    TOOL_SWITCH(xs, NULL, -1, u);
+    u->rflags |= RF_STARTED;
+    coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
+    TOOL_SWITCH(xs, u,
+                r == COEXEC_READY ? COEXEC_TOOL_UNIT_FINISH
+                                  : COEXEC_TOOL_UNIT_BLOCK,
+                NULL);
+    return r;
+}
 
 /* The calling ULT and its stream, or NULL with *err: COEXEC_ENOTINIT, or
  * COEXEC_ECONTEXT (a tasklet, a scheduler loop, an external thread). */
@@ -109,6 +130,62 @@ static ALWAYS_INLINE bool unit_release_handle(struct coexec_xstream_rec *xs,
         return false;
     unit_recycle(xs, u, next);
     return true;
+}
+
+/* A fresh descriptor of kind for a unit made on stream xs (NULL: an
+ * external thread), or NULL; inlined into the creation calls
+ * (coexec__unit_new for the others). */
+static ALWAYS_INLINE struct coexec_unit_rec *unit_new(struct coexec_xstream_rec *xs,
+                                                     int kind)
+{
+    struct coexec_unit_rec *u = coexec__unit_alloc(xs ? &xs->ucache : NULL);
+    if (UNLIKELY(!u))
+        return NULL;
+    /* gen was bumped when the descriptor was freed (or set when carved). */
+    u->next = u->prev = NULL;
+    atom_store_rlx_ptr(&u->pool, NULL);
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    atom_store_rlx_u32(&u->wake, wake_tag_of(atom_load_rlx_u64(&u->gen)));
+    /* Release: a stale joiner whose compare-and-swap reads this 0 also
+     * sees the new generation (join_unit re-checks it). */
+    atom_store_rel_uptr(&u->join, 0);
+    u->kind = (uint8_t)kind;
+    unit_inpool_set(u, 0);
+    u->flags = 0;
+    u->rflags = 0;
+    u->sp = NULL;
+    u->stack = NULL;
+    u->keys = NULL;
+    u->bound_rank = -1;
+    __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
+    atom_store_rlx_u32(&u->attrs, 0);
+    atom_store_rlx_uptr(&u->dest, 0);
+    u->tsan_fiber = NULL;
+    if (LIKELY(xs)) {
+        /* Ids and the leak count stay per stream: no shared atomic here. */
+        if (UNLIKELY(xs->id_next == xs->id_end)) {
+            xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
+            xs->id_end = xs->id_next + 4096;
+        }
+        u->id = xs->id_next++;
+        xs->live_units++;
+    } else {
+        u->id = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1);
+        atom_fadd_rlx_u64(&coexec__g.live_units, 1);
+    }
+    return u;
+}
+
+/* Ends u's incarnation and recycles its descriptor; the caller is the
+ * only one left touching u (coexec__unit_release out of line). */
+static ALWAYS_INLINE void unit_release(struct coexec_xstream_rec *xs,
+                                       struct coexec_unit_rec *u)
+{
+    /* Release: a handle check that sees the new generation must not see
+     * this incarnation's fields any more. */
+    uint64_t gen = gen_next(atom_load_rlx_u64(&u->gen));
+    atom_store_rel_u64(&u->gen, gen);
+    unit_recycle(xs, u, gen);
 }
 
 static inline size_t unit_stack_bytes(struct coexec_unit_rec *u)
@@ -320,7 +397,7 @@ static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn
     if (rc)
         return rc;
     struct coexec_xstream_rec *xs = xs_self_entry();
-    struct coexec_unit_rec *u = coexec__unit_new(xs, kind);
+    struct coexec_unit_rec *u = unit_new(xs, kind);
     if (UNLIKELY(!u))
         return COEXEC_ENOMEM;
     if (kind == UNIT_TASKLET) {

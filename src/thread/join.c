@@ -10,6 +10,7 @@
 #include "pool/pool.h"
 #include "thread/engine.h"
 #include "thread/unit.h"
+#include "waker/wait.h"
 #include "xstream/xstream.h"
 
 /* ---- join ---------------------------------------------------------------- */
@@ -26,17 +27,25 @@ static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *x
 }
 
 /* Runs the not-started unit u (just removed from its pool, and our
- * registration as its joiner in u->join) in place. */
+ * registration w as its joiner in u->join) in place. */
 static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
-                         struct coexec_unit_rec *u)
+                         struct coexec_unit_rec *u, struct join_waiter *w)
 {
     if (u->kind == UNIT_TASKLET) {
         unit_arrive(xs, u);
         xs->cur = u;
         atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
-        u->rflags |= RF_INPLACE;
-        coexec__run_tasklet(xs, u); /* READY completes the join in place */
+        coexec_poll_status_t r = tasklet_call(xs, u);
         xs->cur = self;
+        if (LIKELY(r == COEXEC_READY)) {
+            /* Its finisher is its joiner: JOIN_HANDED, nobody to wake. */
+            wait_tasklet_leave(u);
+            atom_store_rlx_u32(&u->state, COEXEC_UNIT_TERMINATED);
+            w->here = true;
+            atom_store_rel_uptr(&u->join, JOIN_HANDED);
+        } else {
+            coexec__tasklet_pending(xs, u); /* we wait the ordinary way */
+        }
         return;
     }
     if (UNLIKELY(!(u->rflags & RF_STARTED)) && UNLIKELY(!ult_prepare(xs, u))) {
@@ -313,7 +322,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
             }
         }
         if (claimed) {
-            run_in_place(xs, self, u);
+            run_in_place(xs, self, u, &w);
             if (LIKELY(w.here)) {
                 /* It finished here: JOIN_HANDED, and nothing to wait for
                  * or to clear. */
@@ -493,7 +502,7 @@ static ALWAYS_INLINE int free_common(struct coexec_unit_rec **pp, uint64_t *gp, 
     if (rc && rc != COEXEC_ENOMEM)
         return rc;
     if (held)
-        coexec__unit_release(coexec__xs_self(), *pp); /* ours alone */
+        unit_release(coexec__xs_self(), *pp); /* ours alone */
     else if (!unit_release_handle(coexec__xs_self(), *pp, *gp))
         return COEXEC_EHANDLE; /* another free of the same handle won */
     *pp = NULL;

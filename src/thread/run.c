@@ -31,10 +31,12 @@
  *  descriptor (registering, claiming) and undoes it if the descriptor
  *  now serves another unit. A
  *  joiner that finds the unit still queued removes it from its pool and
- *  runs it in place (RF_INPLACE): the unit then returns straight to the
+ *  runs it in place. A ULT (RF_INPLACE) then returns straight to the
  *  joiner when it finishes, without the scheduler or any atomic on the
- *  joiner. If the unit yields or parks meanwhile it switches back to its
- *  joiner, which then waits like any other joiner.
+ *  joiner; if it yields or parks meanwhile it switches back to its
+ *  joiner, which then waits like any other joiner. A tasklet's function
+ *  is called by the joiner itself, which ends it on READY (JOIN_HANDED,
+ *  no wake) and on PENDING parks it and waits like any other joiner.
  */
 
 #include "base/global.h"
@@ -54,53 +56,14 @@ _Static_assert(MAX_XSTREAMS - 1 <= INT16_MAX,
 struct coexec_unit_rec *coexec__unit_new(struct coexec_xstream_rec *xs,
                                          int kind)
 {
-    struct coexec_unit_rec *u = coexec__unit_alloc(xs ? &xs->ucache : NULL);
-    if (UNLIKELY(!u))
-        return NULL;
-    /* gen was bumped when the descriptor was freed (or set when carved). */
-    u->next = u->prev = NULL;
-    atom_store_rlx_ptr(&u->pool, NULL);
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    atom_store_rlx_u32(&u->wake, wake_tag_of(atom_load_rlx_u64(&u->gen)));
-    /* Release: a stale joiner whose compare-and-swap reads this 0 also
-     * sees the new generation (join_unit re-checks it). */
-    atom_store_rel_uptr(&u->join, 0);
-    u->kind = (uint8_t)kind;
-    unit_inpool_set(u, 0);
-    u->flags = 0;
-    u->rflags = 0;
-    u->sp = NULL;
-    u->stack = NULL;
-    u->keys = NULL;
-    u->bound_rank = -1;
-    __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
-    atom_store_rlx_u32(&u->attrs, 0);
-    atom_store_rlx_uptr(&u->dest, 0);
-    u->tsan_fiber = NULL;
-    if (LIKELY(xs)) {
-        /* Ids and the leak count stay per stream: no shared atomic here. */
-        if (UNLIKELY(xs->id_next == xs->id_end)) {
-            xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
-            xs->id_end = xs->id_next + 4096;
-        }
-        u->id = xs->id_next++;
-        xs->live_units++;
-    } else {
-        u->id = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1);
-        atom_fadd_rlx_u64(&coexec__g.live_units, 1);
-    }
-    return u;
+    return unit_new(xs, kind);
 }
 
 
 void coexec__unit_release(struct coexec_xstream_rec *xs,
                           struct coexec_unit_rec *u)
 {
-    /* Release: a handle check that sees the new generation must not see
-     * this incarnation's fields any more. */
-    uint64_t gen = gen_next(atom_load_rlx_u64(&u->gen));
-    atom_store_rel_u64(&u->gen, gen);
-    unit_recycle(xs, u, gen);
+    unit_release(xs, u);
 }
 
 
@@ -417,29 +380,24 @@ NOINLINE void coexec__unit_fail_nostack(struct coexec_xstream_rec *xs,
 
 /* ---- running ------------------------------------------------------------- */
 
+/* Tasklet u returned PENDING on stream xs: it waits for its wake. */
+void coexec__tasklet_pending(struct coexec_xstream_rec *xs,
+                             struct coexec_unit_rec *u)
+{
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_BLOCKED);
+    if (!park_commit(xs, u))
+        coexec__enqueue_woken(u);
+}
+
 void coexec__run_tasklet(struct coexec_xstream_rec *xs,
                          struct coexec_unit_rec *u)
 {
-    struct coexec_poll cx = {u};
-    stat_add(&xs->count[XC_TASKLETS_RUN], 1);
-    TOOL_SWITCH(xs, NULL, -1, u);
-    u->rflags |= RF_STARTED;
-    coexec_poll_status_t r = u->fn.tasklet(&cx, u->arg);
-    TOOL_SWITCH(xs, u,
-                r == COEXEC_READY ? COEXEC_TOOL_UNIT_FINISH
-                                  : COEXEC_TOOL_UNIT_BLOCK,
-                NULL);
-    if (r == COEXEC_READY) {
+    if (tasklet_call(xs, u) == COEXEC_READY) {
         wait_tasklet_leave(u);
         unit_finish(xs, u);
         return;
     }
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_BLOCKED);
-    /* From now on a joiner that ran us in place waits the ordinary way:
-     * clear the flag before a wake can make us visible to other streams. */
-    u->rflags &= (uint8_t)~RF_INPLACE;
-    if (!park_commit(xs, u))
-        coexec__enqueue_woken(u);
+    coexec__tasklet_pending(xs, u);
 }
 
 /* u is about to run on xs: a DEST_BOUND naming xs has done its job. */

@@ -47,7 +47,7 @@ enum unit_flag {
 /* unit->rflags: written by whoever runs the unit; read by others only
  * under the pool lock that a later push of the unit released. */
 enum unit_rflag {
-    RF_INPLACE = 1u << 0, /* run in place by the joiner of `join` */
+    RF_INPLACE = 1u << 0, /* a ULT run in place by the joiner of `join` */
     RF_STARTED = 1u << 1, /* has run at least once */
     RF_RETURN = 1u << 2,  /* its starter waits in coexec__ctx_start and is
                              where it goes when it finishes: it may return */
@@ -107,8 +107,9 @@ struct join_waiter {
     bool keep; /* a free: leave JOIN_HANDED in place (run.c, join_leave) */
     bool held; /* ... and it did: no one else can release the unit */
     /* The unit, run in place by this joiner, finished straight back to it
-     * (unit_finish under RF_INPLACE, on the joiner's own thread): the join
-     * is complete and no wake was made for it. */
+     * (a ULT: unit_finish under RF_INPLACE; a tasklet: run_in_place), on
+     * the joiner's own thread: the join is complete and no wake was made
+     * for it. */
     bool here;
 };
 

@@ -382,6 +382,51 @@ static void t_pending_join_and_inside(void)
 }
 
 /*
+ * A tasklet that its joiner runs in place and that returns PENDING is
+ * parked like any other: the joiner waits, and the poll that ends the
+ * tasklet (by its stream's scheduler) wakes it. On one stream, a tasklet
+ * created into the main pool and joined at once is run in place by the
+ * join. Woken from inside its poll, or by another thread; by a join and
+ * by a free.
+ */
+static void t_join_in_place_pending(void)
+{
+    ch_init(1);
+    coexec_xstream_t self;
+    coexec_pool_t main_pool;
+    CH_ASSERT_OK_FATAL(coexec_xstream_self(&self));
+    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(self, &main_pool));
+    for (int by_free = 0; by_free < 2; by_free++) {
+        for (int outside = 0; outside < 2; outside++) {
+            pend_t p;
+            memset(&p, 0, sizeof p);
+            p.rounds = outside ? 1 : 3;
+            p.wake_inside = !outside;
+            p.last_rank = -1;
+            coexec_tasklet_t k;
+            CH_ASSERT_OK(coexec_tasklet_create(main_pool, pend_tasklet, &p, &k));
+            wake_job_t j = {&p, k};
+            ch_pthread_t th;
+            if (outside)
+                ch_pthread_start(&th, wake_pthread, &j);
+            CH_ASSERT_OK(by_free ? coexec_tasklet_free(&k)
+                                 : coexec_tasklet_join(k));
+            if (outside)
+                ch_pthread_join(&th);
+            CH_ASSERT_EQ(atomic_load(&p.polls), p.rounds + 1);
+            CH_ASSERT_EQ(atomic_load(&p.early_polls), 0);
+            CH_ASSERT_EQ(p.last_rank, 0);
+            if (!by_free) {
+                CH_ASSERT_EQ(ch_tasklet_state(k), COEXEC_UNIT_TERMINATED);
+                CH_ASSERT_OK(coexec_tasklet_free(&k));
+            }
+            CH_ASSERT_EQ(k.p, NULL);
+        }
+    }
+    ch_finalize();
+}
+
+/*
  * Join runs a unit in place only if it has not started. A tasklet that was
  * polled, returned PENDING and was woken has started: it is queued in its
  * home pool again, and a join waits for its own stream to poll it.
@@ -568,6 +613,7 @@ static const ch_test_t pending_tests[] = {
     {"join_pending_and_wake_inside", t_pending_join_and_inside},
     {"many_woken_by_crowd", t_pending_many},
     {"join_of_woken_tasklet_not_in_place", t_join_started_not_in_place},
+    {"join_in_place_then_pending", t_join_in_place_pending},
     {NULL, NULL}};
 static const ch_test_t errors_tests[] = {{"args_context_stale", t_errors},
                                          {NULL, NULL}};
