@@ -158,7 +158,7 @@ static inline __attribute__((always_inline)) ABT_thread rec_alloc(void)
 }
 
 /* Hands the first CHAIN_LEN records of the local list to the global stack. */
-static void cache_spill(struct rec_cache *c)
+__attribute__((noinline)) static void cache_spill(struct rec_cache *c)
 {
     struct ABT_thread_opaque *first = c->head, *last = first;
     for (long i = 1; i < CHAIN_LEN; i++)
@@ -742,7 +742,7 @@ static __attribute__((noinline)) int unit_free_slow(ABT_thread *tp, int inv)
 
 /* A free's common case, with no frame: a record whose unit was joined
  * already, with no tool callback, no user-pool unit and no key values,
- * goes back to the local list when that has room and is registered.
+ * goes back to the local list (once that is registered), as rec_put.
  * Anything else is unit_free_slow's. (No switch before this point: the
  * thread-local list is the calling OS thread's.) */
 static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
@@ -755,14 +755,14 @@ static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
                              !t->detached && abtx_unit_joined(t) &&
                              !atomic_load_explicit(&abtx_tool_on,
                                                    memory_order_relaxed) &&
-                             !t->unit && !t->keys &&
-                             c->len < LOCAL_HIGH && c->registered,
+                             !t->unit && !t->keys && c->registered,
                          1)) {
         *tp = ABT_THREAD_NULL;
         t->magic = ABTX_FREED;
         t->next = c->head;
         c->head = t;
-        c->len++;
+        if (__builtin_expect(++c->len > LOCAL_HIGH, 0))
+            cache_spill(c);
         return ABT_SUCCESS;
     }
     return unit_free_slow(tp, inv);
