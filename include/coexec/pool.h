@@ -222,12 +222,15 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_steal(coexec_pool_t pool,
                                                   coexec_unit_t *out);
 
 /*
- * Takes unit out of pool, where it is queued and has not started, as
- * coexec_pool_pop would have taken it: the caller then owns it until it
- * pushes it into a pool again, runs it (a user scheduler's
- * coexec_sched_run_unit) or joins it. A user-defined pool's ops.remove
- * decides for it; a work-stealing deque finds a unit only near its ends
- * (COEXEC_ESTATE otherwise, with the unit left where it is).
+ * Takes unit out of pool, where it is queued, as coexec_pool_pop would
+ * have taken it: a unit that has not started yet, or one that ran and was
+ * queued again (a ULT that yielded, a tasklet woken after PENDING). The
+ * caller then owns it until it pushes it into a pool again or runs it (a
+ * user scheduler's coexec_sched_run_unit); a join of a unit that has not
+ * started runs it in place, a join of one that has waits for that push
+ * or run. A user-defined pool's ops.remove decides for it; a
+ * work-stealing deque finds a unit only near its ends (COEXEC_ESTATE
+ * otherwise, with the unit left where it is).
  * Context: any thread the access mode allows (a private pool's owner
  * stream only). Switches: never.
  * Returns: COEXEC_OK; COEXEC_ESTATE (unit is not queued in pool: running,

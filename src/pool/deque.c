@@ -287,11 +287,12 @@ void coexec__deque_refuse(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
     side_park(p, dq_of(p), u);
 }
 
-static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                      bool started_ok)
 {
     struct deque *d = dq_of(p);
     /* No switch happens in here: the inline thread-local read is safe. */
-    int r = dq_owner_remove(p, u, xs_self_entry());
+    int r = dq_owner_remove(p, u, xs_self_entry(), started_ok);
     if (r >= 0)
         return r;
     if (atom_load_rlx_u64(&d->side_n) == 0)
@@ -309,7 +310,7 @@ static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
     }
     /* RF_STARTED was set before the push that queued u here, under this
      * lock (or before a taker moved it here, under this lock). */
-    if (ok && !(u->rflags & RF_STARTED))
+    if (ok && (started_ok || !(u->rflags & RF_STARTED)))
         side_unlink(d, u);
     else
         ok = false;

@@ -162,7 +162,8 @@ dq_owner_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
  * deque.c's (-1). */
 static ALWAYS_INLINE int dq_owner_remove(struct coexec_pool_rec *p,
                                          struct coexec_unit_rec *u,
-                                         struct coexec_xstream_rec *xs)
+                                         struct coexec_xstream_rec *xs,
+                                         bool started_ok)
 {
     struct deque *d = dq_of(p);
     if (!dq_is_owner(d, xs))
@@ -178,7 +179,7 @@ static ALWAYS_INLINE int dq_owner_remove(struct coexec_pool_rec *p,
     if (dq_take_bottom(d) != u)
         return 0; /* a thief was faster */
     /* Ours now, so its run flags are safe to read. */
-    if (UNLIKELY(u->rflags & RF_STARTED)) {
+    if (UNLIKELY(!started_ok && (u->rflags & RF_STARTED))) {
         coexec__deque_put_back(p, u);
         return 0;
     }

@@ -177,8 +177,9 @@ extern struct coexec__steal_registry coexec__steal;
  *    so such a push cannot race with that and skips the re-check.
  *  - pop(p, xs): the next unit xs may run (pool_may_take), or NULL); clears
  *    u->in_pool. xs is NULL for an external thread.
- *  - remove(p, u): takes u out if it is queued in p and has not started
- *    (RF_STARTED clear); false otherwise. NULL: never removable.
+ *  - remove(p, u, started_ok): takes u out if it is queued in p and,
+ *    unless started_ok, has not started (RF_STARTED clear); false
+ *    otherwise. NULL: never removable.
  *  - steal(p, xs, into): a unit for thief xs from the end the owner reaches
  *    last, skipping units pool_may_steal refuses; with a steal-half option
  *    the impl may take more and push the extra ones into `into` (the
@@ -194,7 +195,8 @@ struct pool_impl {
                  int how);
     struct coexec_unit_rec *(*pop)(struct coexec_pool_rec *p,
                                    struct coexec_xstream_rec *xs);
-    bool (*remove)(struct coexec_pool_rec *p, struct coexec_unit_rec *u);
+    bool (*remove)(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                   bool started_ok);
     struct coexec_unit_rec *(*steal)(struct coexec_pool_rec *p,
                                      struct coexec_xstream_rec *xs,
                                      struct coexec_pool_rec *into);
@@ -589,21 +591,23 @@ static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
     return ok;
 }
 
-/* Removes u from p if it is still queued there and has never run (join in
- * place), for stream xs (as in coexec__pool_push_as). */
+/* Removes u from p if it is still queued there and, unless started_ok,
+ * has never run (a join in place), for stream xs (as in
+ * coexec__pool_push_as). */
 static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
                                                  struct coexec_unit_rec *u,
-                                                 struct coexec_xstream_rec *xs)
+                                                 struct coexec_xstream_rec *xs,
+                                                 bool started_ok)
 {
     if (UNLIKELY(p->impl != NULL)) {
         if (xs && p->kind == COEXEC_POOL_DEQUE) {
-            int r = dq_owner_remove(p, u, xs);
+            int r = dq_owner_remove(p, u, xs, started_ok);
             if (r >= 0)
                 return r;
         }
-        return p->impl->remove && p->impl->remove(p, u);
+        return p->impl->remove && p->impl->remove(p, u, started_ok);
     }
-    return pool_list_remove(p, u, xs, false);
+    return pool_list_remove(p, u, xs, started_ok);
 }
 
 /* fork, in the child (src/core/process.c): forgets every pool. */

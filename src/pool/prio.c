@@ -224,14 +224,15 @@ static struct coexec_unit_rec *prio_pop(struct coexec_pool_rec *p,
     return u;
 }
 
-static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                        bool started_ok)
 {
     struct prio_state *st = st_of(p);
     prio_lock(p);
     /* RF_STARTED is read under the lock that the runner's later push
      * released (as in coexec__pool_remove). */
     bool ok = unit_inpool(u) == INPOOL_LIST && unit_pool(u) == p &&
-              !(u->rflags & RF_STARTED);
+              (started_ok || !(u->rflags & RF_STARTED));
     if (ok)
         level_unlink(p, st, -1, u);
     prio_unlock(p);

@@ -89,11 +89,12 @@ static struct coexec_unit_rec *up_pop(struct coexec_pool_rec *p,
     return u;
 }
 
-static bool up_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+static bool up_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
+                      bool started_ok)
 {
     struct user_pool *up = up_of(p);
     if (!up->ops.remove || unit_inpool(u) != INPOOL_USER ||
-        (u->rflags & RF_STARTED))
+        (!started_ok && (u->rflags & RF_STARTED)))
         return false;
     if (!up->ops.remove(up->state, handle_of(u)))
         return false;

@@ -307,7 +307,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                           (run == JOIN_RUN_ANY ||
                            (xs->cur_sched &&
                             sched_serves(xs->cur_sched, p))) &&
-                          coexec__pool_remove_as(p, u, xs);
+                          coexec__pool_remove_as(p, u, xs, false);
             } else if (!unit_inpool(u) && !(u->rflags & RF_STARTED) &&
                        unit_held_by(u, self)) {
                 /* We popped it out of its pool: ours to run. Anyone else

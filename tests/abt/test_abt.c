@@ -1313,8 +1313,55 @@ static void test_pool_remove(void)
     AT_OK(ABT_finalize());
 }
 
+/* A ULT that yields until told to stop, counting its runs. */
+static atomic_int yielder_stop;
+static void yielder(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        atomic_fetch_add(&counter, 1);
+        if (atomic_load(&yielder_stop))
+            return;
+        AT_CHECK_OK(ABT_thread_yield());
+    }
+}
+
+/* ABT_pool_remove of a ULT that ran and yielded back into its pool: it
+ * runs no more until pushed again, then goes on where it left off. */
+static void test_pool_remove_yielded(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool main_pool = at_main_pool();
+    atomic_store(&counter, 0);
+    atomic_store(&yielder_stop, 0);
+    ABT_thread t;
+    AT_OK(ABT_thread_create(main_pool, yielder, NULL, ABT_THREAD_ATTR_NULL,
+                            &t));
+    /* One stream: while this ULT runs, the yielder is queued. */
+    while (atomic_load(&counter) < 3)
+        AT_OK(ABT_thread_yield());
+    ABT_unit u;
+    AT_OK(ABT_thread_get_unit(t, &u));
+    AT_OK(ABT_pool_remove(main_pool, u));
+    int held = atomic_load(&counter);
+    for (int i = 0; i < 5; i++)
+        AT_OK(ABT_thread_yield());
+    CU_ASSERT_EQUAL(atomic_load(&counter), held);
+    ABT_thread_state st;
+    AT_OK(ABT_thread_get_state(t, &st));
+    CU_ASSERT_EQUAL(st, ABT_THREAD_STATE_READY);
+    CU_ASSERT_EQUAL(ABT_pool_remove(main_pool, u), ABT_ERR_POOL);
+    atomic_store(&yielder_stop, 1);
+    AT_OK(ABT_pool_push(main_pool, u));
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(atomic_load(&counter), held + 1);
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t pool_tests[] = {{"basic", test_pool_basic},
                                        {"remove", test_pool_remove},
+                                       {"remove_yielded",
+                                        test_pool_remove_yielded},
                                        {"print_all", test_pool_print_all},
                                        {"randws", test_pool_randws},
                                        {"many_outstanding",

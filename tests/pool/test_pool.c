@@ -6,7 +6,7 @@
  * DEQUE kind (owner LIFO, thieves take the oldest, steal-half, yields, and
  * every unit running once under fork-join on work-stealing streams);
  * coexec_pool_remove (list and PRIO pools of every mode, errors, removes
- * racing a stream's pops); coexec_pool_foreach (the pop order of every
+ * racing a stream's pops, units that ran and yielded, in every kind); coexec_pool_foreach (the pop order of every
  * kind, errors, listings while a stream runs the units).
  *
  * Most tests use pools no scheduler serves: units created into them stay
@@ -2142,10 +2142,78 @@ static void t_remove_races_pop(void)
     ch_finalize();
 }
 
+/* A ULT that yields until told to stop, counting its runs, and the rank
+ * of the stream of its last run. */
+typedef struct {
+    atomic_long runs;
+    atomic_int stop;
+    atomic_int rank;
+} yielder_t;
+
+static void yielder(void *arg)
+{
+    yielder_t *y = arg;
+    for (;;) {
+        atomic_fetch_add(&y->runs, 1);
+        atomic_store(&y->rank, ch_self_rank());
+        if (atomic_load(&y->stop))
+            return;
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    }
+}
+
+/* A unit that ran and was queued again (a ULT that yielded) is removed as
+ * well: it runs no more until the caller pushes it somewhere, then goes on
+ * where it left off. In every pool kind, from a thread that does not own
+ * the pool (a stream's scheduler pops it meanwhile, so the remove is tried
+ * until it finds the ULT queued). */
+static void t_remove_started(void)
+{
+    ch_init(1);
+    static const coexec_pool_kind_t kinds[] = {
+        COEXEC_POOL_FIFO, COEXEC_POOL_LIFO, COEXEC_POOL_PRIO,
+        COEXEC_POOL_DEQUE};
+    for (int k = 0; k < 4; k++) {
+        ch_stream_t st;
+        CH_ASSERT_OK_FATAL(ch_stream_create_ex(&st, COEXEC_SCHED_BASIC, kinds[k],
+                                               COEXEC_ACCESS_MPMC));
+        yielder_t y;
+        atomic_init(&y.runs, 0);
+        atomic_init(&y.stop, 0);
+        atomic_init(&y.rank, -1);
+        coexec_thread_t t;
+        CH_ASSERT_OK_FATAL(coexec_thread_create(st.pool, yielder, &y, NULL, &t));
+        CH_WAIT(atomic_load(&y.runs) >= 3);
+        coexec_unit_t u = coexec_thread_unit(t);
+        int rc;
+        long tries = 0;
+        while ((rc = coexec_pool_remove(st.pool, u)) == COEXEC_ESTATE &&
+               ++tries < 10000000)
+            ch_relax();
+        CH_ASSERT_RC_FATAL(rc, COEXEC_OK);
+        /* Ours now: in no pool, not run. */
+        long held = atomic_load(&y.runs);
+        CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
+        ch_linger(2);
+        CH_ASSERT_EQ(atomic_load(&y.runs), held);
+        CH_ASSERT_EQ(atomic_load(&y.rank), st.rank);
+        /* Pushed into the primary's pool, it resumes there and ends. */
+        atomic_store(&y.stop, 1);
+        requeue(u);
+        CH_ASSERT_OK(coexec_thread_join(t));
+        CH_ASSERT_EQ(atomic_load(&y.runs), held + 1);
+        CH_ASSERT_EQ(atomic_load(&y.rank), 0);
+        CH_ASSERT_OK(coexec_thread_free(&t));
+        CH_ASSERT_OK(ch_stream_free(&st));
+    }
+    ch_finalize();
+}
+
 static const ch_test_t remove_tests[] = {
     {"lists_every_mode", t_remove_lists},
     {"errors", t_remove_errors},
     {"races_pop", t_remove_races_pop},
+    {"started_units_too", t_remove_started},
     {NULL, NULL}};
 
 /* ======================================================================= */
