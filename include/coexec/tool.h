@@ -66,6 +66,9 @@ typedef struct coexec_tool_info {
                           freed unit's may serve a later one); NULL for
                           stream and offload events */
     int unit_is_main;  /* 1: a stream's main ULT */
+    int unit_first_run; /* RUN: 1 when this run starts the unit (its
+                           function has not begun), 0 when it resumes it;
+                           0 for every other event */
 } coexec_tool_info_t;
 
 /* A tool's callback. It runs inside the runtime's switch, wake and

@@ -64,9 +64,12 @@ struct ABT_thread_opaque {
     _Atomic uint8_t joined;
     int16_t last_crank;
     atomic_flag klock;   /* guards keys (src/abt/key.c) */
-    /* ABT_thread_cancel / ABT_task_cancel asked: its function does not
+    /* ABT_thread_cancel / ABT_task_cancel asked (1): its function does not
      * start, and a ULT already running exits at its next yield or
-     * suspend (thread.c). Cleared by each creation and revive. */
+     * suspend (thread.c). 2: asked before the run that starts it, which
+     * the tool was told as THREAD_CANCEL in place of THREAD_RUN (its
+     * FINISH is not told; src/abt/tool.c). Cleared by each creation and
+     * revive. */
     _Atomic uint8_t cancel;
     /* Its next creation event is told as THREAD_REVIVE (src/abt/tool.c). */
     uint8_t tool_revive;

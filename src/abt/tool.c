@@ -7,7 +7,8 @@
  * callback while a program's ABT callback is registered, keeps the events
  * of the layer's units (recognised by their trampoline, whose argument is
  * the unit's record) and hands them on as THREAD_CREATE, _RUN, _YIELD,
- * _SUSPEND, _RESUME and _FINISH. The events only the layer sees it emits
+ * _SUSPEND, _RESUME and _FINISH; the run that starts a unit whose cancel
+ * was asked is told as THREAD_CANCEL, and its FINISH not at all. The events only the layer sees it emits
  * itself: THREAD_JOIN and THREAD_FREE (the joins and frees of named
  * units), THREAD_REVIVE (a revive's new coexec unit is reported as that
  * instead of a creation), and an unnamed unit's FINISH and FREE, which are
@@ -49,7 +50,10 @@ static unsigned coexec_mask_of(uint64_t m)
     unsigned c = 0;
     if (m & (ABT_TOOL_EVENT_THREAD_CREATE | ABT_TOOL_EVENT_THREAD_REVIVE))
         c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_CREATE);
-    if (m & ABT_TOOL_EVENT_THREAD_RUN)
+    /* A cancelled unit's run is its CANCEL, and decides that its FINISH
+     * is not told. */
+    if (m & (ABT_TOOL_EVENT_THREAD_RUN | ABT_TOOL_EVENT_THREAD_CANCEL |
+             ABT_TOOL_EVENT_THREAD_FINISH))
         c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_RUN);
     if (m & ABT_TOOL_EVENT_THREAD_YIELD)
         c |= COEXEC_TOOL_BIT(COEXEC_TOOL_UNIT_YIELD);
@@ -82,7 +86,8 @@ void abtx_tool_emit(ABT_thread t, uint64_t ev)
 
 void abtx_tool_unnamed_end(ABT_thread t)
 {
-    abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FINISH);
+    if (atomic_load(&t->cancel) != 2) /* else told as CANCEL */
+        abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FINISH);
     abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FREE);
 }
 
@@ -119,9 +124,17 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
         t->tool_revive = 0;
         caller = abtx_cur_get();
         break;
-    case COEXEC_TOOL_UNIT_RUN:
-        ev = ABT_TOOL_EVENT_THREAD_RUN;
+    case COEXEC_TOOL_UNIT_RUN: {
+        /* The run that starts a unit whose cancel was asked ends it
+         * unrun (its trampoline sees the cancel): told as CANCEL, as
+         * Argobots does, and its FINISH is not told. */
+        uint8_t asked = 1;
+        ev = in->unit_first_run &&
+                     atomic_compare_exchange_strong(&t->cancel, &asked, 2)
+                 ? ABT_TOOL_EVENT_THREAD_CANCEL
+                 : ABT_TOOL_EVENT_THREAD_RUN;
         break;
+    }
     case COEXEC_TOOL_UNIT_YIELD:
         ev = ABT_TOOL_EVENT_THREAD_YIELD;
         break;
@@ -133,8 +146,9 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
         caller = abtx_cur_get();
         break;
     case COEXEC_TOOL_UNIT_FINISH:
-        /* An unnamed unit's end was told as its record went. */
-        if (t->detached)
+        /* An unnamed unit's end was told as its record went; a cancelled
+         * one's as CANCEL. */
+        if (t->detached || atomic_load(&t->cancel) == 2)
             return;
         ev = ABT_TOOL_EVENT_THREAD_FINISH;
         break;

@@ -45,6 +45,12 @@ void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
                         : u->arg,
         .unit = u,
         .unit_is_main = u && u->kind == UNIT_MAIN,
+        /* A tasklet is marked started after its RUN is told, a ULT's
+         * context exists only once it first ran. */
+        .unit_first_run = ev == COEXEC_TOOL_UNIT_RUN && u &&
+                          (u->kind == UNIT_TASKLET
+                               ? !(u->rflags & RF_STARTED)
+                               : u->sp == NULL),
     };
     if (ev == COEXEC_TOOL_UNIT_RESUME && u)
         atom_fand_rlx_u32(&u->attrs, ~UA_TOOL_BLOCKED);

@@ -578,6 +578,7 @@ static const struct {
     {ABT_TOOL_EVENT_THREAD_SUSPEND, TL_BIT(TL_RUNNING), TL_BLOCKED},
     {ABT_TOOL_EVENT_THREAD_RESUME, TL_BIT(TL_BLOCKED), TL_READY},
     {ABT_TOOL_EVENT_THREAD_FINISH, TL_BIT(TL_RUNNING), TL_FINISHED},
+    {ABT_TOOL_EVENT_THREAD_CANCEL, TL_BIT(TL_READY), TL_FINISHED},
     {ABT_TOOL_EVENT_THREAD_JOIN, TL_BIT(TL_FINISHED) | TL_BIT(TL_JOINED),
      TL_JOINED},
     {ABT_TOOL_EVENT_THREAD_REVIVE, TL_BIT(TL_JOINED), TL_READY},
@@ -764,7 +765,129 @@ static void test_tool_events(void)
     AT_OK(ABT_finalize());
 }
 
+/* Every event told, in order, for the cancel test. */
+#define TC_MAX 64
+static struct {
+    pthread_mutex_t lock;
+    ABT_thread t[TC_MAX];
+    uint64_t ev[TC_MAX];
+    int n;
+} tc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void tc_event(ABT_thread t, ABT_xstream x, uint64_t ev,
+                     ABT_tool_context ctx, void *arg)
+{
+    (void)x;
+    (void)ctx;
+    (void)arg;
+    pthread_mutex_lock(&tc.lock);
+    if (tc.n < TC_MAX) {
+        tc.t[tc.n] = t;
+        tc.ev[tc.n] = ev;
+    }
+    tc.n++;
+    pthread_mutex_unlock(&tc.lock);
+}
+
+/* The events told of t, in order, into out (at most max); their number. */
+static int tc_of(ABT_thread t, uint64_t *out, int max)
+{
+    int k = 0;
+    pthread_mutex_lock(&tc.lock);
+    for (int i = 0; i < tc.n && i < TC_MAX; i++)
+        if (tc.t[i] == t && k < max)
+            out[k++] = tc.ev[i];
+    pthread_mutex_unlock(&tc.lock);
+    return k;
+}
+
+static atomic_int tc_ran, tc_stop;
+
+static void tc_mark(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&tc_ran, 1);
+}
+
+static void tc_yielder(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&tc_ran, 1);
+    while (!atomic_load(&tc_stop))
+        AT_CHECK_OK(ABT_thread_yield());
+}
+
+/* A ULT and a tasklet cancelled before they run are told CREATE, CANCEL,
+ * then their JOIN and FREE (their functions never run: no RUN, no
+ * FINISH), as in Argobots. A ULT cancelled while it runs ends at its next yield, told
+ * as a run that finishes: RUN, FINISH. */
+static void test_tool_cancel(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_bool on = ABT_FALSE;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_TOOL, &on));
+    if (!on) {
+        printf("(skipped: built without tool events) ");
+        AT_OK(ABT_finalize());
+        return;
+    }
+    tc.n = 0;
+    atomic_store(&tc_ran, 0);
+    atomic_store(&tc_stop, 0);
+    ABT_pool p0 = at_main_pool();
+    AT_OK(ABT_tool_register_thread_callback(tc_event, ABT_TOOL_EVENT_THREAD_ALL,
+                                            NULL));
+    ABT_thread a, r;
+    ABT_task k;
+    AT_OK(ABT_thread_create(p0, tc_mark, NULL, ABT_THREAD_ATTR_NULL, &a));
+    AT_OK(ABT_task_create(p0, tc_mark, NULL, &k));
+    AT_OK(ABT_thread_cancel(a));
+    AT_OK(ABT_task_cancel(k));
+    ABT_thread ta = a, tk = k;
+    AT_OK(ABT_thread_free(&a));
+    AT_OK(ABT_task_join(k));
+    AT_OK(ABT_task_free(&k));
+    CH_ASSERT_EQ(atomic_load(&tc_ran), 0);
+    static const uint64_t want[] = {
+        ABT_TOOL_EVENT_THREAD_CREATE, ABT_TOOL_EVENT_THREAD_CANCEL,
+        ABT_TOOL_EVENT_THREAD_JOIN, ABT_TOOL_EVENT_THREAD_FREE};
+    uint64_t got[TC_MAX];
+    CH_ASSERT_EQ(tc_of(ta, got, TC_MAX), 4);
+    for (int i = 0; i < 4; i++)
+        CH_ASSERT_EQ(got[i], want[i]);
+    /* A join, then a free: JOIN told by each. */
+    CH_ASSERT_EQ(tc_of(tk, got, TC_MAX), 5);
+    for (int i = 0; i < 3; i++)
+        CH_ASSERT_EQ(got[i], want[i]);
+    CH_ASSERT_EQ(got[3], ABT_TOOL_EVENT_THREAD_JOIN);
+    CH_ASSERT_EQ(got[4], ABT_TOOL_EVENT_THREAD_FREE);
+    /* Running: one stream, so while this ULT runs the yielder is queued. */
+    tc.n = 0;
+    AT_OK(ABT_thread_create(p0, tc_yielder, NULL, ABT_THREAD_ATTR_NULL, &r));
+    while (atomic_load(&tc_ran) < 1)
+        AT_OK(ABT_thread_yield());
+    AT_OK(ABT_thread_cancel(r));
+    ABT_thread tr = r;
+    AT_OK(ABT_thread_free(&r));
+    int n = tc_of(tr, got, TC_MAX);
+    CU_ASSERT(n >= 6 && n <= TC_MAX);
+    if (n >= 6) {
+        CH_ASSERT_EQ(got[0], ABT_TOOL_EVENT_THREAD_CREATE);
+        CH_ASSERT_EQ(got[1], ABT_TOOL_EVENT_THREAD_RUN);
+        CH_ASSERT_EQ(got[n - 4], ABT_TOOL_EVENT_THREAD_RUN);
+        CH_ASSERT_EQ(got[n - 3], ABT_TOOL_EVENT_THREAD_FINISH);
+        CH_ASSERT_EQ(got[n - 2], ABT_TOOL_EVENT_THREAD_JOIN);
+        CH_ASSERT_EQ(got[n - 1], ABT_TOOL_EVENT_THREAD_FREE);
+        for (int i = 0; i < n; i++)
+            CU_ASSERT(got[i] != ABT_TOOL_EVENT_THREAD_CANCEL);
+    }
+    AT_OK(ABT_tool_register_thread_callback(NULL, ABT_TOOL_EVENT_THREAD_NONE,
+                                            NULL));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t tool_tests[] = {{"events", test_tool_events},
+                                       {"cancel", test_tool_cancel},
                                        {NULL, NULL}};
 
 static const ch_suite_t suites[] = {{"stack", stack_tests},

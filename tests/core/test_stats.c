@@ -600,6 +600,7 @@ static struct {
     pthread_mutex_t lock;
     const void *unit[LIFE_SLOTS];
     unsigned char state[LIFE_SLOTS];
+    unsigned char ran[LIFE_SLOTS]; /* a RUN was told since its CREATE */
     int rank[LIFE_SLOTS]; /* the stream of its last RUN */
     long bad, resumes, blocks, marked;
 } life = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -618,7 +619,12 @@ static void life_event(const coexec_tool_info_t *in, void *arg)
     if (!life.unit[h]) {
         life.unit[h] = in->unit;
         *st = in->unit_is_main ? L_RUNNING : L_NONE;
+        life.ran[h] = (unsigned char)in->unit_is_main;
     }
+    /* unit_first_run: set on the RUN that starts the unit, only there. */
+    if (in->unit_first_run &&
+        (in->event != COEXEC_TOOL_UNIT_RUN || life.ran[h]))
+        life.bad++;
     bool known = *st != L_NONE || in->event == COEXEC_TOOL_UNIT_CREATE;
     unsigned char want = L_NONE, next = *st;
     switch (in->event) {
@@ -627,10 +633,14 @@ static void life_event(const coexec_tool_info_t *in, void *arg)
             life.bad++;
         next = L_READY;
         life.marked += in->unit_arg == &life_marker;
+        life.ran[h] = 0;
         break;
     case COEXEC_TOOL_UNIT_RUN:
         want = L_READY, next = L_RUNNING;
         life.rank[h] = in->rank;
+        if (known && !in->unit_first_run && !life.ran[h])
+            life.bad++; /* its first run, not told as one */
+        life.ran[h] = 1;
         break;
     case COEXEC_TOOL_UNIT_YIELD:
         want = L_RUNNING, next = L_READY;
@@ -674,10 +684,23 @@ static void life_yielder(void *arg)
         CH_CHECK_RC(coexec_yield(), COEXEC_OK);
 }
 
-/* Joins run in place, waits woken from another stream, yields, on two
- * streams: every unit's events follow its life, a wait that ended by its
- * joiner coming back is told resumed, and the event names its unit's
- * argument. */
+/* A tasklet that wakes itself and returns PENDING on its first poll. */
+static coexec_poll_status_t life_pending(coexec_poll_t *cx, void *arg)
+{
+    int *polls = arg;
+    if ((*polls)++ > 0)
+        return COEXEC_READY;
+    coexec_waker_t w;
+    CH_CHECK_RC(coexec_poll_waker(cx, &w), COEXEC_OK);
+    CH_CHECK_RC(coexec_waker_wake(w), COEXEC_OK);
+    return COEXEC_PENDING;
+}
+
+/* Joins run in place, waits woken from another stream, yields, a tasklet
+ * polled twice, on two streams: every unit's events follow its life
+ * (only the run that starts a unit is told as its first), a wait that
+ * ended by its joiner coming back is told resumed, and the event names
+ * its unit's argument. */
 static void t_tool_lifecycle(void)
 {
     if (!tools_built())
@@ -696,9 +719,15 @@ static void t_tool_lifecycle(void)
         for (int i = 4; i < 8; i++)
             CH_ASSERT_OK(coexec_thread_create(ch_main_pool(i % 2), life_waiter,
                                               &ev, NULL, &t[i]));
+        int polls = 0;
+        coexec_tasklet_t k;
+        CH_ASSERT_OK(coexec_tasklet_create(ch_main_pool(round % 2),
+                                           life_pending, &polls, &k));
         CH_ASSERT_OK(coexec_yield());
         CH_ASSERT_OK(coexec_eventual_set(&ev, NULL, 0));
         ch_free_threads(t, 8);
+        CH_ASSERT_OK(coexec_tasklet_free(&k));
+        CH_ASSERT_EQ(polls, 2);
         CH_ASSERT_OK(coexec_eventual_destroy(&ev));
     }
     CH_ASSERT_OK(coexec_tool_set_callback(NULL, 0, NULL));
