@@ -682,6 +682,22 @@ static void *tl_ext_create(void *arg)
     return NULL;
 }
 
+/* ABT_init; false (finalized again, the test skipped) when the library
+ * was built without tool events. */
+static bool tool_init(void)
+{
+    CU_ASSERT_EQUAL_FATAL(ABT_init(0, NULL), ABT_SUCCESS);
+    ABT_bool on = ABT_FALSE;
+    CU_ASSERT_EQUAL_FATAL(
+        ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_TOOL, &on),
+        ABT_SUCCESS);
+    if (on)
+        return true;
+    printf("(skipped: built without tool events) ");
+    CU_ASSERT_EQUAL(ABT_finalize(), ABT_SUCCESS);
+    return false;
+}
+
 /* ABT_tool_register_thread_callback: named and unnamed ULTs and tasklets,
  * yields, waits woken from another stream, joins run in place, a revive
  * and a cancel, on two streams: each unit's events follow its life, the
@@ -689,14 +705,8 @@ static void *tl_ext_create(void *arg)
  * the callback is removed nothing more is told. */
 static void test_tool_events(void)
 {
-    AT_OK(ABT_init(0, NULL));
-    ABT_bool on = ABT_FALSE;
-    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_TOOL, &on));
-    if (!on) {
-        printf("(skipped: built without tool events) ");
-        AT_OK(ABT_finalize());
+    if (!tool_init())
         return;
-    }
     memset(tl.t, 0, sizeof tl.t);
     memset(tl.count, 0, sizeof tl.count);
     tl.bad = tl.ext_creates = tl.pool_ok = tl.pool_bad = 0;
@@ -819,18 +829,12 @@ static void tc_yielder(void *arg)
 
 /* A ULT and a tasklet cancelled before they run are told CREATE, CANCEL,
  * then their JOIN and FREE (their functions never run: no RUN, no
- * FINISH), as in Argobots. A ULT cancelled while it runs ends at its next yield, told
- * as a run that finishes: RUN, FINISH. */
+ * FINISH), as in Argobots. A ULT cancelled while it runs ends at its next
+ * yield, told as a run that finishes: RUN, FINISH. */
 static void test_tool_cancel(void)
 {
-    AT_OK(ABT_init(0, NULL));
-    ABT_bool on = ABT_FALSE;
-    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_ENABLED_TOOL, &on));
-    if (!on) {
-        printf("(skipped: built without tool events) ");
-        AT_OK(ABT_finalize());
+    if (!tool_init())
         return;
-    }
     tc.n = 0;
     atomic_store(&tc_ran, 0);
     atomic_store(&tc_stop, 0);
