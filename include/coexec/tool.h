@@ -69,6 +69,10 @@ typedef struct coexec_tool_info {
     int unit_first_run; /* RUN: 1 when this run starts the unit (its
                            function has not begun), 0 when it resumes it;
                            0 for every other event */
+    int sched_depth;    /* RUN, YIELD, BLOCK, FINISH: how many scheduler
+                           levels the unit runs under on its stream (1:
+                           the stream's main scheduler; 2: a scheduler
+                           stacked on it, ...); 0 for every other event */
 } coexec_tool_info_t;
 
 /* A tool's callback. It runs inside the runtime's switch, wake and

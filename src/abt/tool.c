@@ -16,7 +16,9 @@
  * after, when the record is free, and is dropped).
  *
  * A program callback's context answers ABT_tool_query_thread while the
- * callback runs: the unit's pool, the depth of the scheduler stack (0),
+ * callback runs: the unit's pool, the depth of the scheduler stack (for
+ * RUN, YIELD, SUSPEND and FINISH as coexec tells them: 1 under a stream's
+ * main scheduler; 0 for the events the layer tells itself),
  * the caller that caused the event (the unit itself for its RUN, YIELD,
  * SUSPEND and FINISH; otherwise the ULT, tasklet or external thread that
  * made the call) and the synchronisation object a SUSPEND waits on, which
@@ -29,6 +31,7 @@
 struct ABT_tool_context_opaque {
     ABT_pool pool;
     ABT_thread caller; /* NULL: an external thread */
+    int depth;         /* scheduler levels (coexec's sched_depth), or 0 */
 };
 
 /* One registration. Replaced ones stay (on `all`, under abtx_lock) until
@@ -67,9 +70,9 @@ static unsigned coexec_mask_of(uint64_t m)
 }
 
 static void deliver(struct tool_reg *r, ABT_thread t, ABT_xstream x,
-                    uint64_t ev, ABT_thread caller)
+                    uint64_t ev, ABT_thread caller, int depth)
 {
-    struct ABT_tool_context_opaque ctx = {t->pool, caller};
+    struct ABT_tool_context_opaque ctx = {t->pool, caller, depth};
     r->cb(t, x, ev, &ctx, r->arg);
 }
 
@@ -81,7 +84,7 @@ void abtx_tool_emit(ABT_thread t, uint64_t ev)
     ABT_thread caller = abtx_cur_get();
     ABT_xstream x = abtx_xstream_self();
     /* A unit's own end is told by the unit on its stream. */
-    deliver(r, t, x, ev, ev == ABT_TOOL_EVENT_THREAD_FINISH ? t : caller);
+    deliver(r, t, x, ev, ev == ABT_TOOL_EVENT_THREAD_FINISH ? t : caller, 0);
 }
 
 void abtx_tool_unnamed_end(ABT_thread t)
@@ -156,7 +159,8 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
         return;
     }
     if (r->mask & ev)
-        deliver(r, t, abtx_xstream_of_crank(in->rank), ev, caller);
+        deliver(r, t, abtx_xstream_of_crank(in->rank), ev, caller,
+                in->sched_depth);
 }
 
 int ABT_tool_register_thread_callback(ABT_tool_thread_callback_fn cb_func,
@@ -216,7 +220,7 @@ int ABT_tool_query_thread(ABT_tool_context context, uint64_t event,
         *(ABT_pool *)val = context->pool;
         return ABT_SUCCESS;
     case ABT_TOOL_QUERY_KIND_STACK_DEPTH:
-        *(int *)val = 0;
+        *(int *)val = context->depth;
         return ABT_SUCCESS;
     case ABT_TOOL_QUERY_KIND_CALLER_TYPE:
         *(ABT_exec_entity_type *)val = context->caller

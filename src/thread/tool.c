@@ -8,8 +8,10 @@
 #include "base/global.h"
 #include "base/self.h"
 #include "base/spin.h"
+#include "sched/sched.h"
 #include "thread/tool.h"
 #include "thread/unit.h"
+#include "xstream/xstream.h"
 
 struct coexec__tool coexec__tool;
 
@@ -24,6 +26,15 @@ void coexec__tool_remask(void)
     struct tool_reg *r = atom_load_acq_ptr(&coexec__tool.user);
     unsigned m = (r ? r->mask : 0) | atom_load_rlx_u32(&coexec__tool.trace_mask);
     atom_store_rel_u32(&coexec__tool.mask, m);
+}
+
+/* The number of scheduler levels running on xs, its own thread. */
+static int sched_depth(const struct coexec_xstream_rec *xs)
+{
+    int d = 0;
+    for (const struct coexec_sched_rec *s = xs->cur_sched; s; s = s->pcur)
+        d++;
+    return d;
 }
 
 void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
@@ -51,6 +62,14 @@ void coexec__tool_emit(int ev, struct coexec_xstream_rec *xs,
                           (u->kind == UNIT_TASKLET
                                ? !(u->rflags & RF_STARTED)
                                : u->sp == NULL),
+        /* These four are told by the unit's own stream. */
+        .sched_depth = xs && u &&
+                               (ev == COEXEC_TOOL_UNIT_RUN ||
+                                ev == COEXEC_TOOL_UNIT_YIELD ||
+                                ev == COEXEC_TOOL_UNIT_BLOCK ||
+                                ev == COEXEC_TOOL_UNIT_FINISH)
+                           ? sched_depth(xs)
+                           : 0,
     };
     if (ev == COEXEC_TOOL_UNIT_RESUME && u)
         atom_fand_rlx_u32(&u->attrs, ~UA_TOOL_BLOCKED);

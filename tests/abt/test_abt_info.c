@@ -634,6 +634,15 @@ static void tl_event(ABT_thread t, ABT_xstream x, uint64_t ev,
     }
     if (!ok)
         tl.bad++;
+    if (ev == ABT_TOOL_EVENT_THREAD_RUN || ev == ABT_TOOL_EVENT_THREAD_YIELD ||
+        ev == ABT_TOOL_EVENT_THREAD_SUSPEND) {
+        /* Every unit here runs under its stream's main scheduler. */
+        int depth = -1;
+        if (ABT_tool_query_thread(ctx, ev, ABT_TOOL_QUERY_KIND_STACK_DEPTH,
+                                  &depth) != ABT_SUCCESS ||
+            depth != 1)
+            tl.bad++;
+    }
     if (ev == ABT_TOOL_EVENT_THREAD_CREATE) {
         ABT_exec_entity_type type = ABT_EXEC_ENTITY_TYPE_THREAD;
         ABT_pool pool = ABT_POOL_NULL;
@@ -701,7 +710,8 @@ static bool tool_init(void)
 /* ABT_tool_register_thread_callback: named and unnamed ULTs and tasklets,
  * yields, waits woken from another stream, joins run in place, a revive
  * and a cancel, on two streams: each unit's events follow its life, the
- * context answers the queries (the pool, an external creator), and once
+ * context answers the queries (the pool, an external creator, a depth of
+ * 1 under a stream's main scheduler), and once
  * the callback is removed nothing more is told. */
 static void test_tool_events(void)
 {

@@ -18,6 +18,33 @@
 /* stack: schedulers as units of their parent's pools                       */
 /* ======================================================================= */
 
+/* Tool events of the level units: the scheduler depth coexec tells with
+ * each RUN, YIELD, BLOCK and FINISH must be the level of the scheduler
+ * the unit asked for (A 1, B 2, C 3). */
+static coexec_sched_t depth_of_level[3];
+static atomic_long depth_told, depth_bad;
+
+static void depth_event(const coexec_tool_info_t *in, void *arg)
+{
+    (void)arg;
+    if (in->unit_fn != (void *)lvl_ult && in->unit_fn != (void *)lvl_tasklet)
+        return;
+    bool four = in->event == COEXEC_TOOL_UNIT_RUN ||
+                in->event == COEXEC_TOOL_UNIT_YIELD ||
+                in->event == COEXEC_TOOL_UNIT_BLOCK ||
+                in->event == COEXEC_TOOL_UNIT_FINISH;
+    int want = 0;
+    if (four) {
+        const lvl_arg_t *a = in->unit_arg;
+        for (int l = 0; l < 3; l++)
+            if (CH_SAME(a->want, depth_of_level[l]))
+                want = l + 1;
+        atomic_fetch_add(&depth_told, 1);
+    }
+    if (in->sched_depth != want)
+        atomic_fetch_add(&depth_bad, 1);
+}
+
 static void run_stack(int user_b, int user_c, int explicit_finish)
 {
     ch_init(1);
@@ -47,6 +74,14 @@ static void run_stack(int user_b, int user_c, int explicit_finish)
     CH_ASSERT_RC(coexec_pool_add_sched(pa, (coexec_sched_t){0}), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_pool_add_sched((coexec_pool_t){0}, a), COEXEC_EHANDLE);
 
+    depth_of_level[0] = a;
+    depth_of_level[1] = b;
+    depth_of_level[2] = c;
+    atomic_store(&depth_told, 0);
+    atomic_store(&depth_bad, 0);
+    int tools = coexec_tool_set_callback(depth_event, COEXEC_TOOL_ALL, NULL);
+    if (tools != COEXEC_ENOSYS)
+        CH_ASSERT_OK(tools);
     long per = ch_iters(200, 12);
     long n = per * 6; /* per unit in PA, PB, PC1, PC2 before; PC2, PA after */
     hits_new(n);
@@ -70,6 +105,11 @@ static void run_stack(int user_b, int user_c, int explicit_finish)
         lvl_create(pa, &args[k], k, a, rank), k++;
     }
     CH_WAIT(atomic_load(&g_hit_total) == n);
+    if (tools != COEXEC_ENOSYS) {
+        CH_ASSERT_OK(coexec_tool_set_callback(NULL, 0, NULL));
+        CU_ASSERT(atomic_load(&depth_told) >= 2 * n);
+        CH_ASSERT_EQ(atomic_load(&depth_bad), 0);
+    }
     if (explicit_finish) {
         /* C finishes and leaves PB; then B leaves PA; A still runs. */
         CH_ASSERT_OK(coexec_sched_finish(c));
