@@ -300,6 +300,35 @@ static inline void abtx_tool(ABT_thread t, uint64_t ev)
                                               memory_order_relaxed), 0))
         abtx_tool_emit(t, ev);
 }
+/* What the calling unit waits on as it leaves, for the tool (THREAD_YIELD
+ * and THREAD_SUSPEND: ABT_tool_query_thread's SYNC_OBJECT_TYPE and
+ * _HANDLE). A blocking call of the layer notes it just before its coexec
+ * call and clears it just after, only while a callback is registered; the
+ * event told as the unit leaves reads it on that OS thread (tool.c). */
+void abtx_sync_note(ABT_thread self, ABT_sync_event_type type, void *obj);
+static inline void abtx_sync_begin(ABT_thread self, ABT_sync_event_type type,
+                                   void *obj)
+{
+    if (__builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                              memory_order_relaxed), 0))
+        abtx_sync_note(self, type, obj);
+}
+static inline void abtx_sync_end(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                              memory_order_relaxed), 0))
+        abtx_sync_note(NULL, ABT_SYNC_EVENT_TYPE_UNKNOWN, NULL);
+}
+/* rc = expr, a coexec call that may switch, made by the calling unit as a
+ * wait on (type, obj); the layer's current unit is restored after it. */
+#define ABTX_WAIT(rc, type, obj, expr)                                         \
+    do {                                                                       \
+        ABT_thread abtx_self_ = abtx_cur_get();                                \
+        abtx_sync_begin(abtx_self_, (type), (obj));                            \
+        (rc) = (expr);                                                         \
+        abtx_sync_end();                                                       \
+        abtx_cur_set(abtx_self_);                                              \
+    } while (0)
 /* Is fn the layer's trampoline of a ULT (tasklet false) or a tasklet? */
 bool abtx_is_trampoline(const void *fn, int tasklet);
 

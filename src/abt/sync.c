@@ -181,9 +181,8 @@ int ABT_mutex_lock(ABT_mutex mutex)
     if (!mutex)
         return ABT_ERR_INV_MUTEX;
     coexec_mutex_t *m = mutex_of(mutex);
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_mutex_lock(m);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_MUTEX, mutex, coexec_mutex_lock(m));
     if (rc == COEXEC_ECONTEXT)
         rc = tasklet_poll(mutex_trylock_op, m);
     return mutex_error(rc);
@@ -300,9 +299,9 @@ int ABT_cond_wait(ABT_cond cond, ABT_mutex mutex)
         return ABT_ERR_INV_COND;
     if (!mutex)
         return ABT_ERR_INV_MUTEX;
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_cond_wait(cond_of(cond), mutex_of(mutex));
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_COND, cond,
+              coexec_cond_wait(cond_of(cond), mutex_of(mutex)));
     return cond_error(rc);
 }
 
@@ -319,10 +318,10 @@ int ABT_cond_timedwait(ABT_cond cond, ABT_mutex mutex,
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t ns = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
                  (abstime->tv_nsec - now.tv_nsec);
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_cond_wait_timed(cond_of(cond), mutex_of(mutex),
-                                    ns > 0 ? (uint64_t)ns : 0);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_COND, cond,
+              coexec_cond_wait_timed(cond_of(cond), mutex_of(mutex),
+                                     ns > 0 ? (uint64_t)ns : 0));
     return cond_error(rc);
 }
 
@@ -377,9 +376,8 @@ static int rwlock_call(ABT_rwlock rwlock, int (*op)(coexec_rwlock_t *))
 {
     if (!rwlock)
         return ABT_ERR_INV_RWLOCK;
-    ABT_thread self = abtx_cur_get();
-    int rc = op(&rwlock->l);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_RWLOCK, rwlock, op(&rwlock->l));
     if (rc == COEXEC_EDEADLK || rc == COEXEC_EPERM || rc == COEXEC_ECONTEXT)
         return ABT_ERR_RWLOCK;
     return abtx_err(rc, ABT_ERR_INV_RWLOCK, ABT_ERR_RWLOCK);
@@ -456,9 +454,9 @@ int ABT_barrier_wait(ABT_barrier barrier)
 {
     if (!barrier)
         return ABT_ERR_INV_BARRIER;
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_barrier_wait(&barrier->b, NULL);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_BARRIER, barrier,
+              coexec_barrier_wait(&barrier->b, NULL));
     if (rc == COEXEC_ECONTEXT &&
         !abtx_sched_block(barrier_wait_op, &barrier->b, &rc))
         return ABT_ERR_BARRIER;
@@ -587,9 +585,9 @@ int ABT_eventual_wait(ABT_eventual eventual, void **value)
     if (!r)
         return ABT_ERR_MEM;
     void *v = NULL;
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_eventual_wait(&r->ev, &v);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_EVENTUAL, eventual,
+              coexec_eventual_wait(&r->ev, &v));
     if (rc == COEXEC_ECONTEXT)
         rc = eventual_poll(r, &v);
     if (value)
@@ -612,9 +610,10 @@ int ABT_eventual_timedwait(ABT_eventual eventual, void **value,
     int64_t ns = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
                  (abstime->tv_nsec - now.tv_nsec);
     void *v = NULL;
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_eventual_wait_timed(&r->ev, ns > 0 ? (uint64_t)ns : 0, &v);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_EVENTUAL, eventual,
+              coexec_eventual_wait_timed(&r->ev, ns > 0 ? (uint64_t)ns : 0,
+                                         &v));
     if (value)
         *value = v;
     return eventual_error(rc);
@@ -715,9 +714,9 @@ int ABT_future_wait(ABT_future future)
 {
     if (!future)
         return ABT_ERR_INV_FUTURE;
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_future_wait(&future->f);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_FUTURE, future,
+              coexec_future_wait(&future->f));
     if (rc == COEXEC_ECONTEXT) {
         int ready = 0;
         while ((rc = coexec_future_test(&future->f, &ready)) == COEXEC_OK &&

@@ -652,6 +652,7 @@ static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
                                                            ABT_thread self)
 {
     int rc;
+    abtx_sync_begin(self, ABT_SYNC_EVENT_TYPE_THREAD_JOIN, t);
     if (t->is_ult) {
         coexec_thread_t h = t->th;
         rc = coexec_thread_wait_free(&h);
@@ -671,6 +672,7 @@ static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
                 sched_yield();
         rc = COEXEC_OK;
     }
+    abtx_sync_end();
     abtx_cur_set(self);
     return rc;
 }
@@ -1079,7 +1081,9 @@ static int self_switch(int (*op)(void), bool noop_ok)
     /* op refuses a caller that is not a ULT (COEXEC_ECONTEXT) before it
      * does anything: who the caller is is asked only then. */
     ABT_thread self = abtx_cur_get();
+    abtx_sync_begin(self, ABT_SYNC_EVENT_TYPE_USER, NULL);
     int rc = op();
+    abtx_sync_end();
     if (__builtin_expect(rc == COEXEC_ECONTEXT, 0)) {
         if (noop_ok)
             return ABT_SUCCESS;
@@ -1157,6 +1161,7 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
                                     ? ABT_POOL_CONTEXT_OP_THREAD_RESUME_YIELD_TO
                                     : ABT_POOL_CONTEXT_OP_THREAD_YIELD_TO);
     /* A finished target (one a join released) cannot be handed the CPU. */
+    abtx_sync_begin(self, ABT_SYNC_EVENT_TYPE_USER, NULL);
     rc = abtx_unit_joined(thread) ? COEXEC_ESTATE : direct[resume][kind](th);
     abtx_push_ctx_clear(self);
     if (rc == COEXEC_ESTATE || rc == COEXEC_EPERM) {
@@ -1164,6 +1169,7 @@ static int self_to(ABT_thread thread, enum to_kind kind, bool resume)
             ABTX_IGNORE(coexec_thread_resume(th));
         rc = plain[kind]();
     }
+    abtx_sync_end();
     if (freed)
         rec_unfree(self);
     abtx_cur_set(self);

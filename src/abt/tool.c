@@ -21,8 +21,10 @@
  * main scheduler; 0 for the events the layer tells itself),
  * the caller that caused the event (the unit itself for its RUN, YIELD,
  * SUSPEND and FINISH; otherwise the ULT, tasklet or external thread that
- * made the call) and the synchronisation object a SUSPEND waits on, which
- * is not known here (UNKNOWN, no handle).
+ * made the call) and, for a YIELD or a SUSPEND, what the unit waits on:
+ * the type and handle that the layer's blocking call noted (abtx_sync_note;
+ * USER for the program's own yields and suspends, UNKNOWN for the
+ * runtime's).
  */
 #include <stdlib.h>
 
@@ -32,7 +34,26 @@ struct ABT_tool_context_opaque {
     ABT_pool pool;
     ABT_thread caller; /* NULL: an external thread */
     int depth;         /* scheduler levels (coexec's sched_depth), or 0 */
+    ABT_sync_event_type sync_type; /* YIELD, SUSPEND: what it waits on */
+    void *sync_obj;
 };
+
+/* The calling OS thread's note of what its unit waits on (abtx_sync_note):
+ * out of line, as its callers may have switched OS threads. */
+static _Thread_local struct {
+    ABT_thread unit;
+    ABT_sync_event_type type;
+    void *obj;
+} sync_tls __attribute__((tls_model("initial-exec")));
+
+__attribute__((noinline)) void abtx_sync_note(ABT_thread self,
+                                              ABT_sync_event_type type,
+                                              void *obj)
+{
+    sync_tls.unit = self;
+    sync_tls.type = type;
+    sync_tls.obj = obj;
+}
 
 /* One registration. Replaced ones stay (on `all`, under abtx_lock) until
  * the last ABT_finalize: an event may still be delivered through them. */
@@ -72,7 +93,15 @@ static unsigned coexec_mask_of(uint64_t m)
 static void deliver(struct tool_reg *r, ABT_thread t, ABT_xstream x,
                     uint64_t ev, ABT_thread caller, int depth)
 {
-    struct ABT_tool_context_opaque ctx = {t->pool, caller, depth};
+    struct ABT_tool_context_opaque ctx = {t->pool, caller, depth,
+                                          ABT_SYNC_EVENT_TYPE_UNKNOWN, NULL};
+    /* A unit leaving tells the wait its layer call noted on this thread. */
+    if ((ev == ABT_TOOL_EVENT_THREAD_YIELD ||
+         ev == ABT_TOOL_EVENT_THREAD_SUSPEND) &&
+        sync_tls.unit == t) {
+        ctx.sync_type = sync_tls.type;
+        ctx.sync_obj = sync_tls.obj;
+    }
     r->cb(t, x, ev, &ctx, r->arg);
 }
 
@@ -231,10 +260,10 @@ int ABT_tool_query_thread(ABT_tool_context context, uint64_t event,
         *(ABT_thread *)val = context->caller;
         return ABT_SUCCESS;
     case ABT_TOOL_QUERY_KIND_SYNC_OBJECT_TYPE:
-        *(ABT_sync_event_type *)val = ABT_SYNC_EVENT_TYPE_UNKNOWN;
+        *(ABT_sync_event_type *)val = context->sync_type;
         return ABT_SUCCESS;
     case ABT_TOOL_QUERY_KIND_SYNC_OBJECT_HANDLE:
-        *(void **)val = NULL;
+        *(void **)val = context->sync_obj;
         return ABT_SUCCESS;
     default:
         return ABT_ERR_INV_ARG;

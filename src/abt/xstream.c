@@ -166,9 +166,9 @@ static int xstream_join(ABT_xstream x)
 {
     if (x->joined)
         return ABT_SUCCESS;
-    ABT_thread self = abtx_cur_get();
-    int rc = coexec_xstream_join(x->cx);
-    abtx_cur_set(self);
+    int rc;
+    ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_XSTREAM_JOIN, x,
+              coexec_xstream_join(x->cx));
     if (rc == COEXEC_EDEADLK || rc == COEXEC_EPERM)
         return ABT_ERR_INV_XSTREAM;
     if (rc == COEXEC_ECONTEXT)

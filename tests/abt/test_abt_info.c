@@ -791,6 +791,8 @@ static struct {
     pthread_mutex_t lock;
     ABT_thread t[TC_MAX];
     uint64_t ev[TC_MAX];
+    ABT_sync_event_type sync[TC_MAX]; /* YIELD and SUSPEND: what it waits */
+    void *obj[TC_MAX];                /* on, as the context answers */
     int n;
 } tc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -798,15 +800,39 @@ static void tc_event(ABT_thread t, ABT_xstream x, uint64_t ev,
                      ABT_tool_context ctx, void *arg)
 {
     (void)x;
-    (void)ctx;
     (void)arg;
+    ABT_sync_event_type type = ABT_SYNC_EVENT_TYPE_UNKNOWN;
+    void *obj = NULL;
+    if (ev == ABT_TOOL_EVENT_THREAD_YIELD ||
+        ev == ABT_TOOL_EVENT_THREAD_SUSPEND) {
+        CH_CHECK_EQ(ABT_tool_query_thread(ctx, ev,
+                                          ABT_TOOL_QUERY_KIND_SYNC_OBJECT_TYPE,
+                                          &type), ABT_SUCCESS);
+        CH_CHECK_EQ(ABT_tool_query_thread(
+                        ctx, ev, ABT_TOOL_QUERY_KIND_SYNC_OBJECT_HANDLE, &obj),
+                    ABT_SUCCESS);
+    }
     pthread_mutex_lock(&tc.lock);
     if (tc.n < TC_MAX) {
         tc.t[tc.n] = t;
         tc.ev[tc.n] = ev;
+        tc.sync[tc.n] = type;
+        tc.obj[tc.n] = obj;
     }
     tc.n++;
     pthread_mutex_unlock(&tc.lock);
+}
+
+/* The first event ev told of t: its index, or -1. */
+static int tc_find(ABT_thread t, uint64_t ev)
+{
+    int at = -1;
+    pthread_mutex_lock(&tc.lock);
+    for (int i = 0; i < tc.n && i < TC_MAX && at < 0; i++)
+        if (tc.t[i] == t && tc.ev[i] == ev)
+            at = i;
+    pthread_mutex_unlock(&tc.lock);
+    return at;
 }
 
 /* The events told of t, in order, into out (at most max); their number. */
@@ -900,7 +926,102 @@ static void test_tool_cancel(void)
     AT_OK(ABT_finalize());
 }
 
+static ABT_eventual ts_ev;
+static ABT_mutex ts_mutex;
+
+static void ts_wait(void *arg)
+{
+    (void)arg;
+    AT_CHECK_OK(ABT_eventual_wait(ts_ev, NULL));
+}
+
+static void ts_lock(void *arg)
+{
+    (void)arg;
+    AT_CHECK_OK(ABT_mutex_lock(ts_mutex));
+    AT_CHECK_OK(ABT_mutex_unlock(ts_mutex));
+}
+
+static void ts_yield(void *arg)
+{
+    (void)arg;
+    AT_CHECK_OK(ABT_thread_yield());
+}
+
+/* A YIELD or SUSPEND tells what the unit waits on, as Argobots does: USER
+ * for ABT_thread_yield, EVENTUAL, MUTEX and THREAD_JOIN with the handle
+ * waited on. One stream: each unit leaves while the main ULT yields. */
+static void test_tool_sync_objects(void)
+{
+    if (!tool_init())
+        return;
+    tc.n = 0;
+    ABT_pool p0 = at_main_pool();
+    AT_OK(ABT_eventual_create(0, &ts_ev));
+    AT_OK(ABT_mutex_create(&ts_mutex));
+    AT_OK(ABT_tool_register_thread_callback(tc_event, ABT_TOOL_EVENT_THREAD_ALL,
+                                            NULL));
+    ABT_thread w, l, y, self;
+    AT_OK(ABT_self_get_thread(&self));
+    AT_OK(ABT_mutex_lock(ts_mutex));
+    AT_OK(ABT_thread_create(p0, ts_wait, NULL, ABT_THREAD_ATTR_NULL, &w));
+    AT_OK(ABT_thread_create(p0, ts_lock, NULL, ABT_THREAD_ATTR_NULL, &l));
+    AT_OK(ABT_thread_create(p0, ts_yield, NULL, ABT_THREAD_ATTR_NULL, &y));
+    ABT_thread_state st = ABT_THREAD_STATE_READY;
+    while (st != ABT_THREAD_STATE_BLOCKED) {
+        AT_OK(ABT_thread_yield());
+        AT_OK(ABT_thread_get_state(l, &st));
+    }
+    /* The waiter and the locker are blocked; the frees below wait for
+     * each unit that has not finished (THREAD_JOIN). */
+    AT_OK(ABT_mutex_unlock(ts_mutex));
+    AT_OK(ABT_eventual_set(ts_ev, NULL, 0));
+    ABT_thread wj = w, lj = l, yj = y;
+    AT_OK(ABT_thread_free(&l));
+    AT_OK(ABT_thread_free(&y));
+    AT_OK(ABT_thread_free(&w));
+    AT_OK(ABT_tool_register_thread_callback(NULL, ABT_TOOL_EVENT_THREAD_NONE,
+                                            NULL));
+    int i = tc_find(wj, ABT_TOOL_EVENT_THREAD_SUSPEND);
+    CU_ASSERT(i >= 0);
+    if (i >= 0) {
+        CH_ASSERT_EQ(tc.sync[i], ABT_SYNC_EVENT_TYPE_EVENTUAL);
+        CU_ASSERT_PTR_EQUAL(tc.obj[i], ts_ev);
+    }
+    i = tc_find(lj, ABT_TOOL_EVENT_THREAD_SUSPEND);
+    CU_ASSERT(i >= 0);
+    if (i >= 0) {
+        CH_ASSERT_EQ(tc.sync[i], ABT_SYNC_EVENT_TYPE_MUTEX);
+        CU_ASSERT_PTR_EQUAL(tc.obj[i], ts_mutex);
+    }
+    i = tc_find(yj, ABT_TOOL_EVENT_THREAD_YIELD);
+    CU_ASSERT(i >= 0);
+    if (i >= 0) {
+        CH_ASSERT_EQ(tc.sync[i], ABT_SYNC_EVENT_TYPE_USER);
+        CU_ASSERT_PTR_EQUAL(tc.obj[i], NULL);
+    }
+    /* The main ULT's yields are USER; a join that waited, THREAD_JOIN. */
+    int joins = 0, bad = 0;
+    for (int k = 0; k < tc.n && k < TC_MAX; k++) {
+        if (tc.t[k] != self)
+            continue;
+        if (tc.ev[k] == ABT_TOOL_EVENT_THREAD_YIELD)
+            bad += tc.sync[k] != ABT_SYNC_EVENT_TYPE_USER;
+        if (tc.ev[k] == ABT_TOOL_EVENT_THREAD_SUSPEND) {
+            joins++;
+            bad += tc.sync[k] != ABT_SYNC_EVENT_TYPE_THREAD_JOIN ||
+                   (tc.obj[k] != lj && tc.obj[k] != yj && tc.obj[k] != wj);
+        }
+    }
+    CH_ASSERT_EQ(bad, 0);
+    CU_ASSERT(joins >= 1);
+    AT_OK(ABT_mutex_free(&ts_mutex));
+    AT_OK(ABT_eventual_free(&ts_ev));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t tool_tests[] = {{"events", test_tool_events},
+                                       {"sync_objects", test_tool_sync_objects},
                                        {"cancel", test_tool_cancel},
                                        {NULL, NULL}};
 
