@@ -648,11 +648,10 @@ static int unit_state(ABT_thread t, coexec_unit_state_t *st)
  * join to be done. The caller's record self is restored after the call,
  * which may have switched. Inlined into the joins and frees, so that a
  * unit run in place returns through as few frames as possible. */
-static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
-                                                           ABT_thread self)
+static inline __attribute__((always_inline)) int
+unit_wait_plain(ABT_thread t, ABT_thread self)
 {
     int rc;
-    abtx_sync_begin(self, ABT_SYNC_EVENT_TYPE_THREAD_JOIN, t);
     if (t->is_ult) {
         coexec_thread_t h = t->th;
         rc = coexec_thread_wait_free(&h);
@@ -672,9 +671,29 @@ static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
                 sched_yield();
         rc = COEXEC_OK;
     }
-    abtx_sync_end();
     abtx_cur_set(self);
     return rc;
+}
+
+/* unit_wait_plain, telling the tool that self waits for t (THREAD_JOIN). */
+static __attribute__((noinline)) int unit_wait_noted(ABT_thread t,
+                                                     ABT_thread self)
+{
+    abtx_sync_note(self, ABT_SYNC_EVENT_TYPE_THREAD_JOIN, t);
+    int rc = unit_wait_plain(t, self);
+    abtx_sync_note(NULL, ABT_SYNC_EVENT_TYPE_UNKNOWN, NULL);
+    return rc;
+}
+
+/* Waits for t's unit and releases it, as unit_wait_plain; with a tool
+ * callback registered, through unit_wait_noted. */
+static inline __attribute__((always_inline)) int unit_wait(ABT_thread t,
+                                                           ABT_thread self)
+{
+    if (__builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                              memory_order_relaxed), 0))
+        return unit_wait_noted(t, self);
+    return unit_wait_plain(t, self);
 }
 
 static int join_error(int rc, int inv)
@@ -701,6 +720,18 @@ static inline __attribute__((always_inline)) int unit_join_check(ABT_thread t,
     return !abtx_thread(t) || t->is_main || t->detached ? inv : 0;
 }
 
+/* A join while a tool callback is registered: its wait and its event. */
+static __attribute__((noinline)) int unit_join_tool(ABT_thread t, int inv)
+{
+    if (!abtx_unit_joined(t)) {
+        int rc = unit_wait_noted(t, abtx_cur_get());
+        if (rc != COEXEC_OK)
+            return join_error(rc, inv);
+    }
+    abtx_tool(t, ABT_TOOL_EVENT_THREAD_JOIN);
+    return ABT_SUCCESS;
+}
+
 static inline __attribute__((always_inline)) int unit_join(ABT_thread t,
                                                           int inv)
 {
@@ -708,13 +739,16 @@ static inline __attribute__((always_inline)) int unit_join(ABT_thread t,
     int rc = unit_join_check(t, inv);
     if (rc)
         return rc;
+    /* One test of the tool for the whole join. */
+    if (__builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                              memory_order_relaxed), 0))
+        return unit_join_tool(t, inv);
     if (!abtx_unit_joined(t)) {
         /* A join of the caller itself is coexec's EDEADLK: inv. */
-        rc = unit_wait(t, abtx_cur_here());
+        rc = unit_wait_plain(t, abtx_cur_here());
         if (__builtin_expect(rc != COEXEC_OK, 0))
             return join_error(rc, inv);
     }
-    abtx_tool(t, ABT_TOOL_EVENT_THREAD_JOIN);
     return ABT_SUCCESS;
 }
 
@@ -1075,15 +1109,27 @@ int ABT_self_get_thread_func(void (**thread_func)(void *))
  * a no-op (noop_ok) while ABT_self_yield and the suspends fail. */
 static int self_exit(void);
 
+/* op() by self while a tool callback is registered: the program's own
+ * yield or suspend (USER). */
+static __attribute__((noinline)) int switch_noted(ABT_thread self,
+                                                  int (*op)(void))
+{
+    abtx_sync_note(self, ABT_SYNC_EVENT_TYPE_USER, NULL);
+    int rc = op();
+    abtx_sync_note(NULL, ABT_SYNC_EVENT_TYPE_UNKNOWN, NULL);
+    return rc;
+}
+
 static int self_switch(int (*op)(void), bool noop_ok)
 {
     ABTX_CHECK_INIT();
     /* op refuses a caller that is not a ULT (COEXEC_ECONTEXT) before it
      * does anything: who the caller is is asked only then. */
     ABT_thread self = abtx_cur_get();
-    abtx_sync_begin(self, ABT_SYNC_EVENT_TYPE_USER, NULL);
-    int rc = op();
-    abtx_sync_end();
+    int rc = __builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                                   memory_order_relaxed), 0)
+                 ? switch_noted(self, op)
+                 : op();
     if (__builtin_expect(rc == COEXEC_ECONTEXT, 0)) {
         if (noop_ok)
             return ABT_SUCCESS;
