@@ -80,8 +80,9 @@ static void keeper_kick(void)
 {
     struct coexec_xstream_rec *xs = atom_load_acq_ptr(&keeper.xs);
     if (xs)
-        xs_kick(xs); /* records are type-stable: a late kick is a
-                                spurious wake at worst */
+        xs_kick(xs); /* records are type-stable while the runtime lives
+                        (keeper_reset forgets them at the next setup): a
+                        late kick is a spurious wake at worst */
     else
         helper_kick();
 }
@@ -176,17 +177,27 @@ void coexec__timers_unkeep(struct coexec_xstream_rec *self, bool held,
         keeper_recruit();
 }
 
-void coexec__timers_atfork_child(void)
+/* The role back to nobody, when no thread that could hold it is left (a
+ * fork's child; a runtime's setup, after the last one's streams were
+ * joined and their records freed: a keeper stream named here then would
+ * be kicked in freed memory). */
+static void keeper_reset(void)
 {
     atom_store_rlx_u32(&keeper.claim, 0);
     atom_store_rlx_u32(&keeper.standby, 0);
     atom_store_rlx_u32(&keeper.recruit, 0);
     atom_store_rlx_u64(&keeper.until, UINT64_MAX);
     atom_store_rlx_ptr(&keeper.xs, NULL);
+}
+
+void coexec__timers_atfork_child(void)
+{
+    keeper_reset();
     atom_store_rlx_ptr(&helper, NULL);
 }
 
 void coexec__timers_init(void)
 {
+    keeper_reset();
     atom_store_rel_ptr(&coexec__timerheap_note, (void *)keeper_note);
 }

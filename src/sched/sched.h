@@ -148,7 +148,8 @@ bool coexec__sched_reaches_locked(struct coexec_sched_rec *s,
 void coexec__sched_atfork_child(void);
 
 /* The timer keeper (src/sched/keeper.c). */
-/* Init: the timer keeper hears of every heap's new earliest timer. */
+/* Init: the timer keeper, with no holder yet, hears of every heap's new
+ * earliest timer. */
 void coexec__timers_init(void);
 /* An idle thread (stream self, or NULL: a service worker) about to sleep:
  * fires other streams' overdue timers and, if no other thread keeps them,
