@@ -73,6 +73,12 @@ struct ABT_thread_opaque {
     _Atomic uint8_t cancel;
     /* Its next creation event is told as THREAD_REVIVE (src/abt/tool.c). */
     uint8_t tool_revive;
+    /* 1 while, with a tool callback registered, the unit is in its own
+     * ABT_thread_yield, ABT_self_yield or ABT_self_suspend, where a cancel
+     * ends it: the run that resumes it there is told as THREAD_CANCEL if
+     * one was asked (tool.c). Set and cleared around that call only, so 0
+     * at every creation (slabs are carved zeroed). */
+    _Atomic uint8_t at_yield;
     ABT_pool_context push_ctx;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a

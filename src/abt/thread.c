@@ -1115,7 +1115,11 @@ static __attribute__((noinline)) int switch_noted(ABT_thread self,
                                                   int (*op)(void))
 {
     abtx_sync_note(self, ABT_SYNC_EVENT_TYPE_USER, NULL);
+    if (self)
+        atomic_store_explicit(&self->at_yield, 1, memory_order_relaxed);
     int rc = op();
+    if (self)
+        atomic_store_explicit(&self->at_yield, 0, memory_order_relaxed);
     abtx_sync_note(NULL, ABT_SYNC_EVENT_TYPE_UNKNOWN, NULL);
     return rc;
 }

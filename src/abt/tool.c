@@ -7,8 +7,9 @@
  * callback while a program's ABT callback is registered, keeps the events
  * of the layer's units (recognised by their trampoline, whose argument is
  * the unit's record) and hands them on as THREAD_CREATE, _RUN, _YIELD,
- * _SUSPEND, _RESUME and _FINISH; the run that starts a unit whose cancel
- * was asked is told as THREAD_CANCEL, and its FINISH not at all. The events only the layer sees it emits
+ * _SUSPEND, _RESUME and _FINISH; a run that a cancel ends at once (the
+ * one that starts the unit, or one that resumes it in its own yield or
+ * suspend) is told as THREAD_CANCEL, and its FINISH not at all. The events only the layer sees it emits
  * itself: THREAD_JOIN and THREAD_FREE (the joins and frees of named
  * units), THREAD_REVIVE (a revive's new coexec unit is reported as that
  * instead of a creation), and an unnamed unit's FINISH and FREE, which are
@@ -157,12 +158,14 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
         caller = abtx_cur_get();
         break;
     case COEXEC_TOOL_UNIT_RUN: {
-        /* The run that starts a unit whose cancel was asked ends it
-         * unrun (its trampoline sees the cancel): told as CANCEL, as
-         * Argobots does, and its FINISH is not told. */
+        /* A run that a cancel asked before it ends at once (the run that
+         * starts the unit: its trampoline sees the cancel; one that
+         * resumes it in its own yield or suspend: self_switch exits) is
+         * told as CANCEL, as Argobots does, and its FINISH is not told. */
         uint8_t asked = 1;
-        ev = in->unit_first_run &&
-                     atomic_compare_exchange_strong(&t->cancel, &asked, 2)
+        bool ends = in->unit_first_run ||
+                    atomic_load_explicit(&t->at_yield, memory_order_relaxed);
+        ev = ends && atomic_compare_exchange_strong(&t->cancel, &asked, 2)
                  ? ABT_TOOL_EVENT_THREAD_CANCEL
                  : ABT_TOOL_EVENT_THREAD_RUN;
         break;

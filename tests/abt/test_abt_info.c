@@ -865,8 +865,9 @@ static void tc_yielder(void *arg)
 
 /* A ULT and a tasklet cancelled before they run are told CREATE, CANCEL,
  * then their JOIN and FREE (their functions never run: no RUN, no
- * FINISH), as in Argobots. A ULT cancelled while it runs ends at its next
- * yield, told as a run that finishes: RUN, FINISH. */
+ * FINISH), as in Argobots. A ULT cancelled while it yields ends there:
+ * its YIELD is followed by CANCEL in place of the RUN that would resume
+ * it, and no FINISH. */
 static void test_tool_cancel(void)
 {
     if (!tool_init())
@@ -914,12 +915,12 @@ static void test_tool_cancel(void)
     if (n >= 6) {
         CH_ASSERT_EQ(got[0], ABT_TOOL_EVENT_THREAD_CREATE);
         CH_ASSERT_EQ(got[1], ABT_TOOL_EVENT_THREAD_RUN);
-        CH_ASSERT_EQ(got[n - 4], ABT_TOOL_EVENT_THREAD_RUN);
-        CH_ASSERT_EQ(got[n - 3], ABT_TOOL_EVENT_THREAD_FINISH);
+        CH_ASSERT_EQ(got[n - 4], ABT_TOOL_EVENT_THREAD_YIELD);
+        CH_ASSERT_EQ(got[n - 3], ABT_TOOL_EVENT_THREAD_CANCEL);
         CH_ASSERT_EQ(got[n - 2], ABT_TOOL_EVENT_THREAD_JOIN);
         CH_ASSERT_EQ(got[n - 1], ABT_TOOL_EVENT_THREAD_FREE);
         for (int i = 0; i < n; i++)
-            CU_ASSERT(got[i] != ABT_TOOL_EVENT_THREAD_CANCEL);
+            CU_ASSERT(got[i] != ABT_TOOL_EVENT_THREAD_FINISH);
     }
     AT_OK(ABT_tool_register_thread_callback(NULL, ABT_TOOL_EVENT_THREAD_NONE,
                                             NULL));
