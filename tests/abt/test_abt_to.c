@@ -10,26 +10,7 @@
 
 #include "abt_test.h"
 
-static atomic_int g_log[16];
-static atomic_int g_nlog;
-
-static void log_add(int v)
-{
-    int i = atomic_fetch_add(&g_nlog, 1);
-    if (i < 16)
-        atomic_store(&g_log[i], v);
-}
-
-static void log_expect(const int *want, int n, const char *what)
-{
-    CU_ASSERT_EQUAL(atomic_load(&g_nlog), n);
-    for (int i = 0; i < n && i < 16; i++) {
-        if (atomic_load(&g_log[i]) != want[i]) {
-            CU_FAIL(what);
-            return;
-        }
-    }
-}
+static olog_t g_log; /* what the units of a test did, in order */
 
 /* ---- order on one stream -------------------------------------------------- */
 
@@ -42,26 +23,26 @@ typedef struct order {
 
 static void logger(void *arg)
 {
-    log_add((int)(intptr_t)arg);
+    olog_add(&g_log, (int)(intptr_t)arg);
 }
 
 static void held_ult(void *arg)
 {
     order_t *o = arg;
-    log_add(3);
+    olog_add(&g_log, 3);
     if (o->how == 1)
         AT_CHECK_OK(ABT_self_resume_yield_to(o->first));
     if (o->how == 3) {
         AT_CHECK_OK(ABT_self_resume_exit_to(o->first));
         CH_CHECK(0); /* not reached */
     }
-    log_add(5);
+    olog_add(&g_log, 5);
 }
 
 static void first_ult(void *arg)
 {
     order_t *o = arg;
-    log_add(1);
+    olog_add(&g_log, 1);
     size_t n = 0;
     while (n < 2) /* the other two are still being pushed: no yield */
         AT_CHECK_OK(ABT_pool_get_size(o->pool, &n));
@@ -69,7 +50,7 @@ static void first_ult(void *arg)
     AT_CHECK_OK(ABT_pool_pop(o->pool, &a));
     AT_CHECK_OK(ABT_pool_pop(o->pool, &b));
     AT_CHECK_OK(ABT_pool_push(o->pool, a));
-    log_add(2);
+    olog_add(&g_log, 2);
     ABT_thread h = ABT_THREAD_NULL;
     AT_CHECK_OK(ABT_unit_get_thread(b, &h));
     switch (o->how) {
@@ -84,7 +65,7 @@ static void first_ult(void *arg)
         AT_CHECK_OK(ABT_self_exit_to(h));
         CH_CHECK(0); /* not reached */
     }
-    log_add(4);
+    olog_add(&g_log, 4);
 }
 
 static void run_order(int how)
@@ -99,7 +80,7 @@ static void run_order(int how)
     AT_OK(ABT_xstream_create_basic(ABT_SCHED_BASIC, 1, &pool,
                                    ABT_SCHED_CONFIG_NULL, &xs));
     order_t o = {.pool = pool, .how = how};
-    atomic_store(&g_nlog, 0);
+    olog_reset(&g_log);
     ABT_thread t[3];
     AT_OK(ABT_thread_create(stage, first_ult, &o, ABT_THREAD_ATTR_NULL, &t[0]));
     AT_OK(ABT_thread_create(stage, logger, (void *)6, ABT_THREAD_ATTR_NULL,
@@ -118,7 +99,7 @@ static void run_order(int how)
                       {1, 2, 3, 4, 6, 5},
                       {1, 2, 3, 5, 6},
                       {1, 2, 3, 4, 6}};
-    log_expect(want[how], how >= 2 ? 5 : 6, "order of the _to calls");
+    olog_expect(&g_log, want[how], how >= 2 ? 5 : 6, "order of the _to calls");
     AT_OK(ABT_xstream_free(&xs));
     AT_OK(ABT_pool_free(&pool));
     AT_OK(ABT_pool_free(&stage));

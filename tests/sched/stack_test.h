@@ -21,44 +21,6 @@
 /* shared helpers                                                           */
 /* ======================================================================= */
 
-/* An order log: values appended by units, read after they ran. */
-#define OLOG_MAX 1024
-typedef struct olog {
-    atomic_int n;
-    atomic_int v[OLOG_MAX];
-} olog_t;
-
-static inline void olog_reset(olog_t *l) { atomic_store(&l->n, 0); }
-
-static inline void olog_add(olog_t *l, int v)
-{
-    int i = atomic_fetch_add(&l->n, 1);
-    if (i < OLOG_MAX)
-        atomic_store(&l->v[i], v);
-}
-
-/* Asserts that l holds exactly want[0..n). */
-static inline void olog_expect(olog_t *l, const int *want, int n,
-                               const char *what)
-{
-    int got = atomic_load(&l->n);
-    CH_ASSERT_EQ(got, n);
-    char buf[1024];
-    int len = 0, bad = 0;
-    for (int i = 0; i < n && i < got && i < OLOG_MAX; i++)
-        bad |= atomic_load(&l->v[i]) != want[i];
-    if (!bad && got == n)
-        return;
-    len += snprintf(buf + len, sizeof buf - (size_t)len, "%s: got", what);
-    for (int i = 0; i < got && i < OLOG_MAX && len < 900; i++)
-        len += snprintf(buf + len, sizeof buf - (size_t)len, " %d",
-                        atomic_load(&l->v[i]));
-    len += snprintf(buf + len, sizeof buf - (size_t)len, "; want");
-    for (int i = 0; i < n && len < 1000; i++)
-        len += snprintf(buf + len, sizeof buf - (size_t)len, " %d", want[i]);
-    CU_assertImplementation(CU_FALSE, __LINE__, buf, __FILE__, "", CU_FALSE);
-}
-
 /* Per-unit run counters: every unit must run exactly once. */
 static atomic_int *g_hits;
 static long g_nhits;

@@ -20,26 +20,7 @@ static coexec_thread_t thread_of(coexec_unit_t u)
 
 /* ---- order on one stream ------------------------------------------------- */
 
-static atomic_int g_log[16];
-static atomic_int g_nlog;
-
-static void log_add(int v)
-{
-    int i = atomic_fetch_add(&g_nlog, 1);
-    if (i < 16)
-        atomic_store(&g_log[i], v);
-}
-
-static void log_expect(const int *want, int n, const char *what)
-{
-    CH_ASSERT_EQ(atomic_load(&g_nlog), n);
-    for (int i = 0; i < n && i < 16; i++) {
-        if (atomic_load(&g_log[i]) != want[i]) {
-            CU_FAIL(what);
-            return;
-        }
-    }
-}
+static olog_t g_log; /* what the units of a test did, in order */
 
 typedef struct order {
     coexec_pool_t pool;
@@ -49,23 +30,23 @@ typedef struct order {
 
 static void logger(void *arg)
 {
-    log_add((int)(intptr_t)arg);
+    olog_add(&g_log, (int)(intptr_t)arg);
 }
 
 /* The held unit: logs 3, and resumes `first` (suspended) directly. */
 static void held_ult(void *arg)
 {
     order_t *o = arg;
-    log_add(3);
+    olog_add(&g_log, 3);
     if (o->how == 1)
         CH_CHECK_RC(coexec_resume_yield_to(o->first), COEXEC_OK);
-    log_add(5);
+    olog_add(&g_log, 5);
 }
 
 static void first_ult(void *arg)
 {
     order_t *o = arg;
-    log_add(1);
+    olog_add(&g_log, 1);
     /* Queued behind us: a logger (2... runs later), then the held one,
      * popped out of the pool by us: the pool is FIFO, so pop twice and
      * push the logger back. */
@@ -76,7 +57,7 @@ static void first_ult(void *arg)
     CH_CHECK_RC(coexec_pool_pop(o->pool, &a), COEXEC_OK);
     CH_CHECK_RC(coexec_pool_pop(o->pool, &b), COEXEC_OK);
     CH_CHECK_RC(coexec_pool_push(o->pool, a), COEXEC_OK);
-    log_add(2);
+    olog_add(&g_log, 2);
     coexec_thread_t h = thread_of(b);
     switch (o->how) {
     case 0:
@@ -89,7 +70,7 @@ static void first_ult(void *arg)
         CH_CHECK_RC(coexec_thread_exit_to(h), COEXEC_OK);
         CH_CHECK(0); /* not reached */
     }
-    log_add(4);
+    olog_add(&g_log, 4);
 }
 
 /*
@@ -104,7 +85,7 @@ static void run_order(int how)
     ch_stream_t s;
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
     order_t o = {.pool = s.pool, .how = how};
-    atomic_store(&g_nlog, 0);
+    olog_reset(&g_log);
     coexec_pool_t stage;
     CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &stage));
     coexec_thread_t t[3];
@@ -126,11 +107,11 @@ static void run_order(int how)
     int want_suspend[] = {1, 2, 3, 4, 6, 5};
     int want_exit[] = {1, 2, 3, 5, 6};
     if (how == 0)
-        log_expect(want_yield, 6, "yield_to order");
+        olog_expect(&g_log, want_yield, 6, "yield_to order");
     else if (how == 1)
-        log_expect(want_suspend, 6, "suspend_to / resume_yield_to order");
+        olog_expect(&g_log, want_suspend, 6, "suspend_to / resume_yield_to order");
     else
-        log_expect(want_exit, 5, "exit_to order");
+        olog_expect(&g_log, want_exit, 5, "exit_to order");
     CH_ASSERT_OK(ch_stream_free(&s));
     CH_ASSERT_OK(coexec_pool_free(&stage));
     ch_finalize();
@@ -449,7 +430,7 @@ static coexec_poll_status_t rank_tasklet(coexec_poll_t *cx, void *arg)
 static coexec_poll_status_t log_tasklet(coexec_poll_t *cx, void *arg)
 {
     (void)cx;
-    log_add((int)(intptr_t)arg);
+    olog_add(&g_log, (int)(intptr_t)arg);
     return COEXEC_READY;
 }
 
@@ -525,7 +506,7 @@ static void served_waiter(void *arg)
                 COEXEC_OK);
     CH_CHECK_RC(coexec_tasklet_wait(k), COEXEC_OK);
     CH_CHECK_RC(coexec_thread_wait_free(&u), COEXEC_OK); /* in place too */
-    log_add(4);
+    olog_add(&g_log, 4);
     CH_CHECK_RC(coexec_thread_wait(first), COEXEC_OK);
     CH_CHECK_RC(coexec_tasklet_free(&k), COEXEC_OK);
     CH_CHECK_RC(coexec_thread_free(&first), COEXEC_OK);
@@ -537,10 +518,10 @@ static void t_wait_in_place_where_served(void)
     ch_stream_t s;
     CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
     for (int i = 0; i < (int)ch_iters(20, 3); i++) {
-        atomic_store(&g_nlog, 0);
+        olog_reset(&g_log);
         CH_ASSERT_OK(ch_run_ult_in(s.pool, served_waiter, &s.pool));
         int want[] = {2, 3, 4, 1};
-        log_expect(want, 4, "waited units run in place, first");
+        olog_expect(&g_log, want, 4, "waited units run in place, first");
     }
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
