@@ -15,7 +15,8 @@ struct abtx_global abtx_g;
 pthread_mutex_t abtx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* initial-exec: a plain %fs-relative access, no __tls_get_addr call. */
-_Thread_local ABT_thread abtx_cur_tls __attribute__((tls_model("initial-exec")));
+_Thread_local ABT_thread abtx_cur_tls
+    __attribute__((tls_model("initial-exec")));
 
 /* Not inlined: a ULT that switched may run on another OS thread, and the
  * compiler must compute the thread-local address afresh at each call. */

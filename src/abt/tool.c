@@ -9,8 +9,9 @@
  * the unit's record) and hands them on as THREAD_CREATE, _RUN, _YIELD,
  * _SUSPEND, _RESUME and _FINISH; a run that a cancel ends at once (the
  * one that starts the unit, or one that resumes it in its own yield or
- * suspend) is told as THREAD_CANCEL, and its FINISH not at all. The events only the layer sees it emits
- * itself: THREAD_JOIN and THREAD_FREE (the joins and frees of named
+ * suspend) is told as THREAD_CANCEL, and its FINISH not at all. The
+ * events only the layer sees it emits itself: THREAD_JOIN and
+ * THREAD_FREE (the joins and frees of named
  * units), THREAD_REVIVE (a revive's new coexec unit is reported as that
  * instead of a creation), and an unnamed unit's FINISH and FREE, which are
  * emitted just before its record goes (coexec's own FINISH of it comes

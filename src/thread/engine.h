@@ -135,8 +135,8 @@ static ALWAYS_INLINE bool unit_release_handle(struct coexec_xstream_rec *xs,
 /* A fresh descriptor of kind for a unit made on stream xs (NULL: an
  * external thread), or NULL; inlined into the creation calls
  * (coexec__unit_new for the others). */
-static ALWAYS_INLINE struct coexec_unit_rec *unit_new(struct coexec_xstream_rec *xs,
-                                                     int kind)
+static ALWAYS_INLINE struct coexec_unit_rec *
+unit_new(struct coexec_xstream_rec *xs, int kind)
 {
     struct coexec_unit_rec *u = coexec__unit_alloc(xs ? &xs->ucache : NULL);
     if (UNLIKELY(!u))

@@ -337,7 +337,7 @@ bool ch_on_valgrind(void);
 #define CH_HAVE_CHECKS 0
 #endif
 
-/* ---- order logs ------------------------------------------------------------ */
+/* ---- order logs --------------------------------------------------------- */
 
 /* An order log: values appended by units, read after they ran. */
 #define OLOG_MAX 1024

@@ -6,8 +6,9 @@
  * DEQUE kind (owner LIFO, thieves take the oldest, steal-half, yields, and
  * every unit running once under fork-join on work-stealing streams);
  * coexec_pool_remove (list and PRIO pools of every mode, errors, removes
- * racing a stream's pops, units that ran and yielded, in every kind); coexec_pool_foreach (the pop order of every
- * kind, errors, listings while a stream runs the units).
+ * racing a stream's pops, units that ran and yielded, in every kind);
+ * coexec_pool_foreach (the pop order of every kind, errors, listings
+ * while a stream runs the units).
  *
  * Most tests use pools no scheduler serves: units created into them stay
  * queued until popped. A unit popped out belongs to no pool; freeing it
