@@ -1619,12 +1619,6 @@ static void t_wake_into_unowned_pool(void)
  * stream owns (it takes each out and runs it) while a new stream takes
  * the pool over and pops from it: each ULT runs once, on one of the two
  * (TSan checks the takes are ordered with the new owner's pops). */
-static void count_ult(void *arg)
-{
-    (void)arg;
-    atomic_fetch_add(&ch_count, 1);
-}
-
 static void t_yield_to_unowned_pool(void)
 {
     ch_init(1);
@@ -1637,7 +1631,7 @@ static void t_yield_to_unowned_pool(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(u);
         for (long i = 0; i < n; i++)
             CH_ASSERT_OK_FATAL(
-                coexec_thread_create(pp.p, count_ult, NULL, NULL, &u[i]));
+                coexec_thread_create(pp.p, ch_count_ult, NULL, NULL, &u[i]));
         coexec_xstream_t y;
         priv_stream(pp.s1, &y);
         long here = 0;
