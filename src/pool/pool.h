@@ -142,6 +142,13 @@ static inline bool pool_must_lock(const struct coexec_pool_rec *p,
     return p->shared || !xs || pool_owner(p) != xs;
 }
 
+/* With p's lock held: may the holder touch p's list? Not a private pool
+ * that a stream took over since the holder looked (its owner's alone). */
+static inline bool pool_list_locked_ok(const struct coexec_pool_rec *p)
+{
+    return p->shared || !pool_owner(p);
+}
+
 /* Is p a private pool that a stream other than xs owns (whose list only
  * that stream may touch)? */
 static inline bool pool_foreign(const struct coexec_pool_rec *p,
@@ -559,9 +566,8 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
     /* Shared, or private without an owner (another stream's is not ours
      * to pop). */
     pool_lock(p);
-    struct coexec_unit_rec *u = p->shared || !pool_owner(p)
-                                    ? pool_take_from(p, xs, tail)
-                                    : NULL;
+    struct coexec_unit_rec *u =
+        pool_list_locked_ok(p) ? pool_take_from(p, xs, tail) : NULL;
     pool_unlock(p);
     return u;
 }
@@ -581,7 +587,7 @@ static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
     bool locked = pool_must_lock(p, xs);
     if (locked)
         pool_lock(p);
-    bool ok = (!locked || p->shared || !pool_owner(p)) && unit_inpool(u) &&
+    bool ok = (!locked || pool_list_locked_ok(p)) && unit_inpool(u) &&
               unit_pool(u) == p &&
               (started_ok || !(u->rflags & RF_STARTED));
     if (ok)
