@@ -9,9 +9,13 @@
  * key does not show the old key's values). A record's table is read and
  * changed under the record's own small lock, so a set from another stream
  * and the unit's own get see each other whole. Destructors run when the
- * record is released (ABT_thread_free, or the end of a detached unit), as
- * in Argobots, for values whose key still exists. The same table holds
- * the unit's migration callback (ABT_thread_set_callback), if any.
+ * record is released (ABT_thread_free, the end of a detached unit, or
+ * ABT_finalize for the main ULT), as in Argobots: for every non-NULL
+ * value, with the destructor its key had when the value was set, even if
+ * the key was freed since. A value of a freed key whose slot a new key
+ * took over, and that the new key's set replaced, waits for that release
+ * in the table's list of orphans. The same table holds the unit's
+ * migration callback (ABT_thread_set_callback), if any.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -26,6 +30,15 @@ struct ABT_key_opaque {
     uint32_t magic;
     uint32_t index;
     uint32_t gen;
+    void (*dtor)(void *);
+};
+
+/* A value whose entry a newer key's set took over, kept for its
+ * destructor. */
+struct abtx_orphan {
+    struct abtx_orphan *next;
+    void (*dtor)(void *);
+    void *value;
 };
 
 struct abtx_ktab {
@@ -34,21 +47,19 @@ struct abtx_ktab {
      * the values, since few units have one. */
     void (*mig_cb)(ABT_thread, void *);
     void *mig_arg;
+    struct abtx_orphan *orphans;
     uint32_t cap;
     struct {
         void *value;
-        uint32_t gen; /* the key's generation when value was set */
+        void (*dtor)(void *); /* its key's destructor at the set */
+        uint32_t gen;         /* the key's generation when value was set */
     } e[];
 };
 
-/* Slot i: its generation (odd: a key lives there) and destructor; changed
- * under abtx_lock, generations read by atomics. Generations only grow,
- * also across ABT_finalize and ABT_init, so an old key is never valid
- * again. */
-static struct {
-    atomic_uint gen;
-    void (*dtor)(void *);
-} slots[KEYS_MAX];
+/* Slot i's generation (odd: a key lives there); changed under
+ * abtx_lock, read by atomics. Generations only grow, also across
+ * ABT_finalize and ABT_init, so an old key is never valid again. */
+static atomic_uint slot_gen[KEYS_MAX];
 
 static void klock(ABT_thread t)
 {
@@ -64,7 +75,7 @@ static void kunlock(ABT_thread t)
 static bool key_live(ABT_key k)
 {
     return k && k->magic == KEY_MAGIC && k->index < KEYS_MAX &&
-           atomic_load_explicit(&slots[k->index].gen, memory_order_acquire) ==
+           atomic_load_explicit(&slot_gen[k->index], memory_order_acquire) ==
                k->gen;
 }
 
@@ -79,10 +90,9 @@ int ABT_key_create(void (*destructor)(void *value), ABT_key *newkey)
     pthread_mutex_lock(&abtx_lock);
     uint32_t i;
     for (i = 0; i < KEYS_MAX; i++) {
-        unsigned g = atomic_load_explicit(&slots[i].gen, memory_order_relaxed);
+        unsigned g = atomic_load_explicit(&slot_gen[i], memory_order_relaxed);
         if (!(g & 1)) {
-            slots[i].dtor = destructor;
-            atomic_store_explicit(&slots[i].gen, g + 1, memory_order_release);
+            atomic_store_explicit(&slot_gen[i], g + 1, memory_order_release);
             k->index = i;
             k->gen = g + 1;
             break;
@@ -93,6 +103,7 @@ int ABT_key_create(void (*destructor)(void *value), ABT_key *newkey)
         free(k);
         return ABT_ERR_MEM;
     }
+    k->dtor = destructor;
     k->magic = KEY_MAGIC;
     *newkey = k;
     return ABT_SUCCESS;
@@ -104,8 +115,9 @@ int ABT_key_free(ABT_key *key)
         return ABT_ERR_INV_KEY;
     ABT_key k = *key;
     pthread_mutex_lock(&abtx_lock);
-    /* Values units still hold are not destroyed (as in Argobots). */
-    atomic_store_explicit(&slots[k->index].gen, k->gen + 1,
+    /* Values units still hold stay, for their destructors at the units'
+     * release (as in Argobots). */
+    atomic_store_explicit(&slot_gen[k->index], k->gen + 1,
                           memory_order_release);
     pthread_mutex_unlock(&abtx_lock);
     k->magic = 0;
@@ -141,12 +153,26 @@ static int kset(ABT_thread t, ABT_key k, void *value)
             return ABT_ERR_MEM;
         }
         if (!tab)
-            n->mig_cb = NULL, n->mig_arg = NULL;
+            n->mig_cb = NULL, n->mig_arg = NULL, n->orphans = NULL;
         memset(&n->e[cap], 0, (ncap - cap) * sizeof(n->e[0]));
         n->cap = ncap;
         t->keys = tab = n;
     }
+    if (tab->e[k->index].gen != k->gen && tab->e[k->index].value &&
+        tab->e[k->index].dtor) {
+        /* A freed key's value in this slot: kept for its destructor. */
+        struct abtx_orphan *o = malloc(sizeof(*o));
+        if (!o) {
+            kunlock(t);
+            return ABT_ERR_MEM;
+        }
+        o->dtor = tab->e[k->index].dtor;
+        o->value = tab->e[k->index].value;
+        o->next = tab->orphans;
+        tab->orphans = o;
+    }
     tab->e[k->index].value = value;
+    tab->e[k->index].dtor = k->dtor;
     tab->e[k->index].gen = k->gen;
     kunlock(t);
     return ABT_SUCCESS;
@@ -162,6 +188,7 @@ int abtx_mig_cb_set(ABT_thread t, void (*cb)(ABT_thread, void *), void *arg)
             return ABT_ERR_MEM;
         }
         n->cap = 0;
+        n->orphans = NULL;
         t->keys = n;
     }
     if (t->keys) {
@@ -190,17 +217,21 @@ void abtx_keys_release(ABT_thread t)
         kunlock(t);
         for (uint32_t i = 0; i < tab->cap; i++) {
             void *v = tab->e[i].value;
-            if (!v || atomic_load_explicit(&slots[i].gen,
-                                           memory_order_acquire) !=
-                          tab->e[i].gen)
-                continue;
-            void (*d)(void *) = slots[i].dtor;
-            if (d)
-                d(v);
+            if (v && tab->e[i].dtor)
+                tab->e[i].dtor(v);
+        }
+        for (struct abtx_orphan *o = tab->orphans, *n; o; o = n) {
+            n = o->next;
+            o->dtor(o->value);
+            free(o);
         }
         free(tab);
     }
     if (t->keys) {
+        for (struct abtx_orphan *o = t->keys->orphans, *n; o; o = n) {
+            n = o->next;
+            free(o);
+        }
         free(t->keys);
         t->keys = NULL;
     }

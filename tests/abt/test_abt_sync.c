@@ -538,8 +538,8 @@ static void test_key_tasklets_and_errors(void)
     pthread_t pt;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&pt, NULL, key_external, NULL), 0);
     pthread_join(pt, NULL);
-    /* A freed key: its values are not destroyed, its slot's next key
-     * starts empty, and the old handle is refused. */
+    /* A freed key: its values stay (for their destructors), its slot's
+     * next key starts empty, and the old handle is refused. */
     AT_OK(ABT_key_free(&key_a));
     CU_ASSERT_EQUAL(ABT_key_free(&key_a), ABT_ERR_INV_KEY);
     ABT_key fresh;
@@ -552,9 +552,65 @@ static void test_key_tasklets_and_errors(void)
                     ABT_ERR_INV_THREAD);
     CU_ASSERT_EQUAL(ABT_thread_get_specific(me, fresh, NULL), ABT_ERR_INV_ARG);
     AT_OK(ABT_key_free(&fresh));
-    AT_OK(ABT_finalize());
-    /* The main ULT's value of the freed key was not destroyed. */
     CU_ASSERT_EQUAL(atomic_load(&destroyed), 40);
+    AT_OK(ABT_finalize());
+    /* The main ULT's value of the freed key: destroyed with the main ULT,
+     * as Argobots documents. */
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 43);
+}
+
+/* Argobots runs a unit's destructors when the unit is freed, with the
+ * destructor each value's key had, also for a key freed since. Here a
+ * value of a freed key meets the next key, which takes over the freed
+ * key's slot: both values are destroyed, each by its own destructor. */
+static atomic_int destroyed_b;
+
+static void key_dtor_b(void *v)
+{
+    atomic_fetch_add(&destroyed_b, (int)(intptr_t)v);
+}
+
+static void key_noop(void *arg)
+{
+    (void)arg;
+}
+
+static void test_key_freed_key_values(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&destroyed, 0);
+    atomic_store(&destroyed_b, 0);
+    ABT_key ka, kb, kc;
+    AT_OK(ABT_key_create(key_dtor, &ka));
+    ABT_thread t;
+    AT_OK(ABT_thread_create(at_main_pool(), key_noop, NULL,
+                            ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_thread_set_specific(t, ka, (void *)100));
+    AT_OK(ABT_key_free(&ka));
+    /* The lowest free slot: ka's. */
+    AT_OK(ABT_key_create(key_dtor_b, &kb));
+    void *v = (void *)1;
+    AT_OK(ABT_thread_get_specific(t, kb, &v));
+    CU_ASSERT_PTR_NULL(v);
+    AT_OK(ABT_thread_set_specific(t, kb, (void *)7));
+    AT_OK(ABT_thread_set_specific(t, kb, (void *)8)); /* replaces 7 */
+    AT_OK(ABT_thread_join(t));
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 0); /* a join destroys nothing */
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 100);
+    CU_ASSERT_EQUAL(atomic_load(&destroyed_b), 8);
+    /* A tasklet's too; and a NULL value has no destructor call. */
+    ABT_task k;
+    AT_OK(ABT_task_create(at_main_pool(), key_noop, NULL, &k));
+    AT_OK(ABT_task_set_specific(k, kb, (void *)20));
+    AT_OK(ABT_key_create(key_dtor, &kc));
+    AT_OK(ABT_task_set_specific(k, kc, NULL));
+    AT_OK(ABT_key_free(&kb));
+    AT_OK(ABT_key_free(&kc));
+    AT_OK(ABT_task_free(&k));
+    CU_ASSERT_EQUAL(atomic_load(&destroyed_b), 28);
+    CU_ASSERT_EQUAL(atomic_load(&destroyed), 100);
+    AT_OK(ABT_finalize());
 }
 
 /* ULTs created without a handle run their values' destructors however
@@ -604,4 +660,5 @@ const ch_test_t abt_key_tests[] = {
     {"other_units", test_key_other_units},
     {"tasklets_and_errors", test_key_tasklets_and_errors},
     {"detached_ends", test_key_detached_ends},
+    {"freed_key_values", test_key_freed_key_values},
     {NULL, NULL}};
