@@ -39,10 +39,20 @@
 #include "defs.h"
 #include "types.h"
 
-/* An eventual. Initialise with coexec_eventual_init. */
+/* The object header COEXEC_EVENTUAL_INITIALIZER writes (an internal
+ * value). */
+#define COEXEC__MAGIC_EVENTUAL 0x636f6576656e0001ull
+
+/* An eventual. Initialise with coexec_eventual_init, or, for a pure event
+ * in static or automatic storage, with COEXEC_EVENTUAL_INITIALIZER. */
 typedef struct coexec_eventual {
     uint64_t opaque_[10];
 } coexec_eventual_t;
+
+/* An unset eventual of no value (a pure event), as
+ * coexec_eventual_init(ev, 0) makes it. It needs no destroy: it holds no
+ * memory (coexec_eventual_destroy is allowed, as for any eventual). */
+#define COEXEC_EVENTUAL_INITIALIZER {{COEXEC__MAGIC_EVENTUAL}}
 
 /* A future of N compartments. Initialise with coexec_future_init. */
 typedef struct coexec_future {

@@ -6,9 +6,8 @@
  * object itself: ABT_mutex_create allocates them, ABT_mutex_memory is them.
  * A zero-filled memory (Argobots' static initialisers) is turned into
  * coexec's static initialiser on first use by one compare-and-swap on the
- * object's first word, which coexec keeps as the object's tag. An eventual
- * needs more than 64 bytes: its handle's first word points to the coexec
- * eventual, allocated on first use for static memory.
+ * object's first word, which coexec keeps as the object's tag; an
+ * eventual's the same way, in its own larger memory.
  *
  * Tasklets may not block in coexec; an Argobots tasklet that waits on an
  * eventual, a future or a mutex polls instead, yielding the OS thread
@@ -473,65 +472,37 @@ int ABT_barrier_get_num_waiters(ABT_barrier barrier, uint32_t *num_waiters)
 
 /* ---- eventual ------------------------------------------------------------------- */
 
-struct ev_rec {
-    coexec_eventual_t ev;
-    int nbytes;
-};
-
-/* The handle's memory: its eventual, and whether ABT_eventual_create
- * allocated the memory itself (static memory is not freed). */
+/* The coexec eventual is the handle's memory itself, as for a mutex:
+ * ABT_eventual_create allocates it (dynamic), ABT_eventual_memory is it
+ * (zero-filled: turned into coexec's static initialiser, a pure event, on
+ * first use). Static memory is never allocated or freed. */
 #define EV_DYNAMIC 0x45564459u
 
 struct ABT_eventual_opaque {
-    _Atomic(struct ev_rec *) rec;
+    coexec_eventual_t ev;
     uint32_t dynamic;
 };
 _Static_assert(sizeof(struct ABT_eventual_opaque) <= sizeof(ABT_eventual_memory),
-               "an eventual's record fits in ABT_eventual_memory");
+               "an eventual fits in ABT_eventual_memory");
 
-static struct ev_rec *ev_new(int nbytes)
-{
-    struct ev_rec *r = malloc(sizeof(*r));
-    if (!r)
-        return NULL;
-    if (coexec_eventual_init(&r->ev, nbytes > 0 ? (size_t)nbytes : 0)) {
-        free(r);
-        return NULL;
-    }
-    r->nbytes = nbytes;
-    return r;
-}
+static const coexec_eventual_t ev_static = COEXEC_EVENTUAL_INITIALIZER;
 
-/* The eventual behind e, made on first use for static memory (which has
- * no value: ABT_EVENTUAL_INITIALIZER's eventual carries 0 bytes). */
-static struct ev_rec *ev_of(ABT_eventual e)
+static coexec_eventual_t *ev_of(ABT_eventual e)
 {
-    struct ev_rec *r = atomic_load_explicit(&e->rec, memory_order_acquire);
-    if (r)
-        return r;
-    struct ev_rec *n = ev_new(0);
-    if (!n)
-        return NULL;
-    if (atomic_compare_exchange_strong(&e->rec, &r, n))
-        return n;
-    ABTX_IGNORE(coexec_eventual_destroy(&n->ev));
-    free(n);
-    return r;
+    return lazy_init(&e->ev, tag_of(&ev_static), 0);
 }
 
 int ABT_eventual_create(int nbytes, ABT_eventual *neweventual)
 {
     if (!neweventual || nbytes < 0)
         return ABT_ERR_INV_ARG;
-    ABT_eventual_memory *mem = calloc(1, sizeof(*mem));
-    struct ev_rec *r = ev_new(nbytes);
-    if (!mem || !r) {
-        free(mem);
-        free(r);
+    ABT_eventual e = calloc(1, sizeof(ABT_eventual_memory));
+    if (!e)
+        return ABT_ERR_MEM;
+    if (coexec_eventual_init(&e->ev, (size_t)nbytes)) {
+        free(e);
         return ABT_ERR_MEM;
     }
-    ABT_eventual e = ABT_EVENTUAL_MEMORY_GET_HANDLE(mem);
-    atomic_store(&e->rec, r);
     e->dynamic = EV_DYNAMIC;
     *neweventual = e;
     return ABT_SUCCESS;
@@ -541,13 +512,11 @@ int ABT_eventual_free(ABT_eventual *eventual)
 {
     if (!eventual || !*eventual)
         return ABT_ERR_INV_EVENTUAL;
-    struct ev_rec *r = atomic_load(&(*eventual)->rec);
-    if (r) {
-        if (coexec_eventual_destroy(&r->ev) == COEXEC_EBUSY)
-            return ABT_ERR_EVENTUAL;
-        free(r);
-        atomic_store(&(*eventual)->rec, NULL);
-    }
+    int rc = coexec_eventual_destroy(ev_of(*eventual));
+    if (rc == COEXEC_EBUSY)
+        return ABT_ERR_EVENTUAL;
+    if (rc)
+        return ABT_ERR_INV_EVENTUAL;
     if ((*eventual)->dynamic == EV_DYNAMIC)
         free(*eventual);
     *eventual = ABT_EVENTUAL_NULL;
@@ -567,11 +536,11 @@ static int eventual_error(int rc)
 
 /* A tasklet waits by polling (coexec lets only ULTs and external threads
  * block). */
-static int eventual_poll(struct ev_rec *r, void **value)
+static int eventual_poll(coexec_eventual_t *ev, void **value)
 {
     int set = 0;
     int rc;
-    while ((rc = coexec_eventual_test(&r->ev, value, &set)) == COEXEC_OK &&
+    while ((rc = coexec_eventual_test(ev, value, &set)) == COEXEC_OK &&
            !set)
         backoff();
     return rc;
@@ -581,15 +550,13 @@ int ABT_eventual_wait(ABT_eventual eventual, void **value)
 {
     if (!eventual)
         return ABT_ERR_INV_EVENTUAL;
-    struct ev_rec *r = ev_of(eventual);
-    if (!r)
-        return ABT_ERR_MEM;
+    coexec_eventual_t *ev = ev_of(eventual);
     void *v = NULL;
     int rc;
     ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_EVENTUAL, eventual,
-              coexec_eventual_wait(&r->ev, &v));
+              coexec_eventual_wait(ev, &v));
     if (rc == COEXEC_ECONTEXT)
-        rc = eventual_poll(r, &v);
+        rc = eventual_poll(ev, &v);
     if (value)
         *value = v;
     return eventual_error(rc);
@@ -602,9 +569,7 @@ int ABT_eventual_timedwait(ABT_eventual eventual, void **value,
         return ABT_ERR_INV_EVENTUAL;
     if (!abstime)
         return ABT_ERR_INV_ARG;
-    struct ev_rec *r = ev_of(eventual);
-    if (!r)
-        return ABT_ERR_MEM;
+    coexec_eventual_t *ev = ev_of(eventual);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t ns = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
@@ -612,7 +577,7 @@ int ABT_eventual_timedwait(ABT_eventual eventual, void **value,
     void *v = NULL;
     int rc;
     ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_EVENTUAL, eventual,
-              coexec_eventual_wait_timed(&r->ev, ns > 0 ? (uint64_t)ns : 0,
+              coexec_eventual_wait_timed(ev, ns > 0 ? (uint64_t)ns : 0,
                                          &v));
     if (value)
         *value = v;
@@ -623,12 +588,10 @@ int ABT_eventual_test(ABT_eventual eventual, void **value, int *is_ready)
 {
     if (!eventual)
         return ABT_ERR_INV_EVENTUAL;
-    struct ev_rec *r = ev_of(eventual);
-    if (!r)
-        return ABT_ERR_MEM;
+    coexec_eventual_t *ev = ev_of(eventual);
     void *v = NULL;
     int set = 0;
-    int rc = coexec_eventual_test(&r->ev, &v, &set);
+    int rc = coexec_eventual_test(ev, &v, &set);
     if (value)
         *value = v;
     if (is_ready)
@@ -640,23 +603,19 @@ int ABT_eventual_set(ABT_eventual eventual, void *value, int nbytes)
 {
     if (!eventual)
         return ABT_ERR_INV_EVENTUAL;
-    struct ev_rec *r = ev_of(eventual);
-    if (!r)
-        return ABT_ERR_MEM;
-    if (nbytes < 0 || nbytes > r->nbytes)
+    coexec_eventual_t *ev = ev_of(eventual);
+    if (nbytes < 0)
         return ABT_ERR_INV_EVENTUAL;
     return eventual_error(
-        coexec_eventual_set(&r->ev, nbytes ? value : NULL, (size_t)nbytes));
+        coexec_eventual_set(ev, nbytes ? value : NULL, (size_t)nbytes));
 }
 
 int ABT_eventual_reset(ABT_eventual eventual)
 {
     if (!eventual)
         return ABT_ERR_INV_EVENTUAL;
-    struct ev_rec *r = ev_of(eventual);
-    if (!r)
-        return ABT_ERR_MEM;
-    return eventual_error(coexec_eventual_reset(&r->ev));
+    coexec_eventual_t *ev = ev_of(eventual);
+    return eventual_error(coexec_eventual_reset(ev));
 }
 
 /* ---- future ----------------------------------------------------------------------- */

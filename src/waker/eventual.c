@@ -29,6 +29,23 @@ struct eventual {
 };
 OBJ_CAST(coexec_eventual_t, struct eventual, ev_of)
 
+/* Made by init (its list names its lock), or by the static initialiser
+ * (no list lock yet: ev_list_own sets it before a tasklet is linked). */
+static bool ev_live(const struct eventual *e)
+{
+    return e->magic_ == OBJ_MAGIC_EVENTUAL &&
+           (e->waiters.lock == &e->lock || e->waiters.lock == NULL);
+}
+
+/* Under e's lock: its list names the lock, which whoever unlinks a polled
+ * tasklet from the list takes (a statically initialised eventual's list
+ * names none until then). */
+static void ev_list_own(struct eventual *e)
+{
+    if (UNLIKELY(e->waiters.lock == NULL))
+        e->waiters.lock = &e->lock;
+}
+
 static void *ev_buf(struct eventual *e)
 {
     return e->size > EV_INLINE ? e->heap : e->inline_;
@@ -68,7 +85,7 @@ COEXEC_API int coexec_eventual_init(coexec_eventual_t *ev, size_t size)
     }
     /* Live (its header and list say so; a byte copy of one is not): as
      * destroy then init, under its lock, unless waited on. */
-    if (e->magic_ == OBJ_MAGIC_EVENTUAL && e->waiters.lock == &e->lock) {
+    if (ev_live(e)) {
         spin_lock(&e->lock);
         if (!wlist_empty(&e->waiters)) {
             spin_unlock(&e->lock);
@@ -189,6 +206,7 @@ COEXEC_API int coexec_eventual_poll(coexec_eventual_t *ev, coexec_poll_t *cx,
         tasklet_prepare(u, &e->waiters);
         spin_lock(&e->lock);
         if (!atom_load_rlx_u32(&e->ready)) {
+            ev_list_own(e);
             int rc = coexec__wait_link_tasklet(&e->waiters, u, 0);
             spin_unlock(&e->lock);
             return rc ? rc : COEXEC_PENDING;

@@ -2,7 +2,8 @@
  * tests/abt/test_abt_sync.c: the synchronization suites of test_abt.
  *
  *   eventual  ping-pong between two streams, values copied, test/reset,
- *             static memory, timed wait expiring, a second set refused
+ *             static memory (never freed, across runtimes), timed wait
+ *             expiring, a second set refused
  *   future    callback sees every value once the last compartment is set
  *   mutex     exclusion across streams (plain, static, recursive), trylock
  *   cond      signal/wait hand-off, timed wait expiring
@@ -116,9 +117,58 @@ static void test_eventual_states(void)
     AT_OK(ABT_finalize());
 }
 
+/* Static memory the program never frees, as Argobots' static initialiser
+ * allows: one at file scope, used again in the next runtime after a
+ * reset, and one in automatic storage, which goes out of scope unfreed.
+ * Each is waited for by a ULT and a tasklet of another stream and set by
+ * main. Nothing of either is allocated: a leak checker (the ASan build)
+ * finds nothing at exit. */
+static ABT_eventual_memory static_ev_mem = ABT_EVENTUAL_INITIALIZER;
+static atomic_int static_ev_waited;
+
+static void static_ev_waiter(void *arg)
+{
+    AT_CHECK_OK(ABT_eventual_wait((ABT_eventual)arg, NULL));
+    atomic_fetch_add(&static_ev_waited, 1);
+}
+
+static void static_ev_round(ABT_eventual ev)
+{
+    atomic_store(&static_ev_waited, 0);
+    ABT_thread t;
+    ABT_task k;
+    AT_OK(ABT_thread_create_on_xstream(at_xs, static_ev_waiter, ev,
+                                       ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_task_create_on_xstream(at_xs, static_ev_waiter, ev, &k));
+    int ready = ABT_TRUE;
+    AT_OK(ABT_eventual_test(ev, NULL, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_FALSE);
+    int x = 1;
+    CU_ASSERT_EQUAL(ABT_eventual_set(ev, &x, sizeof(x)),
+                    ABT_ERR_INV_EVENTUAL); /* no room for a value */
+    AT_OK(ABT_eventual_set(ev, NULL, 0));
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(ABT_task_free(&k));
+    CU_ASSERT_EQUAL(atomic_load(&static_ev_waited), 2);
+}
+
+static void test_eventual_static_memory(void)
+{
+    for (int round = 0; round < 2; round++) {
+        at_up();
+        ABT_eventual ev = ABT_EVENTUAL_MEMORY_GET_HANDLE(&static_ev_mem);
+        static_ev_round(ev);
+        AT_OK(ABT_eventual_reset(ev));
+        ABT_eventual_memory mem = ABT_EVENTUAL_INITIALIZER;
+        static_ev_round(ABT_EVENTUAL_MEMORY_GET_HANDLE(&mem));
+        at_down();
+    }
+}
+
 const ch_test_t abt_eventual_tests[] = {
     {"pingpong", test_eventual_pingpong},
     {"states", test_eventual_states},
+    {"static_memory", test_eventual_static_memory},
     {NULL, NULL}};
 
 /* ---- future ------------------------------------------------------------------ */

@@ -1375,6 +1375,95 @@ static void t_future_init_live(void)
     ch_finalize();
 }
 
+/* COEXEC_EVENTUAL_INITIALIZER: a pure event with no init and no destroy.
+ * A polled tasklet links itself on the eventual's list, and whoever
+ * unlinks it later (its own next poll, here after another wake)
+ * takes the eventual's lock through the list. */
+static coexec_eventual_t static_ev = COEXEC_EVENTUAL_INITIALIZER;
+
+typedef struct {
+    coexec_eventual_t *ev;
+    coexec_waker_t self;
+    atomic_int polls;
+    atomic_int done;
+    int leave_on_wake; /* a poll after the first ends without the eventual */
+} sev_t;
+
+static coexec_poll_status_t sev_poll(coexec_poll_t *cx, void *arg)
+{
+    sev_t *x = arg;
+    if (atomic_fetch_add(&x->polls, 1) > 0 && x->leave_on_wake) {
+        atomic_fetch_add(&x->done, 1);
+        return COEXEC_READY; /* still linked on ev's list: the end unlinks */
+    }
+    CH_CHECK_RC(coexec_poll_waker(cx, &x->self), COEXEC_OK);
+    int rc = coexec_eventual_poll(x->ev, cx, NULL);
+    if (rc == COEXEC_PENDING)
+        return COEXEC_PENDING;
+    CH_CHECK_RC(rc, COEXEC_READY);
+    atomic_fetch_add(&x->done, 1);
+    return COEXEC_READY;
+}
+
+static void sev_wait_ult(void *arg)
+{
+    sev_t *x = arg;
+    atomic_fetch_add(&x->polls, 1);
+    CH_CHECK_RC(coexec_eventual_wait(x->ev, NULL), COEXEC_OK);
+    atomic_fetch_add(&x->done, 1);
+}
+
+static void t_static_initializer(void)
+{
+    ch_init(2);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    int rounds = (int)ch_iters(20, 3);
+    for (int r = 0; r < rounds; r++) {
+        /* The file-scope one (unset at first, reset after each round) and
+         * one in automatic storage, fresh each round. */
+        coexec_eventual_t auto_ev = COEXEC_EVENTUAL_INITIALIZER;
+        coexec_eventual_t *ev = r % 2 ? &auto_ev : &static_ev;
+        int set = -1;
+        CH_ASSERT_OK(coexec_eventual_test(ev, NULL, &set));
+        CH_ASSERT_EQ(set, 0);
+        sev_t w = {ev, {0}, 0, 0, 0}, k = {ev, {0}, 0, 0, 0};
+        coexec_thread_t t;
+        coexec_tasklet_t tk;
+        CH_ASSERT_OK(coexec_thread_create(s.pool, sev_wait_ult, &w, NULL, &t));
+        CH_ASSERT_OK(coexec_tasklet_create(s.pool, sev_poll, &k, &tk));
+        CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED &&
+                ch_tasklet_state(tk) == COEXEC_UNIT_BLOCKED);
+        /* Live while waited on: no init over it. A value does not fit. */
+        CH_ASSERT_EQ(coexec_eventual_init(ev, 0), COEXEC_EBUSY);
+        CH_ASSERT_EQ(coexec_eventual_set(ev, &set, sizeof set), COEXEC_EINVAL);
+        CH_ASSERT_OK(coexec_eventual_set(ev, NULL, 0));
+        CH_ASSERT_OK(coexec_thread_free(&t));
+        CH_WAIT(ch_tasklet_state(tk) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(coexec_tasklet_free(&tk));
+        CH_ASSERT_EQ(atomic_load(&w.done) + atomic_load(&k.done), 2);
+        CH_ASSERT_EQ(atomic_load(&k.polls), 2); /* PENDING, then READY */
+        CH_ASSERT_OK(coexec_eventual_wait(ev, NULL));
+        CH_ASSERT_OK(coexec_eventual_reset(ev));
+        /* A tasklet linked on the unset eventual ends on another wake:
+         * its end unlinks it through the list's lock. */
+        sev_t l = {ev, {0}, 0, 0, 1};
+        CH_ASSERT_OK(coexec_tasklet_create(s.pool, sev_poll, &l, &tk));
+        CH_WAIT(ch_tasklet_state(tk) == COEXEC_UNIT_BLOCKED);
+        CH_ASSERT_OK(coexec_waker_wake(l.self));
+        CH_WAIT(ch_tasklet_state(tk) == COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_OK(coexec_tasklet_free(&tk));
+        CH_ASSERT_EQ(atomic_load(&l.done), 1);
+        /* Nobody is left on its list: init over it works, as does a
+         * destroy of the automatic one (a static one needs none). */
+        CH_ASSERT_OK(coexec_eventual_init(ev, 0));
+        if (ev == &auto_ev)
+            CH_ASSERT_OK(coexec_eventual_destroy(ev));
+    }
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
 const ch_test_t wk_eventual_tests[] = {
     {"sizes_set_wait_test_reset", t_sizes_roundtrip},
     {"wait_from_ult_thread_tasklet", t_wait_everywhere},
@@ -1383,6 +1472,7 @@ const ch_test_t wk_eventual_tests[] = {
     {"timed_wait", t_timed},
     {"errors_busy_destroyed_contexts", t_eventual_errors},
     {"init_over_live", t_eventual_init_live},
+    {"static_initializer", t_static_initializer},
     {NULL, NULL}};
 
 const ch_test_t wk_future_tests[] = {

@@ -299,8 +299,9 @@ typedef enum ABT_sync_event_type ABT_sync_event_type;
 
 /*
  * Static storage for a mutex, a condition variable and an eventual: a
- * zero-filled object is valid (initialised on first use, under a lock of
- * the layer). The handle is the storage's address.
+ * zero-filled object is valid (initialised on first use by one
+ * compare-and-swap, allocating nothing). The handle is the storage's
+ * address.
  */
 #if defined(__GNUC__)
 #define ABT_MEMORY_ALIGN_ __attribute__((aligned(8)))
@@ -314,7 +315,7 @@ typedef struct {
     int dummy[16];
 } ABT_MEMORY_ALIGN_ ABT_cond_memory;
 typedef struct {
-    int dummy[16];
+    int dummy[24];
 } ABT_MEMORY_ALIGN_ ABT_eventual_memory;
 
 #define ABT_ZEROS16_ {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
