@@ -169,7 +169,10 @@ struct ABT_xstream_opaque {
 
 /* Runtime state (src/abt/init.c). */
 struct abtx_global {
-    int refcount;
+    /* ABT_init calls not yet finalized; changed under init.c's lock (the
+     * whole of ABT_init and ABT_finalize runs under it, as in Argobots),
+     * read anywhere (abtx_initialized). */
+    _Atomic int refcount;
     unsigned epoch;          /* ABT_inits from zero, from 1 on (init.c) */
     ABT_xstream primary;
     ABT_sched primary_sched; /* coexec's own scheduler of the primary */
@@ -254,9 +257,16 @@ int abtx_err(int rc, int inv, int other);
         }                                                                      \
     } while (0)
 
+/* Is the runtime initialised? Acquire: pairs with ABT_init's release of
+ * the count, so what ABT_init set up is seen. */
+static inline bool abtx_initialized(void)
+{
+    return atomic_load_explicit(&abtx_g.refcount, memory_order_acquire) != 0;
+}
+
 #define ABTX_CHECK_INIT()                                                      \
     do {                                                                       \
-        if (abtx_g.refcount == 0)                                              \
+        if (!abtx_initialized())                                               \
             return ABT_ERR_UNINITIALIZED;                                      \
     } while (0)
 

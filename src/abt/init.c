@@ -185,12 +185,22 @@ static int adopt_primary(void)
     return ABT_SUCCESS;
 }
 
-int ABT_init(int argc, char **argv)
+/* Serialises ABT_init and ABT_finalize, each whole, as Argobots does: a
+ * nested init or finalize changes the count, the first and the last start
+ * and stop the runtime, and concurrent callers (external threads, ULTs of
+ * other streams) see one or the other done. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void refcount_set(int n)
 {
-    (void)argc;
-    (void)argv;
-    if (abtx_g.refcount > 0) {
-        abtx_g.refcount++;
+    atomic_store_explicit(&abtx_g.refcount, n, memory_order_release);
+}
+
+static int init_locked(void)
+{
+    int n = atomic_load_explicit(&abtx_g.refcount, memory_order_relaxed);
+    if (n > 0) {
+        refcount_set(n + 1);
         return ABT_SUCCESS;
     }
     coexec_config_t cfg;
@@ -241,15 +251,25 @@ int ABT_init(int argc, char **argv)
     /* A program that started libcoexec itself chose its guards. */
     if (!in_force.guard_app)
         abtx_g.stack_check = 0;
-    abtx_g.refcount = 1;
     abtx_g.epoch++;
+    refcount_set(1);
     rc = adopt_primary();
     if (!rc)
         rc = abtx_dump_start();
     if (rc) {
-        abtx_g.refcount = 0;
+        refcount_set(0);
         ABTX_IGNORE(coexec_finalize());
     }
+    return rc;
+}
+
+int ABT_init(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    pthread_mutex_lock(&init_lock);
+    int rc = init_locked();
+    pthread_mutex_unlock(&init_lock);
     return rc;
 }
 
@@ -269,11 +289,13 @@ static void drain_primary(ABT_thread self)
     }
 }
 
-int ABT_finalize(void)
+static int finalize_locked(void)
 {
-    ABTX_CHECK_INIT();
-    if (abtx_g.refcount > 1) {
-        abtx_g.refcount--;
+    int n = atomic_load_explicit(&abtx_g.refcount, memory_order_relaxed);
+    if (n == 0)
+        return ABT_ERR_UNINITIALIZED;
+    if (n > 1) {
+        refcount_set(n - 1);
         return ABT_SUCCESS;
     }
     ABT_thread self = abtx_cur_get();
@@ -289,7 +311,7 @@ int ABT_finalize(void)
     abtx_unit_release(self); /* a user-defined pool's unit for main */
     abtx_tool_release(); /* coexec's finalize frees what it replaced */
     int rc = coexec_finalize();
-    abtx_g.refcount = 0;
+    refcount_set(0);
     abtx_cur_set(NULL);
     abtx_thread_cache_drain();
     abtx_registry_free();
@@ -297,9 +319,19 @@ int ABT_finalize(void)
     return abtx_err(rc, ABT_ERR_OTHER, ABT_ERR_OTHER);
 }
 
+/* The last one runs on the main ULT, which stays on the primary's OS
+ * thread: the lock is released by the thread that took it. */
+int ABT_finalize(void)
+{
+    pthread_mutex_lock(&init_lock);
+    int rc = finalize_locked();
+    pthread_mutex_unlock(&init_lock);
+    return rc;
+}
+
 int ABT_initialized(void)
 {
-    return abtx_g.refcount > 0 ? ABT_SUCCESS : ABT_ERR_UNINITIALIZED;
+    return abtx_initialized() ? ABT_SUCCESS : ABT_ERR_UNINITIALIZED;
 }
 
 /* ---- error strings -------------------------------------------------- */

@@ -786,7 +786,7 @@ static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
 {
     ABT_thread t;
     struct rec_cache *c = &cache;
-    if (__builtin_expect(abtx_g.refcount != 0 && tp && (t = *tp) &&
+    if (__builtin_expect(abtx_initialized() && tp && (t = *tp) &&
                              t->magic == ABTX_THREAD && !t->is_main &&
                              !t->detached && abtx_unit_joined(t) &&
                              !atomic_load_explicit(&abtx_tool_on,
@@ -921,12 +921,12 @@ int ABT_self_get_thread(ABT_thread *thread)
 int ABT_thread_self(ABT_thread *thread)
 {
     /* Argobots 1.x: a tasklet is not a ULT here (ABT_self_get_thread
-     * returns it). */
+     * returns it), and an error leaves ABT_THREAD_NULL. */
     int rc = ABT_self_get_thread(thread);
-    if (!rc && !(*thread)->is_ult) {
+    if (!rc && !(*thread)->is_ult)
+        rc = ABT_ERR_INV_THREAD;
+    if (rc && thread)
         *thread = ABT_THREAD_NULL;
-        return ABT_ERR_INV_THREAD;
-    }
     return rc;
 }
 
@@ -1006,7 +1006,7 @@ int ABT_self_get_type(ABT_unit_type *type)
 {
     if (!type)
         return ABT_ERR_INV_ARG;
-    if (abtx_g.refcount == 0) {
+    if (!abtx_initialized()) {
         *type = ABT_UNIT_TYPE_EXT;
         return ABT_ERR_UNINITIALIZED;
     }

@@ -76,12 +76,13 @@ static int xstream_start(ABT_xstream x, ABT_sched sched)
     return ABT_SUCCESS;
 }
 
+/* *out is ABT_XSTREAM_NULL on an error (as in Argobots 1.x). */
 static int xstream_new(ABT_sched sched, int rank, ABT_xstream *out)
 {
-    ABTX_CHECK_INIT();
     if (!out)
         return ABT_ERR_INV_ARG;
     *out = ABT_XSTREAM_NULL;
+    ABTX_CHECK_INIT();
     bool own_sched = false;
     if (sched == ABT_SCHED_NULL) {
         int rc = abtx_sched_new_basic(ABT_SCHED_DEFAULT, 0, NULL,
@@ -140,8 +141,11 @@ int ABT_xstream_create(ABT_sched sched, ABT_xstream *newxstream)
 int ABT_xstream_create_with_rank(ABT_sched sched, int rank,
                                  ABT_xstream *newxstream)
 {
-    if (rank < 0)
+    if (rank < 0) {
+        if (newxstream)
+            *newxstream = ABT_XSTREAM_NULL;
         return ABT_ERR_INV_XSTREAM_RANK;
+    }
     return xstream_new(sched, rank, newxstream);
 }
 
@@ -149,6 +153,8 @@ int ABT_xstream_create_basic(ABT_sched_predef predef, int num_pools,
                              ABT_pool *pools, ABT_sched_config config,
                              ABT_xstream *newxstream)
 {
+    if (newxstream)
+        *newxstream = ABT_XSTREAM_NULL;
     ABTX_CHECK_INIT();
     ABT_sched sched;
     int rc = abtx_sched_new_basic(predef, num_pools, pools, config, &sched);
@@ -246,9 +252,10 @@ int ABT_xstream_revive(ABT_xstream xstream)
 
 int ABT_xstream_self(ABT_xstream *xstream)
 {
-    ABTX_CHECK_INIT();
     if (!xstream)
         return ABT_ERR_INV_ARG;
+    *xstream = ABT_XSTREAM_NULL; /* Argobots 1.x: also on an error */
+    ABTX_CHECK_INIT();
     *xstream = xstream_self_here();
     return *xstream ? ABT_SUCCESS : ABT_ERR_INV_XSTREAM;
 }

@@ -238,17 +238,20 @@ static inline int obj_retire(uint64_t *magic, bool busy)
 {
     if (busy)
         return COEXEC_EBUSY;
-    *magic = MAGIC_DEAD;
+    __atomic_store_n(magic, MAGIC_DEAD, __ATOMIC_RELAXED);
     return COEXEC_OK;
 }
 
 /* Checks an object pointer and its header: COEXEC_EINVAL for NULL,
- * COEXEC_EHANDLE for a destroyed or uninitialised object. */
+ * COEXEC_EHANDLE for a destroyed or uninitialised object. The header is
+ * read atomically: a layer may turn zeroed memory into a static
+ * initialiser's header by a compare-and-swap (libcoexec-abt does) while
+ * other threads check it. */
 #define OBJ_CHECK(o, magic)                                                    \
     do {                                                                       \
         if (!(o))                                                              \
             return COEXEC_EINVAL;                                              \
-        if ((o)->magic_ != (magic))                                            \
+        if (__atomic_load_n(&(o)->magic_, __ATOMIC_RELAXED) != (magic))        \
             return COEXEC_EHANDLE;                                             \
     } while (0)
 

@@ -129,8 +129,46 @@ static void test_init_primary_moves(void)
     AT_OK(ABT_finalize());
 }
 
+/* ABT_init and ABT_finalize are thread-safe (Argobots documents it): while
+ * main holds the runtime, external threads init and finalize it at once,
+ * many times; each nested pair leaves the count as it found it. The
+ * count was a plain int: lost updates left it wrong (the runtime stopped
+ * under main, or outlived main's finalize). */
+enum { INIT_THREADS = 6 };
+static atomic_int init_bad;
+
+static void *init_churn(void *arg)
+{
+    long n = (long)(intptr_t)arg;
+    for (long i = 0; i < n; i++) {
+        if (ABT_init(0, NULL) != ABT_SUCCESS ||
+            ABT_initialized() != ABT_SUCCESS ||
+            ABT_finalize() != ABT_SUCCESS)
+            atomic_fetch_add(&init_bad, 1);
+    }
+    return NULL;
+}
+
+static void test_init_concurrent(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    atomic_store(&init_bad, 0);
+    long n = ch_iters(20000, 500);
+    pthread_t pt[INIT_THREADS];
+    for (int i = 0; i < INIT_THREADS; i++)
+        CU_ASSERT_EQUAL_FATAL(
+            pthread_create(&pt[i], NULL, init_churn, (void *)(intptr_t)n), 0);
+    for (int i = 0; i < INIT_THREADS; i++)
+        pthread_join(pt[i], NULL);
+    CU_ASSERT_EQUAL(atomic_load(&init_bad), 0);
+    CU_ASSERT_EQUAL(ABT_initialized(), ABT_SUCCESS);
+    AT_OK(ABT_finalize());
+    CU_ASSERT_EQUAL(ABT_initialized(), ABT_ERR_UNINITIALIZED);
+}
+
 static const ch_test_t init_tests[] = {
     {"refcount", test_init_refcount},
+    {"concurrent", test_init_concurrent},
     {"stacksize_env", test_init_stacksize_env},
     {"primary_moves", test_init_primary_moves},
     {NULL, NULL}};
@@ -965,14 +1003,22 @@ static const ch_test_t task_tests[] = {{"run", test_task_run}, {NULL, NULL}};
 
 /* ---- self ------------------------------------------------------------------ */
 
+/* From an external thread: the errors, and (Argobots 1.x) the NULL
+ * handles the self calls leave over whatever the caller had there. */
 static void *ext_probe(void *arg)
 {
     ABT_unit_type type = ABT_UNIT_TYPE_THREAD;
     int *rc = arg;
     rc[0] = ABT_self_get_type(&type);
     rc[1] = type;
-    ABT_thread t;
+    ABT_thread t = (ABT_thread)(void *)&type;
     rc[2] = ABT_thread_self(&t);
+    ABT_task k = (ABT_task)(void *)&type;
+    rc[3] = ABT_task_self(&k);
+    ABT_xstream x = (ABT_xstream)(void *)&type;
+    rc[4] = ABT_xstream_self(&x);
+    rc[5] = t == ABT_THREAD_NULL && k == ABT_TASK_NULL &&
+            x == ABT_XSTREAM_NULL;
     return NULL;
 }
 
@@ -1015,13 +1061,16 @@ static void test_self_queries(void)
     AT_OK(ABT_self_get_thread_id(&id2));
     CU_ASSERT_NOT_EQUAL(id1, id2);
     AT_OK(ABT_thread_free(&t));
-    int rc[3] = {-1, -1, -1};
+    int rc[6] = {-1, -1, -1, -1, -1, -1};
     pthread_t pt;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&pt, NULL, ext_probe, rc), 0);
     pthread_join(pt, NULL);
     CU_ASSERT_EQUAL(rc[0], ABT_ERR_INV_XSTREAM);
     CU_ASSERT_EQUAL(rc[1], ABT_UNIT_TYPE_EXT);
     CU_ASSERT_EQUAL(rc[2], ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(rc[3], ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(rc[4], ABT_ERR_INV_XSTREAM);
+    CU_ASSERT_EQUAL(rc[5], 1);
     AT_OK(ABT_finalize());
 }
 
