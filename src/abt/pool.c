@@ -95,10 +95,10 @@ void abtx_registry_free(void)
 int ABT_pool_create_basic(ABT_pool_kind kind, ABT_pool_access access,
                           ABT_bool automatic, ABT_pool *newpool)
 {
-    ABTX_CHECK_INIT();
     if (!newpool)
         return ABT_ERR_INV_ARG;
     *newpool = ABT_POOL_NULL;
+    ABTX_CHECK_INIT();
     if (kind != ABT_POOL_FIFO && kind != ABT_POOL_FIFO_WAIT &&
         kind != ABT_POOL_RANDWS)
         return ABT_ERR_INV_POOL_KIND;
@@ -432,10 +432,10 @@ static const coexec_pool_ops_t user_pool_ops_remove = {
 int ABT_pool_create(ABT_pool_user_def def, ABT_pool_config config,
                     ABT_pool *newpool)
 {
-    ABTX_CHECK_INIT();
     if (!newpool)
         return ABT_ERR_INV_ARG;
     *newpool = ABT_POOL_NULL;
+    ABTX_CHECK_INIT();
     if (!def)
         return ABT_ERR_INV_POOL_USER_DEF;
     struct abtx_pool_def *d = calloc(1, sizeof(*d));
@@ -805,24 +805,31 @@ static ABT_unit unit_of(ABT_pool p, ABT_thread t)
     return p->def && t->unit ? t->unit : (ABT_unit)t;
 }
 
-int ABT_pool_pop(ABT_pool pool, ABT_unit *unit)
+/* The checks of the ABT_pool_pop calls; *unit is ABT_UNIT_NULL after an
+ * error (as in Argobots 1.x). */
+static int pop_check(ABT_pool pool, ABT_unit *unit)
 {
-    ABTX_CHECK_INIT();
-    if (!abtx_pool(pool))
-        return ABT_ERR_INV_POOL;
     if (!unit)
         return ABT_ERR_INV_ARG;
+    *unit = ABT_UNIT_NULL;
+    ABTX_CHECK_INIT();
+    return abtx_pool(pool) ? ABT_SUCCESS : ABT_ERR_INV_POOL;
+}
+
+int ABT_pool_pop(ABT_pool pool, ABT_unit *unit)
+{
+    int rc = pop_check(pool, unit);
+    if (rc)
+        return rc;
     *unit = unit_of(pool, pool_take(pool));
     return ABT_SUCCESS;
 }
 
 int ABT_pool_pop_wait(ABT_pool pool, ABT_unit *unit, double time_secs)
 {
-    ABTX_CHECK_INIT();
-    if (!abtx_pool(pool))
-        return ABT_ERR_INV_POOL;
-    if (!unit)
-        return ABT_ERR_INV_ARG;
+    int rc = pop_check(pool, unit);
+    if (rc)
+        return rc;
     *unit = unit_of(pool, pool_take_wait(pool, time_secs,
                                          ABT_POOL_CONTEXT_OP_POOL_OTHER));
     return ABT_SUCCESS;
@@ -830,11 +837,9 @@ int ABT_pool_pop_wait(ABT_pool pool, ABT_unit *unit, double time_secs)
 
 int ABT_pool_pop_timedwait(ABT_pool pool, ABT_unit *unit, double abstime_secs)
 {
-    ABTX_CHECK_INIT();
-    if (!abtx_pool(pool))
-        return ABT_ERR_INV_POOL;
-    if (!unit)
-        return ABT_ERR_INV_ARG;
+    int rc = pop_check(pool, unit);
+    if (rc)
+        return rc;
     double secs = abstime_secs - ABT_get_wtime();
     *unit = unit_of(pool, pool_take_wait(pool, secs > 0 ? secs : 0,
                                          ABT_POOL_CONTEXT_OP_POOL_OTHER));

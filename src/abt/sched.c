@@ -269,10 +269,10 @@ int ABT_sched_create_basic(ABT_sched_predef predef, int num_pools,
                            ABT_pool *pools, ABT_sched_config config,
                            ABT_sched *newsched)
 {
-    ABTX_CHECK_INIT();
     if (!newsched)
         return ABT_ERR_INV_ARG;
     *newsched = ABT_SCHED_NULL;
+    ABTX_CHECK_INIT();
     return abtx_sched_new_basic(predef, num_pools, pools, config, newsched);
 }
 
@@ -391,10 +391,10 @@ static const coexec_sched_ops_t user_sched_ops_migr = {
 int ABT_sched_create(ABT_sched_def *def, int num_pools, ABT_pool *pools,
                      ABT_sched_config config, ABT_sched *newsched)
 {
-    ABTX_CHECK_INIT();
     if (!newsched)
         return ABT_ERR_INV_ARG;
     *newsched = ABT_SCHED_NULL;
+    ABTX_CHECK_INIT();
     if (!def || !def->run)
         return ABT_ERR_INV_ARG;
     int n = num_pools > 0 ? num_pools : 1;
@@ -482,6 +482,9 @@ int ABT_sched_get_pools(ABT_sched sched, int max_pools, int idx,
 
 int ABT_sched_get_size(ABT_sched sched, size_t *size)
 {
+    if (!size)
+        return ABT_ERR_INV_ARG;
+    *size = 0;
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     size_t sum = 0;
@@ -514,6 +517,9 @@ int ABT_sched_exit(ABT_sched sched)
 
 int ABT_sched_has_to_stop(ABT_sched sched, ABT_bool *stop)
 {
+    if (!stop)
+        return ABT_ERR_INV_ARG;
+    *stop = ABT_FALSE;
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     int s = 0;

@@ -451,6 +451,8 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
                       ABT_thread_attr attr, bool ult, bool detached,
                       ABT_thread t, ABT_thread *out, bool child_first)
 {
+    if (out)
+        *out = ABT_THREAD_NULL; /* Argobots 1.x: the handle on an error */
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
@@ -582,6 +584,8 @@ int ABT_thread_create_on_xstream(ABT_xstream xstream,
                                  void (*thread_func)(void *), void *arg,
                                  ABT_thread_attr attr, ABT_thread *newthread)
 {
+    if (newthread)
+        *newthread = ABT_THREAD_NULL;
     ABT_pool pool;
     int rc = xstream_pool(xstream, &pool);
     return rc ? rc : ABT_thread_create(pool, thread_func, arg, attr, newthread);
@@ -613,6 +617,8 @@ int ABT_task_create(ABT_pool pool, void (*task_func)(void *), void *arg,
 int ABT_task_create_on_xstream(ABT_xstream xstream, void (*task_func)(void *),
                                void *arg, ABT_task *newtask)
 {
+    if (newtask)
+        *newtask = ABT_TASK_NULL;
     ABT_pool pool;
     int rc = xstream_pool(xstream, &pool);
     return rc ? rc : ABT_task_create(pool, task_func, arg, newtask);
@@ -1035,12 +1041,13 @@ int ABT_self_is_primary(ABT_bool *flag)
 
 int ABT_self_on_primary_xstream(ABT_bool *flag)
 {
+    if (!flag)
+        return ABT_ERR_INV_ARG;
+    *flag = ABT_FALSE;
     ABTX_CHECK_INIT();
     ABT_xstream x = abtx_xstream_self();
-    if (!x) {
-        *flag = ABT_FALSE;
+    if (!x)
         return ABT_ERR_INV_XSTREAM;
-    }
     *flag = x->primary ? ABT_TRUE : ABT_FALSE;
     return ABT_SUCCESS;
 }
@@ -1063,10 +1070,11 @@ int ABT_self_get_last_pool(ABT_pool *pool)
 
 int ABT_self_get_last_pool_id(int *pool_id)
 {
+    if (!pool_id)
+        return ABT_ERR_INV_ARG;
     ABT_pool p;
     int rc = ABT_self_get_last_pool(&p);
-    if (!rc)
-        *pool_id = abtx_pool(p) ? p->id : -1;
+    *pool_id = !rc && abtx_pool(p) ? p->id : -1;
     return rc;
 }
 

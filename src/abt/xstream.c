@@ -459,6 +459,9 @@ int ABT_xstream_equal(ABT_xstream xstream1, ABT_xstream xstream2,
 
 int ABT_xstream_get_num(int *num_xstreams)
 {
+    if (!num_xstreams)
+        return ABT_ERR_INV_ARG;
+    *num_xstreams = 0;
     ABTX_CHECK_INIT();
     int n = 0;
     pthread_mutex_lock(&abtx_lock);

@@ -2461,8 +2461,128 @@ static void test_errors(void)
     AT_OK(ABT_finalize());
 }
 
-static const ch_test_t errors_tests[] = {{"codes", test_errors},
-                                         {NULL, NULL}};
+/* Argobots 1.x stores a NULL (or neutral) value in the output of these
+ * calls when they fail: a program may test the handle instead of the
+ * code. Each is called with garbage in its output and an error to report:
+ * before ABT_init, with a bad handle or argument, or from an external
+ * thread. */
+#define GARBAGE ((void *)(uintptr_t)0x5a5a5a5a)
+#define NULL_ON_ERROR(out, nullv, call)                                        \
+    do {                                                                       \
+        memset(&(out), 0x5a, sizeof(out));                                     \
+        CU_ASSERT_NOT_EQUAL((call), ABT_SUCCESS);                              \
+        CU_ASSERT((out) == (nullv));                                           \
+    } while (0)
+
+static void noop_fn(void *arg)
+{
+    (void)arg;
+}
+
+/* The self queries of an external thread (ok[i]: 1 when right). */
+static void *ext_null_outputs(void *arg)
+{
+    int *ok = arg;
+    ABT_unit_type type;
+    ABT_bool b1, b2;
+    int pool_id;
+    void *a;
+    memset(&type, 0x5a, sizeof type);
+    memset(&b1, 0x5a, sizeof b1);
+    memset(&b2, 0x5a, sizeof b2);
+    memset(&pool_id, 0x5a, sizeof pool_id);
+    a = GARBAGE;
+    ok[0] = ABT_self_get_type(&type) != ABT_SUCCESS &&
+            type == ABT_UNIT_TYPE_EXT;
+    ok[1] = ABT_self_is_primary(&b1) != ABT_SUCCESS && b1 == ABT_FALSE;
+    ok[2] = ABT_self_on_primary_xstream(&b2) != ABT_SUCCESS &&
+            b2 == ABT_FALSE;
+    ok[3] = ABT_self_get_last_pool_id(&pool_id) != ABT_SUCCESS &&
+            pool_id == -1;
+    ok[4] = ABT_self_get_arg(&a) != ABT_SUCCESS && a == NULL;
+    return NULL;
+}
+
+static void test_errors_null_outputs(void)
+{
+    ABT_thread t;
+    ABT_task k;
+    ABT_xstream x;
+    ABT_sched sc;
+    ABT_pool p;
+    ABT_unit u;
+    ABT_bool b;
+    size_t sz;
+    int n;
+    /* Before ABT_init. */
+    NULL_ON_ERROR(t, ABT_THREAD_NULL,
+                  ABT_thread_create(GARBAGE, noop_fn, NULL,
+                                    ABT_THREAD_ATTR_NULL, &t));
+    NULL_ON_ERROR(k, ABT_TASK_NULL, ABT_task_create(GARBAGE, noop_fn, NULL, &k));
+    NULL_ON_ERROR(t, ABT_THREAD_NULL, ABT_thread_self(&t));
+    NULL_ON_ERROR(k, ABT_TASK_NULL, ABT_task_self(&k));
+    NULL_ON_ERROR(x, ABT_XSTREAM_NULL, ABT_xstream_self(&x));
+    NULL_ON_ERROR(x, ABT_XSTREAM_NULL,
+                  ABT_xstream_create(ABT_SCHED_NULL, &x));
+    NULL_ON_ERROR(n, 0, ABT_xstream_get_num(&n));
+    NULL_ON_ERROR(sc, ABT_SCHED_NULL,
+                  ABT_sched_create_basic(ABT_SCHED_DEFAULT, 0, NULL,
+                                         ABT_SCHED_CONFIG_NULL, &sc));
+    NULL_ON_ERROR(p, ABT_POOL_NULL,
+                  ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
+                                        ABT_TRUE, &p));
+    /* Bad handles and arguments. */
+    AT_OK(ABT_init(0, NULL));
+    NULL_ON_ERROR(t, ABT_THREAD_NULL,
+                  ABT_thread_create(ABT_POOL_NULL, noop_fn, NULL,
+                                    ABT_THREAD_ATTR_NULL, &t));
+    NULL_ON_ERROR(t, ABT_THREAD_NULL,
+                  ABT_thread_create_on_xstream(ABT_XSTREAM_NULL, noop_fn, NULL,
+                                               ABT_THREAD_ATTR_NULL, &t));
+    NULL_ON_ERROR(k, ABT_TASK_NULL,
+                  ABT_task_create(ABT_POOL_NULL, noop_fn, NULL, &k));
+    NULL_ON_ERROR(k, ABT_TASK_NULL,
+                  ABT_task_create_on_xstream(ABT_XSTREAM_NULL, noop_fn, NULL,
+                                             &k));
+    NULL_ON_ERROR(x, ABT_XSTREAM_NULL,
+                  ABT_xstream_create_with_rank(ABT_SCHED_NULL, -1, &x));
+    /* A handle of another kind (a pool's record for a scheduler). */
+    NULL_ON_ERROR(x, ABT_XSTREAM_NULL,
+                  ABT_xstream_create((ABT_sched)(void *)at_main_pool(), &x));
+    NULL_ON_ERROR(x, ABT_XSTREAM_NULL,
+                  ABT_xstream_create_basic((ABT_sched_predef)999, 0, NULL,
+                                           ABT_SCHED_CONFIG_NULL, &x));
+    NULL_ON_ERROR(sc, ABT_SCHED_NULL,
+                  ABT_sched_create(NULL, 0, NULL, ABT_SCHED_CONFIG_NULL, &sc));
+    NULL_ON_ERROR(sc, ABT_SCHED_NULL,
+                  ABT_sched_create_basic((ABT_sched_predef)999, 0, NULL,
+                                         ABT_SCHED_CONFIG_NULL, &sc));
+    NULL_ON_ERROR(b, ABT_FALSE, ABT_sched_has_to_stop(ABT_SCHED_NULL, &b));
+    NULL_ON_ERROR(sz, 0, ABT_sched_get_size(ABT_SCHED_NULL, &sz));
+    NULL_ON_ERROR(sz, 0, ABT_sched_get_total_size(ABT_SCHED_NULL, &sz));
+    NULL_ON_ERROR(p, ABT_POOL_NULL,
+                  ABT_pool_create(ABT_POOL_USER_DEF_NULL,
+                                  ABT_POOL_CONFIG_NULL, &p));
+    NULL_ON_ERROR(p, ABT_POOL_NULL,
+                  ABT_pool_create_basic((ABT_pool_kind)999,
+                                        ABT_POOL_ACCESS_MPMC, ABT_TRUE, &p));
+    NULL_ON_ERROR(u, ABT_UNIT_NULL, ABT_pool_pop(ABT_POOL_NULL, &u));
+    NULL_ON_ERROR(u, ABT_UNIT_NULL, ABT_pool_pop_wait(ABT_POOL_NULL, &u, 0.0));
+    NULL_ON_ERROR(u, ABT_UNIT_NULL,
+                  ABT_pool_pop_timedwait(ABT_POOL_NULL, &u, 0.0));
+    int ok[5] = {0, 0, 0, 0, 0};
+    pthread_t pt;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&pt, NULL, ext_null_outputs, ok), 0);
+    pthread_join(pt, NULL);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(ok[i], 1);
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t errors_tests[] = {
+    {"codes", test_errors},
+    {"null_outputs", test_errors_null_outputs},
+    {NULL, NULL}};
 
 static const ch_suite_t suites[] = {
     {"init", init_tests},         {"xstream", xstream_tests},
