@@ -207,6 +207,14 @@ static inline ABT_thread abtx_cur_here(void)
 {
     return abtx_cur_tls;
 }
+
+/* Is the caller a tasklet of the layer (at a call's entry)? Argobots 1.x
+ * refuses some calls to tasklets, whatever the state of their object. */
+static inline bool abtx_in_tasklet(void)
+{
+    ABT_thread c = abtx_cur_here();
+    return c && !c->is_ult;
+}
 static inline void abtx_cur_set_here(ABT_thread t)
 {
     abtx_cur_tls = t;

@@ -601,5 +601,6 @@ int ABT_info_print_thread(FILE *fp, ABT_thread thread)
 
 int ABT_info_print_task(FILE *fp, ABT_task task)
 {
-    return ABT_info_print_thread(fp, task);
+    return abtx_thread(task) ? ABT_info_print_thread(fp, task)
+                             : ABT_ERR_INV_TASK;
 }

@@ -392,7 +392,7 @@ int ABT_sched_create(ABT_sched_def *def, int num_pools, ABT_pool *pools,
                      ABT_sched_config config, ABT_sched *newsched)
 {
     if (!newsched)
-        return ABT_ERR_INV_ARG;
+        return ABT_ERR_SCHED; /* Argobots 1.x's code for it */
     *newsched = ABT_SCHED_NULL;
     ABTX_CHECK_INIT();
     if (!def || !def->run)
@@ -434,7 +434,11 @@ int ABT_sched_free(ABT_sched *sched)
     ABTX_CHECK_INIT();
     if (!sched)
         return ABT_ERR_INV_ARG;
-    if (!abtx_sched(*sched) || (*sched)->borrowed)
+    if (!abtx_sched(*sched))
+        return ABT_ERR_INV_SCHED;
+    if ((*sched)->used)
+        return ABT_ERR_SCHED; /* a stream or a pool runs it (Argobots 1.x) */
+    if ((*sched)->borrowed)
         return ABT_ERR_INV_SCHED;
     int rc = abtx_sched_release(*sched);
     if (!rc)
@@ -522,6 +526,8 @@ int ABT_sched_has_to_stop(ABT_sched sched, ABT_bool *stop)
     *stop = ABT_FALSE;
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
+    if (coexec_self_caller() == COEXEC_CALLER_EXTERNAL)
+        return ABT_ERR_INV_XSTREAM; /* Argobots 1.x */
     int s = 0;
     int rc = coexec_sched_has_to_stop(sched->cs, &s);
     *stop = s ? ABT_TRUE : ABT_FALSE;

@@ -9,9 +9,12 @@
  * object's first word, which coexec keeps as the object's tag; an
  * eventual's the same way, in its own larger memory.
  *
- * Tasklets may not block in coexec; an Argobots tasklet that waits on an
- * eventual, a future or a mutex polls instead, yielding the OS thread
- * between polls.
+ * As in Argobots 1.x, a tasklet's waits on an eventual, a future, a cond,
+ * a barrier or a rwlock are refused (with the call's own error code,
+ * whatever the object's state); its mutex locks poll, yielding the OS
+ * thread between polls, since Argobots lets tasklets lock. A user
+ * scheduler's run function polls an eventual or a future, and runs its
+ * other waits in a ULT (abtx_sched_block).
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -298,6 +301,8 @@ int ABT_cond_wait(ABT_cond cond, ABT_mutex mutex)
         return ABT_ERR_INV_COND;
     if (!mutex)
         return ABT_ERR_INV_MUTEX;
+    if (abtx_in_tasklet())
+        return ABT_ERR_COND;
     int rc;
     ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_COND, cond,
               coexec_cond_wait(cond_of(cond), mutex_of(mutex)));
@@ -384,11 +389,15 @@ static int rwlock_call(ABT_rwlock rwlock, int (*op)(coexec_rwlock_t *))
 
 int ABT_rwlock_rdlock(ABT_rwlock rwlock)
 {
+    if (abtx_in_tasklet())
+        return ABT_ERR_RWLOCK;
     return rwlock_call(rwlock, coexec_rwlock_rdlock);
 }
 
 int ABT_rwlock_wrlock(ABT_rwlock rwlock)
 {
+    if (abtx_in_tasklet())
+        return ABT_ERR_RWLOCK;
     return rwlock_call(rwlock, coexec_rwlock_wrlock);
 }
 
@@ -453,6 +462,8 @@ int ABT_barrier_wait(ABT_barrier barrier)
 {
     if (!barrier)
         return ABT_ERR_INV_BARRIER;
+    if (abtx_in_tasklet())
+        return ABT_ERR_BARRIER;
     int rc;
     ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_BARRIER, barrier,
               coexec_barrier_wait(&barrier->b, NULL));
@@ -550,6 +561,8 @@ int ABT_eventual_wait(ABT_eventual eventual, void **value)
 {
     if (!eventual)
         return ABT_ERR_INV_EVENTUAL;
+    if (abtx_in_tasklet())
+        return ABT_ERR_EVENTUAL;
     coexec_eventual_t *ev = ev_of(eventual);
     void *v = NULL;
     int rc;
@@ -569,6 +582,8 @@ int ABT_eventual_timedwait(ABT_eventual eventual, void **value,
         return ABT_ERR_INV_EVENTUAL;
     if (!abstime)
         return ABT_ERR_INV_ARG;
+    if (abtx_in_tasklet())
+        return ABT_ERR_EVENTUAL;
     coexec_eventual_t *ev = ev_of(eventual);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -673,6 +688,8 @@ int ABT_future_wait(ABT_future future)
 {
     if (!future)
         return ABT_ERR_INV_FUTURE;
+    if (abtx_in_tasklet())
+        return ABT_ERR_FUTURE;
     int rc;
     ABTX_WAIT(rc, ABT_SYNC_EVENT_TYPE_FUTURE, future,
               coexec_future_wait(&future->f));

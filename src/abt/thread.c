@@ -980,7 +980,9 @@ int ABT_self_get_thread_id(ABT_thread_id *id)
 
 int ABT_thread_self_id(ABT_thread_id *id)
 {
-    return ABT_self_get_thread_id(id);
+    /* Argobots 1.x: a tasklet is not a ULT here. */
+    int rc = ABT_self_get_thread_id(id);
+    return !rc && abtx_in_tasklet() ? ABT_ERR_INV_THREAD : rc;
 }
 
 int ABT_task_self_id(ABT_unit_id *id)
@@ -1286,8 +1288,14 @@ int ABT_thread_resume(ABT_thread thread)
      * ABT_self_get_thread or a pool): its record knows its unit. */
     if (!abtx_thread(thread) || !thread->is_ult || !thread->u.p)
         return ABT_ERR_INV_THREAD;
-    int rc = coexec_thread_resume(
-        thread->th);
+    /* Argobots 1.x refuses a ULT that is not suspended (blocked), where
+     * coexec would keep the resume for its next suspend. */
+    coexec_unit_state_t st;
+    int rc = coexec_thread_get_state(thread->th, &st);
+    if (!rc && st != COEXEC_UNIT_BLOCKED)
+        return ABT_ERR_THREAD;
+    if (!rc)
+        rc = coexec_thread_resume(thread->th);
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_THREAD);
 }
 

@@ -367,10 +367,13 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
     ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
-    if (!abtx_sched(sched) || (sched->used && sched != xstream->sched))
+    /* As in Argobots 1.x: no scheduler is a new default one; one in use
+     * (the stream's own included) is refused. */
+    if (sched == ABT_SCHED_NULL)
+        return ABT_xstream_set_main_sched_basic(xstream, ABT_SCHED_DEFAULT,
+                                                0, NULL);
+    if (!abtx_sched(sched) || sched->used)
         return ABT_ERR_INV_SCHED;
-    if (sched == xstream->sched)
-        return ABT_SUCCESS;
     /* A caller of that stream resumes under the new scheduler (coexec
      * parks it until the switch): in its pool if the new scheduler takes
      * from it, else (as Argobots does for a pool of the old scheduler) in

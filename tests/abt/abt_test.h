@@ -53,5 +53,6 @@ extern const ch_test_t abt_cond_tests[];
 extern const ch_test_t abt_rwlock_tests[];
 extern const ch_test_t abt_barrier_tests[];
 extern const ch_test_t abt_key_tests[];
+extern const ch_test_t abt_v1x_tests[];
 
 #endif /* COEXEC_TEST_ABT_H */

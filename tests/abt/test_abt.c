@@ -19,7 +19,8 @@
  *             ABT_pool_remove and ABT_pool_print_all with and without the
  *             program's p_remove and p_print_all
  *   timer     timers and ABT_get_wtime move forward
- *   errors    error strings, info queries
+ *   errors    error strings, info queries, outputs after an error
+ * The v1x suite (test_abt_v1x.c) checks Argobots 1.x's rules call by call.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -2593,6 +2594,7 @@ static const ch_suite_t suites[] = {
     {"mutex", abt_mutex_tests},   {"cond", abt_cond_tests},
     {"rwlock", abt_rwlock_tests}, {"barrier", abt_barrier_tests},
     {"key", abt_key_tests},       {"timer", timer_tests},
-    {"errors", errors_tests},     {NULL, NULL}};
+    {"errors", errors_tests},     {"v1x", abt_v1x_tests},
+    {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }

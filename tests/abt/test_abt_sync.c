@@ -120,8 +120,7 @@ static void test_eventual_states(void)
 /* Static memory the program never frees, as Argobots' static initialiser
  * allows: one at file scope, used again in the next runtime after a
  * reset, and one in automatic storage, which goes out of scope unfreed.
- * Each is waited for by a ULT and a tasklet of another stream and set by
- * main. Nothing of either is allocated: a leak checker (the ASan build)
+ * Each is waited for by a ULT of each stream and set by main. Nothing of either is allocated: a leak checker (the ASan build)
  * finds nothing at exit. */
 static ABT_eventual_memory static_ev_mem = ABT_EVENTUAL_INITIALIZER;
 static atomic_int static_ev_waited;
@@ -135,11 +134,11 @@ static void static_ev_waiter(void *arg)
 static void static_ev_round(ABT_eventual ev)
 {
     atomic_store(&static_ev_waited, 0);
-    ABT_thread t;
-    ABT_task k;
+    ABT_thread t, t2;
     AT_OK(ABT_thread_create_on_xstream(at_xs, static_ev_waiter, ev,
                                        ABT_THREAD_ATTR_NULL, &t));
-    AT_OK(ABT_task_create_on_xstream(at_xs, static_ev_waiter, ev, &k));
+    AT_OK(ABT_thread_create(at_main_pool(), static_ev_waiter, ev,
+                            ABT_THREAD_ATTR_NULL, &t2));
     int ready = ABT_TRUE;
     AT_OK(ABT_eventual_test(ev, NULL, &ready));
     CU_ASSERT_EQUAL(ready, ABT_FALSE);
@@ -148,7 +147,7 @@ static void static_ev_round(ABT_eventual ev)
                     ABT_ERR_INV_EVENTUAL); /* no room for a value */
     AT_OK(ABT_eventual_set(ev, NULL, 0));
     AT_OK(ABT_thread_free(&t));
-    AT_OK(ABT_task_free(&k));
+    AT_OK(ABT_thread_free(&t2));
     CU_ASSERT_EQUAL(atomic_load(&static_ev_waited), 2);
 }
 
