@@ -30,11 +30,13 @@ struct eventual {
 OBJ_CAST(coexec_eventual_t, struct eventual, ev_of)
 
 /* Made by init (its list names its lock), or by the static initialiser
- * (no list lock yet: ev_list_own sets it before a tasklet is linked). */
-static bool ev_live(const struct eventual *e)
+ * (no list lock yet: ev_list_own sets it before a tasklet is linked). The
+ * pointer is read atomically: an init that finds waiters (EBUSY) may look
+ * while a poll sets it. */
+static bool ev_live(struct eventual *e)
 {
-    return e->magic_ == OBJ_MAGIC_EVENTUAL &&
-           (e->waiters.lock == &e->lock || e->waiters.lock == NULL);
+    atom_u32_t *l = __atomic_load_n(&e->waiters.lock, __ATOMIC_RELAXED);
+    return e->magic_ == OBJ_MAGIC_EVENTUAL && (l == &e->lock || l == NULL);
 }
 
 /* Under e's lock: its list names the lock, which whoever unlinks a polled
@@ -43,7 +45,7 @@ static bool ev_live(const struct eventual *e)
 static void ev_list_own(struct eventual *e)
 {
     if (UNLIKELY(e->waiters.lock == NULL))
-        e->waiters.lock = &e->lock;
+        __atomic_store_n(&e->waiters.lock, &e->lock, __ATOMIC_RELAXED);
 }
 
 static void *ev_buf(struct eventual *e)
