@@ -391,6 +391,8 @@ int ABT_timer_create(ABT_timer *newtimer)
 
 int ABT_timer_dup(ABT_timer timer, ABT_timer *newtimer)
 {
+    if (!newtimer)
+        return ABT_ERR_INV_ARG;
     if (!timer)
         return ABT_ERR_INV_TIMER;
     int rc = ABT_timer_create(newtimer);

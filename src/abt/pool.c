@@ -859,6 +859,8 @@ int ABT_pool_push(ABT_pool pool, ABT_unit unit)
 
 int ABT_unit_get_thread(ABT_unit unit, ABT_thread *thread)
 {
+    if (!thread)
+        return ABT_ERR_INV_ARG;
     if (!unit)
         return ABT_ERR_INV_UNIT;
     ABT_thread t = abtx_thread_of_unit(unit);
@@ -892,6 +894,8 @@ int ABT_pool_remove(ABT_pool pool, ABT_unit unit)
 
 int ABT_pool_get_access(ABT_pool pool, ABT_pool_access *access)
 {
+    if (!access)
+        return ABT_ERR_INV_ARG;
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     *access = pool->access;
@@ -900,6 +904,8 @@ int ABT_pool_get_access(ABT_pool pool, ABT_pool_access *access)
 
 int ABT_pool_get_size(ABT_pool pool, size_t *size)
 {
+    if (!size)
+        return ABT_ERR_INV_ARG;
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     if (pool->def && (pool->def->get_size || pool->def->d.p_get_size)) {
@@ -918,6 +924,8 @@ int ABT_pool_get_total_size(ABT_pool pool, size_t *size)
 
 int ABT_pool_is_empty(ABT_pool pool, ABT_bool *is_empty)
 {
+    if (!is_empty)
+        return ABT_ERR_INV_ARG;
     if (abtx_pool(pool) && pool->def && pool->def->is_empty) {
         *is_empty = pool->def->is_empty(pool) ? ABT_TRUE : ABT_FALSE;
         return ABT_SUCCESS;
@@ -939,6 +947,8 @@ int ABT_pool_set_data(ABT_pool pool, void *data)
 
 int ABT_pool_get_data(ABT_pool pool, void **data)
 {
+    if (!data)
+        return ABT_ERR_INV_ARG;
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     *data = pool->data;
@@ -947,6 +957,8 @@ int ABT_pool_get_data(ABT_pool pool, void **data)
 
 int ABT_pool_get_id(ABT_pool pool, int *id)
 {
+    if (!id)
+        return ABT_ERR_INV_ARG;
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     *id = pool->id;

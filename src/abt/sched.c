@@ -458,6 +458,8 @@ int ABT_sched_set_data(ABT_sched sched, void *data)
 
 int ABT_sched_get_data(ABT_sched sched, void **data)
 {
+    if (!data)
+        return ABT_ERR_INV_ARG;
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     *data = sched->data;
@@ -466,6 +468,8 @@ int ABT_sched_get_data(ABT_sched sched, void **data)
 
 int ABT_sched_get_num_pools(ABT_sched sched, int *num_pools)
 {
+    if (!num_pools)
+        return ABT_ERR_INV_ARG;
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     *num_pools = sched->num_pools;

@@ -123,6 +123,8 @@ int ABT_mutex_attr_set_recursive(ABT_mutex_attr attr, ABT_bool recursive)
 
 int ABT_mutex_attr_get_recursive(ABT_mutex_attr attr, ABT_bool *recursive)
 {
+    if (!recursive)
+        return ABT_ERR_INV_ARG;
     if (!attr)
         return ABT_ERR_INV_MUTEX_ATTR;
     *recursive = attr->recursive;
@@ -240,6 +242,8 @@ int ABT_mutex_unlock_de(ABT_mutex mutex)
 
 int ABT_mutex_equal(ABT_mutex mutex1, ABT_mutex mutex2, ABT_bool *result)
 {
+    if (!result)
+        return ABT_ERR_INV_ARG;
     *result = mutex1 == mutex2 ? ABT_TRUE : ABT_FALSE;
     return ABT_SUCCESS;
 }
@@ -475,6 +479,8 @@ int ABT_barrier_wait(ABT_barrier barrier)
 
 int ABT_barrier_get_num_waiters(ABT_barrier barrier, uint32_t *num_waiters)
 {
+    if (!num_waiters)
+        return ABT_ERR_INV_ARG;
     if (!barrier)
         return ABT_ERR_INV_BARRIER;
     *num_waiters = barrier->n;

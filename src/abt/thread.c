@@ -383,6 +383,8 @@ int ABT_thread_attr_set_stack(ABT_thread_attr attr, void *stackaddr,
 int ABT_thread_attr_get_stack(ABT_thread_attr attr, void **stackaddr,
                               size_t *stacksize)
 {
+    if (!stackaddr || !stacksize)
+        return ABT_ERR_INV_ARG;
     if (!attr)
         return ABT_ERR_INV_THREAD_ATTR;
     *stackaddr = attr->stack;
@@ -401,6 +403,8 @@ int ABT_thread_attr_set_stacksize(ABT_thread_attr attr, size_t stacksize)
 
 int ABT_thread_attr_get_stacksize(ABT_thread_attr attr, size_t *stacksize)
 {
+    if (!stacksize)
+        return ABT_ERR_INV_ARG;
     if (!attr)
         return ABT_ERR_INV_THREAD_ATTR;
     *stacksize = attr->stacksize;
@@ -938,6 +942,8 @@ int ABT_thread_self(ABT_thread *thread)
 
 int ABT_task_self(ABT_task *task)
 {
+    if (!task)
+        return ABT_ERR_INV_ARG;
     ABT_thread t = NULL;
     int rc = ABT_self_get_thread(&t);
     if (!rc && t->is_ult)
@@ -971,6 +977,8 @@ uint64_t abtx_unit_id(ABT_thread t)
 
 int ABT_self_get_thread_id(ABT_thread_id *id)
 {
+    if (!id)
+        return ABT_ERR_INV_ARG;
     ABT_thread t;
     int rc = self_unit(&t);
     if (!rc)
@@ -987,6 +995,8 @@ int ABT_thread_self_id(ABT_thread_id *id)
 
 int ABT_task_self_id(ABT_unit_id *id)
 {
+    if (!id)
+        return ABT_ERR_INV_ARG;
     ABT_task t;
     int rc = ABT_task_self(&t);
     if (!rc)
@@ -996,6 +1006,8 @@ int ABT_task_self_id(ABT_unit_id *id)
 
 int ABT_thread_get_id(ABT_thread thread, ABT_thread_id *thread_id)
 {
+    if (!thread_id)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *thread_id = abtx_unit_id(thread);
@@ -1004,6 +1016,8 @@ int ABT_thread_get_id(ABT_thread thread, ABT_thread_id *thread_id)
 
 int ABT_task_get_id(ABT_task task, ABT_unit_id *task_id)
 {
+    if (!task_id)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(task))
         return ABT_ERR_INV_TASK;
     *task_id = abtx_unit_id(task);
@@ -1033,6 +1047,8 @@ int ABT_self_get_type(ABT_unit_type *type)
 
 int ABT_self_is_primary(ABT_bool *flag)
 {
+    if (!flag)
+        return ABT_ERR_INV_ARG;
     ABT_thread t;
     int rc = self_unit(&t);
     if (!rc && !t->is_ult)
@@ -1056,6 +1072,8 @@ int ABT_self_on_primary_xstream(ABT_bool *flag)
 
 int ABT_self_is_unnamed(ABT_bool *flag)
 {
+    if (!flag)
+        return ABT_ERR_INV_ARG;
     ABT_thread t;
     int rc = self_unit(&t);
     *flag = !rc && t->detached ? ABT_TRUE : ABT_FALSE;
@@ -1064,6 +1082,8 @@ int ABT_self_is_unnamed(ABT_bool *flag)
 
 int ABT_self_get_last_pool(ABT_pool *pool)
 {
+    if (!pool)
+        return ABT_ERR_INV_ARG;
     ABT_thread t;
     int rc = self_unit(&t);
     *pool = rc ? ABT_POOL_NULL : t->pool;
@@ -1100,6 +1120,8 @@ int ABT_self_set_arg(void *arg)
 
 int ABT_self_get_arg(void **arg)
 {
+    if (!arg)
+        return ABT_ERR_INV_ARG;
     ABT_thread t;
     int rc = self_unit(&t);
     *arg = rc ? NULL : t->arg;
@@ -1350,6 +1372,8 @@ int ABT_self_exit(void)
 
 int ABT_thread_get_state(ABT_thread thread, ABT_thread_state *state)
 {
+    if (!state)
+        return ABT_ERR_INV_ARG;
     ABTX_CHECK_INIT();
     if (abtx_thread(thread) && thread == abtx_cur_get()) {
         *state = ABT_THREAD_STATE_RUNNING;
@@ -1367,6 +1391,8 @@ int ABT_thread_get_state(ABT_thread thread, ABT_thread_state *state)
 
 int ABT_task_get_state(ABT_task task, ABT_task_state *state)
 {
+    if (!state)
+        return ABT_ERR_INV_ARG;
     ABT_thread_state s;
     int rc = ABT_thread_get_state(task, &s);
     if (rc)
@@ -1379,6 +1405,8 @@ int ABT_task_get_state(ABT_task task, ABT_task_state *state)
 
 int ABT_thread_get_last_pool(ABT_thread thread, ABT_pool *pool)
 {
+    if (!pool)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *pool = thread->pool;
@@ -1387,6 +1415,8 @@ int ABT_thread_get_last_pool(ABT_thread thread, ABT_pool *pool)
 
 int ABT_thread_get_last_pool_id(ABT_thread thread, int *id)
 {
+    if (!id)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *id = abtx_pool(thread->pool) ? thread->pool->id : -1;
@@ -1405,6 +1435,8 @@ int ABT_task_get_last_pool_id(ABT_task task, int *id)
 
 int ABT_thread_get_unit(ABT_thread thread, ABT_unit *unit)
 {
+    if (!unit)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *unit = thread->unit ? thread->unit : (ABT_unit)thread;
@@ -1413,6 +1445,8 @@ int ABT_thread_get_unit(ABT_thread thread, ABT_unit *unit)
 
 int ABT_thread_equal(ABT_thread thread1, ABT_thread thread2, ABT_bool *result)
 {
+    if (!result)
+        return ABT_ERR_INV_ARG;
     *result = thread1 == thread2 ? ABT_TRUE : ABT_FALSE;
     return ABT_SUCCESS;
 }
@@ -1424,6 +1458,8 @@ int ABT_task_equal(ABT_task task1, ABT_task task2, ABT_bool *result)
 
 int ABT_thread_is_primary(ABT_thread thread, ABT_bool *is_primary)
 {
+    if (!is_primary)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *is_primary = thread->is_main ? ABT_TRUE : ABT_FALSE;
@@ -1432,6 +1468,8 @@ int ABT_thread_is_primary(ABT_thread thread, ABT_bool *is_primary)
 
 int ABT_thread_is_unnamed(ABT_thread thread, ABT_bool *is_unnamed)
 {
+    if (!is_unnamed)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *is_unnamed = thread->detached ? ABT_TRUE : ABT_FALSE;
@@ -1440,6 +1478,8 @@ int ABT_thread_is_unnamed(ABT_thread thread, ABT_bool *is_unnamed)
 
 int ABT_thread_get_stacksize(ABT_thread thread, size_t *stacksize)
 {
+    if (!stacksize)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *stacksize = thread->is_ult ? thread->stacksize : 0;
@@ -1514,6 +1554,8 @@ static ABT_xstream last_xstream(ABT_thread t)
 
 int ABT_thread_get_last_xstream(ABT_thread thread, ABT_xstream *xstream)
 {
+    if (!xstream)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *xstream = last_xstream(thread);
@@ -1522,6 +1564,8 @@ int ABT_thread_get_last_xstream(ABT_thread thread, ABT_xstream *xstream)
 
 int ABT_task_get_xstream(ABT_task task, ABT_xstream *xstream)
 {
+    if (!xstream)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(task))
         return ABT_ERR_INV_TASK;
     *xstream = last_xstream(task);
@@ -1538,6 +1582,8 @@ int ABT_thread_set_arg(ABT_thread thread, void *arg)
 
 int ABT_thread_get_arg(ABT_thread thread, void **arg)
 {
+    if (!arg)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *arg = thread->arg;
@@ -1546,6 +1592,8 @@ int ABT_thread_get_arg(ABT_thread thread, void **arg)
 
 int ABT_task_get_arg(ABT_task task, void **arg)
 {
+    if (!arg)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(task))
         return ABT_ERR_INV_TASK;
     *arg = task->arg;
@@ -1574,6 +1622,8 @@ int ABT_thread_set_migratable(ABT_thread thread, ABT_bool migratable)
 
 int ABT_thread_is_migratable(ABT_thread thread, ABT_bool *is_migratable)
 {
+    if (!is_migratable)
+        return ABT_ERR_INV_ARG;
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *is_migratable = thread->migratable && !thread->is_main ? ABT_TRUE

@@ -284,6 +284,8 @@ int ABT_self_get_xstream_rank(int *rank)
 
 int ABT_xstream_get_rank(ABT_xstream xstream, int *rank)
 {
+    if (!rank)
+        return ABT_ERR_INV_ARG;
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     *rank = xstream->rank;
@@ -311,6 +313,8 @@ int ABT_xstream_set_rank(ABT_xstream xstream, int rank)
 
 int ABT_xstream_get_main_sched(ABT_xstream xstream, ABT_sched *sched)
 {
+    if (!sched)
+        return ABT_ERR_INV_ARG;
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     *sched = xstream->sched;
@@ -443,6 +447,8 @@ int ABT_xstream_set_main_sched_basic(ABT_xstream xstream,
 
 int ABT_xstream_get_state(ABT_xstream xstream, ABT_xstream_state *state)
 {
+    if (!state)
+        return ABT_ERR_INV_ARG;
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     coexec_xstream_state_t s = COEXEC_XSTREAM_TERMINATED;
@@ -456,6 +462,8 @@ int ABT_xstream_get_state(ABT_xstream xstream, ABT_xstream_state *state)
 int ABT_xstream_equal(ABT_xstream xstream1, ABT_xstream xstream2,
                       ABT_bool *result)
 {
+    if (!result)
+        return ABT_ERR_INV_ARG;
     *result = xstream1 == xstream2 ? ABT_TRUE : ABT_FALSE;
     return ABT_SUCCESS;
 }
@@ -477,6 +485,8 @@ int ABT_xstream_get_num(int *num_xstreams)
 
 int ABT_xstream_is_primary(ABT_xstream xstream, ABT_bool *is_primary)
 {
+    if (!is_primary)
+        return ABT_ERR_INV_ARG;
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     *is_primary = xstream->primary ? ABT_TRUE : ABT_FALSE;
@@ -499,6 +509,8 @@ static int xstream_cpus(ABT_xstream x, int max, int *cpus, int *n)
 
 int ABT_xstream_get_cpubind(ABT_xstream xstream, int *cpuid)
 {
+    if (!cpuid)
+        return ABT_ERR_INV_ARG;
     int cpu = -1, n = 0;
     int rc = xstream_cpus(xstream, 1, &cpu, &n);
     if (rc)

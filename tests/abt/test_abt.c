@@ -2580,9 +2580,97 @@ static void test_errors_null_outputs(void)
     AT_OK(ABT_finalize());
 }
 
+/* A NULL output pointer is ABT_ERR_INV_ARG, never a crash: every getter
+ * and query, with good handles otherwise. */
+static void test_errors_null_output_pointers(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream xs;
+    ABT_sched sc;
+    AT_OK(ABT_xstream_self(&xs));
+    AT_OK(ABT_xstream_get_main_sched(xs, &sc));
+    ABT_pool pool = at_main_pool();
+    ABT_thread me, t;
+    ABT_task k;
+    AT_OK(ABT_self_get_thread(&me));
+    AT_OK(ABT_thread_create(pool, noop_fn, NULL, ABT_THREAD_ATTR_NULL, &t));
+    AT_OK(ABT_task_create(pool, noop_fn, NULL, &k));
+    ABT_thread_attr attr;
+    AT_OK(ABT_thread_attr_create(&attr));
+    ABT_mutex_attr mattr;
+    AT_OK(ABT_mutex_attr_create(&mattr));
+    ABT_mutex m;
+    AT_OK(ABT_mutex_create(&m));
+    ABT_barrier b;
+    AT_OK(ABT_barrier_create(1, &b));
+    ABT_timer tm;
+    AT_OK(ABT_timer_create(&tm));
+    void *v;
+    const int E = ABT_ERR_INV_ARG;
+    CU_ASSERT_EQUAL(ABT_unit_get_thread((ABT_unit)t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_pool_get_access(pool, NULL), E);
+    CU_ASSERT_EQUAL(ABT_pool_get_size(pool, NULL), E);
+    CU_ASSERT_EQUAL(ABT_pool_is_empty(pool, NULL), E);
+    CU_ASSERT_EQUAL(ABT_pool_get_data(pool, NULL), E);
+    CU_ASSERT_EQUAL(ABT_pool_get_id(pool, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_attr_get_stack(attr, NULL, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_attr_get_stack(attr, &v, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_attr_get_stacksize(attr, NULL), E);
+    CU_ASSERT_EQUAL(ABT_task_self(NULL), E);
+    CU_ASSERT_EQUAL(ABT_self_get_thread_id(NULL), E);
+    CU_ASSERT_EQUAL(ABT_task_self_id(NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_id(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_task_get_id(k, NULL), E);
+    CU_ASSERT_EQUAL(ABT_self_is_primary(NULL), E);
+    CU_ASSERT_EQUAL(ABT_self_is_unnamed(NULL), E);
+    CU_ASSERT_EQUAL(ABT_self_get_last_pool(NULL), E);
+    CU_ASSERT_EQUAL(ABT_self_get_last_pool_id(NULL), E);
+    CU_ASSERT_EQUAL(ABT_self_get_arg(NULL), E);
+    CU_ASSERT_EQUAL(ABT_self_on_primary_xstream(NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_state(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_task_get_state(k, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_last_pool(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_last_pool_id(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_unit(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_equal(t, me, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_is_primary(me, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_is_unnamed(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_stacksize(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_last_xstream(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_task_get_xstream(k, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_get_arg(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_task_get_arg(k, NULL), E);
+    CU_ASSERT_EQUAL(ABT_thread_is_migratable(t, NULL), E);
+    CU_ASSERT_EQUAL(ABT_xstream_get_rank(xs, NULL), E);
+    CU_ASSERT_EQUAL(ABT_xstream_get_main_sched(xs, NULL), E);
+    CU_ASSERT_EQUAL(ABT_xstream_get_state(xs, NULL), E);
+    CU_ASSERT_EQUAL(ABT_xstream_equal(xs, xs, NULL), E);
+    CU_ASSERT_EQUAL(ABT_xstream_is_primary(xs, NULL), E);
+    CU_ASSERT_EQUAL(ABT_xstream_get_cpubind(xs, NULL), E);
+    CU_ASSERT_EQUAL(ABT_xstream_get_num(NULL), E);
+    CU_ASSERT_EQUAL(ABT_mutex_attr_get_recursive(mattr, NULL), E);
+    CU_ASSERT_EQUAL(ABT_mutex_equal(m, m, NULL), E);
+    CU_ASSERT_EQUAL(ABT_barrier_get_num_waiters(b, NULL), E);
+    CU_ASSERT_EQUAL(ABT_timer_dup(tm, NULL), E);
+    CU_ASSERT_EQUAL(ABT_sched_get_data(sc, NULL), E);
+    CU_ASSERT_EQUAL(ABT_sched_get_num_pools(sc, NULL), E);
+    CU_ASSERT_EQUAL(ABT_sched_get_size(sc, NULL), E);
+    CU_ASSERT_EQUAL(ABT_sched_has_to_stop(sc, NULL), E);
+    /* And the runtime goes on. */
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(ABT_task_free(&k));
+    AT_OK(ABT_thread_attr_free(&attr));
+    AT_OK(ABT_mutex_attr_free(&mattr));
+    AT_OK(ABT_mutex_free(&m));
+    AT_OK(ABT_barrier_free(&b));
+    AT_OK(ABT_timer_free(&tm));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t errors_tests[] = {
     {"codes", test_errors},
     {"null_outputs", test_errors_null_outputs},
+    {"null_output_pointers", test_errors_null_output_pointers},
     {NULL, NULL}};
 
 static const ch_suite_t suites[] = {
