@@ -40,7 +40,7 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
         if (LIKELY(r == COEXEC_READY)) {
             /* Its finisher is its joiner: JOIN_HANDED, nobody to wake. */
             wait_tasklet_leave(u);
-            atom_store_rlx_u32(&u->state, COEXEC_UNIT_TERMINATED);
+            atom_store_rel_u32(&u->state, COEXEC_UNIT_TERMINATED);
             w->here = true;
             atom_store_rel_uptr(&u->join, JOIN_HANDED);
         } else {

@@ -294,7 +294,9 @@ static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
 {
     if (u->kind != UNIT_TASKLET)
         ult_release_stack(xs, u);
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_TERMINATED);
+    /* Release: whoever reads TERMINATED in the state (get_state, with
+     * acquire) before the join word says so sees what the unit did. */
+    atom_store_rel_u32(&u->state, COEXEC_UNIT_TERMINATED);
     if (u->flags & UF_DETACHED) {
         coexec__unit_release(xs, u);
         return;

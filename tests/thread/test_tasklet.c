@@ -1,6 +1,7 @@
 /*
  * tests/thread/test_tasklet.c: tasklets: create/join/free, detached,
- * in-place run on join, tasklets creating tasklets, COEXEC_PENDING with a
+ * in-place run on join, tasklets creating tasklets, what a TERMINATED
+ * state publishes, COEXEC_PENDING with a
  * stored waker and polling again after a wake from another thread, argument
  * errors.
  */
@@ -600,6 +601,61 @@ static void t_errors(void)
     CH_ASSERT_RC(coexec_tasklet_get_state(old, &st), COEXEC_ENOTINIT);
 }
 
+/* A unit seen TERMINATED through coexec_*_get_state has its writes seen
+ * too: the state is stored with release, read with acquire. A poller
+ * that sees the state before the finisher's join word reads plain
+ * memory the unit wrote (the ThreadSanitizer build reports the race
+ * without it). Tasklets and ULTs of two other streams, polled from the
+ * main ULT, which yields between polls. */
+typedef struct {
+    long value; /* written by the unit, read by the poller, plain */
+} pub_t;
+
+static coexec_poll_status_t pub_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    ((pub_t *)arg)->value = 4242;
+    return COEXEC_READY;
+}
+
+static void pub_ult(void *arg)
+{
+    ((pub_t *)arg)->value = 4343;
+}
+
+static void t_state_publishes(void)
+{
+    ch_init(3);
+    int rounds = (int)ch_iters(400, 40);
+    for (int r = 0; r < rounds; r++) {
+        pub_t a = {0}, b = {0};
+        coexec_xstream_t xs;
+        coexec_pool_t p;
+        CH_ASSERT_OK_FATAL(coexec_xstream_by_rank(1 + r % 2, &xs));
+        CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(xs, &p));
+        coexec_tasklet_t k;
+        coexec_thread_t t;
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create(p, pub_tasklet, &a, &k));
+        CH_ASSERT_OK_FATAL(coexec_thread_create(p, pub_ult, &b, NULL, &t));
+        coexec_unit_state_t st;
+        do {
+            CH_ASSERT_OK_FATAL(coexec_tasklet_get_state(k, &st));
+            if (st != COEXEC_UNIT_TERMINATED)
+                CH_ASSERT_OK_FATAL(coexec_yield());
+        } while (st != COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(a.value, 4242);
+        do {
+            CH_ASSERT_OK_FATAL(coexec_thread_get_state(t, &st));
+            if (st != COEXEC_UNIT_TERMINATED)
+                CH_ASSERT_OK_FATAL(coexec_yield());
+        } while (st != COEXEC_UNIT_TERMINATED);
+        CH_ASSERT_EQ(b.value, 4343);
+        CH_ASSERT_OK(coexec_tasklet_free(&k));
+        CH_ASSERT_OK(coexec_thread_free(&t));
+    }
+    ch_finalize();
+}
+
 /* ======================================================================= */
 
 static const ch_test_t basic_tests[] = {
@@ -607,6 +663,7 @@ static const ch_test_t basic_tests[] = {
     {"detached", t_detached},
     {"join_runs_in_place", t_join_in_place},
     {"tasklet_from_tasklet_and_pthread", t_tasklet_from_tasklet},
+    {"state_publishes", t_state_publishes},
     {NULL, NULL}};
 static const ch_test_t pending_tests[] = {
     {"woken_from_pthread_ult_main", t_pending},
