@@ -606,7 +606,7 @@ static void t_errors(void)
  * that sees the state before the finisher's join word reads plain
  * memory the unit wrote (the ThreadSanitizer build reports the race
  * without it). Tasklets and ULTs of two other streams, polled from the
- * main ULT, which yields between polls. */
+ * main ULT. */
 typedef struct {
     long value; /* written by the unit, read by the poller, plain */
 } pub_t;
@@ -637,19 +637,10 @@ static void t_state_publishes(void)
         coexec_thread_t t;
         CH_ASSERT_OK_FATAL(coexec_tasklet_create(p, pub_tasklet, &a, &k));
         CH_ASSERT_OK_FATAL(coexec_thread_create(p, pub_ult, &b, NULL, &t));
-        coexec_unit_state_t st;
-        do {
-            CH_ASSERT_OK_FATAL(coexec_tasklet_get_state(k, &st));
-            if (st != COEXEC_UNIT_TERMINATED)
-                CH_ASSERT_OK_FATAL(coexec_yield());
-        } while (st != COEXEC_UNIT_TERMINATED);
-        CH_ASSERT_EQ(a.value, 4242);
-        do {
-            CH_ASSERT_OK_FATAL(coexec_thread_get_state(t, &st));
-            if (st != COEXEC_UNIT_TERMINATED)
-                CH_ASSERT_OK_FATAL(coexec_yield());
-        } while (st != COEXEC_UNIT_TERMINATED);
-        CH_ASSERT_EQ(b.value, 4343);
+        if (CH_WAIT(ch_tasklet_state(k) == COEXEC_UNIT_TERMINATED))
+            CH_ASSERT_EQ(a.value, 4242);
+        if (CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_TERMINATED))
+            CH_ASSERT_EQ(b.value, 4343);
         CH_ASSERT_OK(coexec_tasklet_free(&k));
         CH_ASSERT_OK(coexec_thread_free(&t));
     }
