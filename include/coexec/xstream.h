@@ -217,8 +217,11 @@ coexec_xstream_get_main_sched(coexec_xstream_t xs, coexec_sched_t *out);
  * queued in a pool of the old scheduler that the new one does not take
  * from, and that no other running scheduler serves, move to the new
  * scheduler's first pool, and so do units that later return to such a
- * pool: none is lost. The old scheduler is then free to be freed or
- * reused.
+ * pool: none is lost. The primary's main ULT, which only its own stream
+ * runs, gets the new scheduler's first pool as its home whenever its home
+ * is not a pool the new scheduler takes from (even one another stream
+ * serves): queued, it moves at the switch; parked, when it is woken. The
+ * old scheduler is then free to be freed or reused.
  * Context: any thread (also a unit running on xs). Switches: yes, for a
  * ULT of xs (it parks until the switch); never otherwise.
  * Returns: COEXEC_OK; COEXEC_EHANDLE (bad xs or sched); COEXEC_EBUSY

@@ -626,8 +626,14 @@ static ABT_thread pool_take(ABT_pool p)
     if (coexec_pool_pop(p->cp, &cu) != COEXEC_OK || !cu.p)
         return NULL;
     ABT_thread t = abtx_thread_of(cu);
-    if (t)
+    if (t) {
         abtx_thread_learn_unit(t, cu);
+        /* Its last pool is this one, whatever moved it here (libcoexec
+         * re-homes the primary's main ULT when the primary's scheduler
+         * changes): ABT_self_schedule(t, ABT_POOL_NULL) gives it back
+         * this home. */
+        t->pool = p;
+    }
     return t;
 }
 

@@ -236,6 +236,29 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
     }
 }
 
+/* xs switched to n. The primary's main ULT runs only on its own stream:
+ * a home that n does not pop would keep it waiting for good (queued there,
+ * or once woken), so it moves to n's first pool (at once if queued; else
+ * when it is next queued). A move already asked to a pool n pops stands. */
+static void rehome_main(struct coexec_xstream_rec *xs,
+                        struct coexec_sched_rec *n)
+{
+    struct coexec_unit_rec *m = coexec__g.main_unit;
+    if (!m || m->bound_rank != xs_rank_of(xs) || n->npools < 1)
+        return;
+    uintptr_t d = atom_load_acq_uptr(&m->dest);
+    struct coexec_pool_rec *to =
+        (d & DEST_MOVE) && !(d & DEST_BOUND)
+            ? (struct coexec_pool_rec *)(d & ~DEST_TAGS)
+            : unit_pool(m);
+    if (!to || sched_has_pool(n, to))
+        return;
+    coexec_thread_t t = {m, atom_load_rlx_u64(&m->gen)};
+    coexec_pool_t p = {n->pools[0], atom_load_rlx_u64(&n->pools[0]->gen)};
+    int rc = coexec_thread_set_home(t, p);
+    (void)rc; /* only a finished main ULT refuses: nothing to keep then */
+}
+
 /* Honours a replacement request: runs on xs's own thread, between units. */
 static void apply_replacement(struct coexec_xstream_rec *xs)
 {
@@ -247,6 +270,7 @@ static void apply_replacement(struct coexec_xstream_rec *xs)
     atom_store_rel_ptr(&xs->sched, n);
     xs->cur_sched = n;
     coexec__sched_deactivate(old, xs, n->pools[0]);
+    rehome_main(xs, n);
     /* Release: the old one may now be freed, used elsewhere or put back
      * (a default setup stays the stream's: it is freed with it). */
     atom_store_rel_u32(&old->in_use, 0);

@@ -68,6 +68,16 @@ struct coexec_sched_rec {
     struct coexec_sched_rec *all_next;
 };
 
+/* Does s take from p (one of its pools)? */
+static inline bool sched_has_pool(const struct coexec_sched_rec *s,
+                                  const struct coexec_pool_rec *p)
+{
+    for (int i = 0; i < s->npools; i++)
+        if (s->pools[i] == p)
+            return true;
+    return false;
+}
+
 enum { SCHED_MAIN = 1, SCHED_STACKED = 2 };
 
 struct coexec_sched_rec *coexec__sched_new(int kind,

@@ -8,6 +8,7 @@
 #include "arch/futex.h"
 #include "base/global.h"
 #include "pool/pool.h"
+#include "sched/sched.h"
 #include "thread/engine.h"
 #include "thread/unit.h"
 #include "waker/wait.h"
@@ -238,15 +239,6 @@ static int join_wait_external(struct coexec_unit_rec *u, struct join_waiter *w,
     return join_leave(u, j, w);
 }
 
-/* Does the scheduler running on the calling stream pop from p? */
-static bool sched_serves(const struct coexec_sched_rec *s,
-                         const struct coexec_pool_rec *p)
-{
-    for (int i = 0; i < s->npools; i++)
-        if (s->pools[i] == p)
-            return true;
-    return false;
-}
 
 /* Waits for u until deadline (UINT64_MAX: none); gen is the caller's
  * handle generation. for_free: the caller will release u if this returns
@@ -306,7 +298,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
                 claimed = !pool_foreign(p, xs) &&
                           (run == JOIN_RUN_ANY ||
                            (xs->cur_sched &&
-                            sched_serves(xs->cur_sched, p))) &&
+                            sched_has_pool(xs->cur_sched, p))) &&
                           coexec__pool_remove_as(p, u, xs, false);
             } else if (!unit_inpool(u) && !(u->rflags & RF_STARTED) &&
                        unit_held_by(u, self)) {

@@ -1617,11 +1617,142 @@ static void test_sched_set_main_own_stream(void)
     AT_OK(ABT_finalize());
 }
 
+/* Main schedulers replaced over and over by ULTs of the stream they run
+ * on, the primary's main ULT among them, each new one taking a changing
+ * subset of three pools: a predefined one, or the program's own, which
+ * pops units and runs them with ABT_self_schedule or
+ * ABT_xstream_run_unit. A second stream's scheduler keeps all three pools
+ * served. The main ULT runs only on the primary: each time the primary
+ * gets a scheduler that does not pop the main ULT's pool, libcoexec
+ * re-homes it to one that does, and the layer's record follows pops, so
+ * ABT_self_schedule(t, ABT_POOL_NULL) gives it that home back. Before,
+ * the main ULT was left in a pool the primary no longer popped (the test
+ * hangs; Argobots' xstream_set_main_sched did, in 1 run of 8). */
+enum { CHURN_POOLS = 3 };
+static ABT_pool churn_pools[CHURN_POOLS];
+
+static int churn_init(ABT_sched sched, ABT_sched_config config)
+{
+    (void)sched;
+    (void)config;
+    return ABT_SUCCESS;
+}
+
+static void churn_run(ABT_sched sched)
+{
+    int n = 0;
+    AT_CHECK_OK(ABT_sched_get_num_pools(sched, &n));
+    ABT_pool pools[CHURN_POOLS];
+    AT_CHECK_OK(ABT_sched_get_pools(sched, n, 0, pools));
+    for (unsigned round = 0;; round++) {
+        for (int i = 0; i < n; i++) {
+            ABT_unit unit;
+            AT_CHECK_OK(ABT_pool_pop(pools[i], &unit));
+            if (unit == ABT_UNIT_NULL)
+                continue;
+            ABT_thread t;
+            AT_CHECK_OK(ABT_unit_get_thread(unit, &t));
+            if (round % 3 == 0)
+                AT_CHECK_OK(ABT_xstream_run_unit(unit, pools[i]));
+            else
+                AT_CHECK_OK(ABT_self_schedule(
+                    t, round % 3 == 1 ? ABT_POOL_NULL : pools[i]));
+        }
+        if (round % 8 == 7) {
+            AT_CHECK_OK(ABT_xstream_check_events(sched));
+            ABT_bool stop = ABT_FALSE;
+            AT_CHECK_OK(ABT_sched_has_to_stop(sched, &stop));
+            if (stop)
+                return;
+        }
+    }
+}
+
+static int churn_free(ABT_sched sched)
+{
+    (void)sched;
+    return ABT_SUCCESS;
+}
+
+static void churn_switch(int iter)
+{
+    ABT_pool pools[CHURN_POOLS];
+    int n = 1 + iter % CHURN_POOLS;
+    for (int i = 0; i < n; i++)
+        pools[i] = churn_pools[(iter + i) % CHURN_POOLS];
+    ABT_xstream self;
+    AT_CHECK_OK(ABT_self_get_xstream(&self));
+    if (iter % 2) {
+        AT_CHECK_OK(ABT_xstream_set_main_sched_basic(self, ABT_SCHED_DEFAULT,
+                                                     n, pools));
+        return;
+    }
+    ABT_sched_def def = {.type = ABT_SCHED_TYPE_ULT,
+                         .init = churn_init,
+                         .run = churn_run,
+                         .free = churn_free,
+                         .get_migr_pool = NULL};
+    ABT_sched_config config;
+    AT_CHECK_OK(ABT_sched_config_create(&config, ABT_sched_config_automatic,
+                                        1, ABT_sched_config_var_end));
+    ABT_sched sched;
+    AT_CHECK_OK(ABT_sched_create(&def, n, pools, config, &sched));
+    AT_CHECK_OK(ABT_sched_config_free(&config));
+    AT_CHECK_OK(ABT_xstream_set_main_sched(self, sched));
+}
+
+static void churn_ult(void *arg)
+{
+    int iters = (int)(intptr_t)arg;
+    for (int i = 0; i < iters; i++) {
+        int rank = -1;
+        AT_CHECK_OK(ABT_self_get_xstream_rank(&rank));
+        if (rank == 0) /* the second stream keeps its all-pools one */
+            churn_switch(i);
+        AT_CHECK_OK(ABT_self_yield());
+    }
+}
+
+static void test_sched_main_churn(void)
+{
+    int rounds = (int)ch_iters(6, 2), iters = (int)ch_iters(60, 12);
+    for (int r = 0; r < rounds; r++) {
+        AT_OK(ABT_init(0, NULL));
+        ABT_xstream self, other;
+        AT_OK(ABT_xstream_self(&self));
+        AT_OK(ABT_xstream_get_main_pools(self, 1, &churn_pools[0]));
+        for (int i = 1; i < CHURN_POOLS; i++)
+            AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
+                                        ABT_TRUE, &churn_pools[i]));
+        AT_OK(ABT_xstream_create_basic(ABT_SCHED_DEFAULT, CHURN_POOLS,
+                                       churn_pools, ABT_SCHED_CONFIG_NULL,
+                                       &other));
+        enum { N = 6 };
+        ABT_thread t[N];
+        for (int i = 0; i < N; i++)
+            AT_OK(ABT_thread_create(churn_pools[i % CHURN_POOLS], churn_ult,
+                                    (void *)(intptr_t)iters,
+                                    ABT_THREAD_ATTR_NULL, &t[i]));
+        for (int i = 0; i < iters; i++) {
+            churn_switch(i);
+            AT_OK(ABT_self_yield());
+        }
+        /* Back to a scheduler of every pool before the joins. */
+        AT_OK(ABT_xstream_set_main_sched_basic(self, ABT_SCHED_DEFAULT,
+                                               CHURN_POOLS, churn_pools));
+        AT_OK(ABT_thread_free_many(N, t));
+        AT_OK(ABT_xstream_join(other));
+        AT_OK(ABT_xstream_free(&other));
+        AT_OK(ABT_finalize());
+    }
+}
+
 static const ch_test_t sched_tests[] = {
     {"predef", test_sched_predef},
     {"config", test_sched_config},
     {"set_main", test_sched_set_main},
     {"set_main_from_own_stream", test_sched_set_main_own_stream},
+    {"main_churn", test_sched_main_churn},
     {NULL, NULL}};
 
 /* ---- user-defined pool and scheduler ------------------------------------------ */

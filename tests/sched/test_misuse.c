@@ -1792,8 +1792,66 @@ static const ch_test_t stacked_tests[] = {
     {"cycles", t_stacked_cycle},
     {"finish_of_unstacked_sched", t_finish_unstacked},
     {NULL, NULL}};
+/* The primary's main ULT runs only on the primary. A ULT of the primary
+ * gives it a scheduler that does not pop the main ULT's home (and does not
+ * steal) while the main ULT joins that ULT; the main ULT then yields with
+ * another unit to run, and switches back itself: it keeps running under
+ * both (the switch re-homes it to a pool the new scheduler pops). */
+static coexec_pool_t g_rehome_pool;
+static coexec_sched_t g_rehome_sched;
+
+static void switch_primary_away(void *arg)
+{
+    (void)arg;
+    coexec_thread_t me;
+    CH_CHECK_RC(coexec_thread_self(&me), COEXEC_OK);
+    /* Its own home goes first: it waits for the switch, then runs under
+     * the new scheduler. */
+    CH_CHECK_RC(coexec_thread_set_home(me, g_rehome_pool), COEXEC_OK);
+    CH_CHECK_RC(coexec_xstream_set_main_sched(xs_of_rank(0), g_rehome_sched),
+                COEXEC_OK);
+}
+
+static void t_main_ult_rehomed(void)
+{
+    ch_init(1);
+    coexec_sched_t s0 = main_sched_of(xs_of_rank(0));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                          &g_rehome_pool));
+    /* No stealing: nothing but the switch may bring the main ULT back. */
+    coexec_sched_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_sched_config_init(&cfg));
+    cfg.steal = 0;
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC_WAIT,
+                                           &g_rehome_pool, 1, &cfg,
+                                           &g_rehome_sched));
+    for (int round = 0; round < 3; round++) {
+        coexec_thread_t t;
+        CH_ASSERT_OK(coexec_thread_create(main_pool(), switch_primary_away,
+                                          NULL, NULL, &t));
+        CH_ASSERT_OK(coexec_thread_join(t));
+        CH_ASSERT_OK(coexec_thread_free(&t));
+        /* With another unit to run, the yield queues the main ULT in its
+         * home, from where it must come back. */
+        atomic_int ran = 0;
+        CH_ASSERT_OK(coexec_thread_create(g_rehome_pool, noop_ult, &ran, NULL,
+                                          &t));
+        CH_ASSERT_OK(coexec_yield());
+        CH_ASSERT_OK(coexec_thread_free(&t));
+        CH_ASSERT_EQ(atomic_load(&ran), 1);
+        CU_ASSERT(CH_SAME(main_sched_of(xs_of_rank(0)), g_rehome_sched));
+        CH_ASSERT_OK(coexec_xstream_set_main_sched(xs_of_rank(0), s0));
+        CH_ASSERT_OK(coexec_yield());
+        CU_ASSERT(CH_SAME(main_sched_of(xs_of_rank(0)), s0));
+    }
+    CH_ASSERT_OK(coexec_sched_free(&g_rehome_sched));
+    CH_ASSERT_OK(coexec_pool_free(&g_rehome_pool));
+    ch_finalize();
+}
+
 static const ch_test_t replace_tests[] = {
     {"errors", t_replace_errors},
+    {"main_ult_rehomed", t_main_ult_rehomed},
     {"get_main_sched_during_replacement", t_get_main_sched_during_replacement},
     {NULL, NULL}};
 static const ch_test_t migrate_tests[] = {
