@@ -207,6 +207,10 @@ static inline ABT_thread abtx_cur_here(void)
 {
     return abtx_cur_tls;
 }
+static inline void abtx_cur_set_here(ABT_thread t)
+{
+    abtx_cur_tls = t;
+}
 
 /* Is the caller a tasklet of the layer (at a call's entry)? Argobots 1.x
  * refuses some calls to tasklets, whatever the state of their object. */
@@ -215,10 +219,7 @@ static inline bool abtx_in_tasklet(void)
     ABT_thread c = abtx_cur_here();
     return c && !c->is_ult;
 }
-static inline void abtx_cur_set_here(ABT_thread t)
-{
-    abtx_cur_tls = t;
-}
+
 /* The coexec rank of the stream this OS thread is (-1: none). */
 int abtx_self_crank(void);
 /* Its cache (src/abt/init.c): the rank, asked under ABT_init number

@@ -551,8 +551,8 @@ static int eventual_error(int rc)
     return abtx_err(rc, ABT_ERR_INV_EVENTUAL, ABT_ERR_EVENTUAL);
 }
 
-/* A tasklet waits by polling (coexec lets only ULTs and external threads
- * block). */
+/* A user scheduler's run function waits by polling (coexec lets only ULTs
+ * and external threads block; a tasklet's wait is refused before). */
 static int eventual_poll(coexec_eventual_t *ev, void **value)
 {
     int set = 0;

@@ -239,7 +239,6 @@ static int join_wait_external(struct coexec_unit_rec *u, struct join_waiter *w,
     return join_leave(u, j, w);
 }
 
-
 /* Waits for u until deadline (UINT64_MAX: none); gen is the caller's
  * handle generation. for_free: the caller will release u if this returns
  * COEXEC_OK or COEXEC_ENOMEM, so it must be the only one left touching u.
