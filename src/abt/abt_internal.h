@@ -47,6 +47,8 @@ enum abtx_magic {
 };
 
 struct ABT_thread_opaque {
+    /* ---- The first cache line: all that creating, running, joining and
+     * freeing a unit touch in the common case. ---- */
     uint32_t magic;
     uint8_t is_ult;      /* 1: ULT, 0: tasklet */
     uint8_t detached;    /* created without a handle: freed when done */
@@ -79,7 +81,11 @@ struct ABT_thread_opaque {
      * one was asked (tool.c). Set and cleared around that call only, so 0
      * at every creation (slabs are carved zeroed). */
     _Atomic uint8_t at_yield;
-    ABT_pool_context push_ctx;
+    /* 1 once a field of the second line was given a value its release must
+     * undo (unit and unit_pool, id, keys, guard_page: abtx_rec_cold), so
+     * a record with 0 here is taken and given back without touching that
+     * line. Cleared with those fields when the record is freed. */
+    _Atomic uint8_t cold;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a
                             detached one: at its first push) */
@@ -87,20 +93,31 @@ struct ABT_thread_opaque {
         coexec_thread_t th;
         coexec_tasklet_t tk;
     };
-    void (*fn)(void *);
+    union {
+        void (*fn)(void *);
+        struct ABT_thread_opaque *next; /* free: the record cache's list */
+    };
     void *arg;
     ABT_pool pool;       /* the pool it was last pushed into */
+    /* ---- The second line. ---- */
+    ABT_pool_context push_ctx;
     ABT_unit unit;       /* its unit in a user-defined pool, if any */
     ABT_pool unit_pool;  /* the pool that made that unit */
-    size_t stacksize;
+    size_t stacksize;    /* a ULT's (tasklets: not set) */
     void *user_stack;    /* the program's stack (ABT_thread_attr_set_stack) */
     uint64_t id;
     struct abtx_ktab *keys; /* ABT_key values, or NULL */
-    struct ABT_thread_opaque *next; /* the record cache's free list */
     /* Under ABT_STACK_OVERFLOW_CHECK, the page of its user stack made
      * read-only as its guard (thread.c), or NULL. */
     void *guard_page;
 };
+
+/* Notes that t's second line holds a value its release must clear: called
+ * by whoever sets unit, id, keys or guard_page. */
+static inline void abtx_rec_cold(struct ABT_thread_opaque *t)
+{
+    atomic_store_explicit(&t->cold, 1, memory_order_relaxed);
+}
 
 /* A pool defined by ABT_pool_def (1.x) or ABT_pool_user_def. */
 struct abtx_pool_def {

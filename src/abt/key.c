@@ -157,6 +157,7 @@ static int kset(ABT_thread t, ABT_key k, void *value)
         memset(&n->e[cap], 0, (ncap - cap) * sizeof(n->e[0]));
         n->cap = ncap;
         t->keys = tab = n;
+        abtx_rec_cold(t);
     }
     if (tab->e[k->index].gen != k->gen && tab->e[k->index].value &&
         tab->e[k->index].dtor) {
@@ -190,6 +191,7 @@ int abtx_mig_cb_set(ABT_thread t, void (*cb)(ABT_thread, void *), void *arg)
         n->cap = 0;
         n->orphans = NULL;
         t->keys = n;
+        abtx_rec_cold(t);
     }
     if (t->keys) {
         t->keys->mig_cb = cb;

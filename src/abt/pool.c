@@ -224,6 +224,7 @@ static ABT_unit unit_for(ABT_pool p, ABT_thread t)
     t->unit = d->create_unit ? d->create_unit(p, t)
                              : d->d.u_create_from_thread(t);
     t->unit_pool = p;
+    abtx_rec_cold(t);
     if (t->unit)
         umap_put(t->unit, t);
     return t->unit;

@@ -29,7 +29,8 @@
  * global stack of chains, where a thread whose list is empty takes a chain
  * before carving a new slab; a thread that exits hands its whole list over.
  * In a free record, next links the chain, arg the next chain of the global
- * stack and id the chain's length (in its first record).
+ * stack and id the chain's length (in its first record, cleared when the
+ * chain is taken).
  *
  * The thread-local state is initial-exec (no __tls_get_addr) and is read
  * only inside the non-inlined functions below: a caller may have switched
@@ -39,6 +40,9 @@
 #define REC_STRIDE ((sizeof(struct ABT_thread_opaque) + 63) & ~(size_t)63)
 _Static_assert(sizeof(struct ABT_thread_opaque) <= 128,
                "a unit's record stays within two cache lines");
+_Static_assert(offsetof(struct ABT_thread_opaque, pool) + sizeof(ABT_pool) <=
+                   64,
+               "the fields of the common case share the first line");
 #define REC_PER_SLAB 64
 #define CHAIN_LEN 1024
 #define LOCAL_HIGH (4 * CHAIN_LEN)
@@ -107,6 +111,7 @@ __attribute__((noinline)) static bool cache_refill(struct rec_cache *c)
         g_chains = CHAIN_NEXT(first);
         g_free -= (long)first->id;
         c->len = (long)first->id;
+        first->id = 0;
         c->head = first;
         pthread_mutex_unlock(&g_lock);
         return true;
@@ -139,8 +144,9 @@ __attribute__((noinline)) static bool cache_refill(struct rec_cache *c)
  * switch: the thread-local is read on the OS thread the call began on
  * (every other user of the cache is out of line, like abtx_cur_get, as
  * its caller may have switched OS threads since its last call).
- * The fields unit_start does not set are cleared here; a free record's
- * klock is clear and its keys NULL already (rec_free). */
+ * A free record is clean already (rec_free): its klock is clear, is_main,
+ * at_yield and cold are 0, and so are the second line's unit, unit_pool,
+ * id, keys and guard_page; unit_start sets the rest. */
 static inline __attribute__((always_inline)) ABT_thread rec_alloc(void)
 {
     struct rec_cache *c = &cache;
@@ -149,11 +155,6 @@ static inline __attribute__((always_inline)) ABT_thread rec_alloc(void)
     struct ABT_thread_opaque *t = c->head;
     c->head = t->next;
     c->len--;
-    t->is_main = 0;
-    t->push_ctx = 0;
-    t->unit = NULL;
-    t->unit_pool = NULL;
-    t->id = 0;
     return t;
 }
 
@@ -183,21 +184,26 @@ __attribute__((noinline)) static int rec_put(ABT_thread t)
     return ABT_SUCCESS;
 }
 
-static int rec_free(ABT_thread t)
+static void user_stack_unguard(ABT_thread t);
+
+/* Clears what t's second line holds (t->cold): its user-defined pool's
+ * unit, its key values (their destructors, as Argobots runs them: may
+ * switch, so rec_put reads the cache afresh), its guard page, its id. */
+__attribute__((noinline)) static void rec_clean(ABT_thread t)
 {
+    abtx_unit_release(t);
     if (t->keys)
-        abtx_keys_release(t); /* its destructors, as Argobots runs them (may
-                                 switch: rec_put reads the cache afresh) */
-    return rec_put(t);
+        abtx_keys_release(t);
+    user_stack_unguard(t);
+    t->id = 0;
+    atomic_store_explicit(&t->cold, 0, memory_order_relaxed);
 }
 
-/* A free of a record that holds a user-defined pool's unit or key
- * values. */
-__attribute__((noinline)) static int rec_free_full(ABT_thread t)
+static int rec_free(ABT_thread t)
 {
-    if (t->unit)
-        abtx_unit_release(t);
-    return rec_free(t);
+    if (atomic_load_explicit(&t->cold, memory_order_relaxed))
+        rec_clean(t);
+    return rec_put(t);
 }
 
 /* rec_free for a record that may come back: it goes to the head of the
@@ -205,9 +211,14 @@ __attribute__((noinline)) static int rec_free_full(ABT_thread t)
  * other record of this OS thread was freed or taken in between
  * (ABT_self_exit_to, whose coexec call returns only when it failed,
  * without switching). */
+static _Thread_local void (*undo_fn)(void *) TLS_IE; /* t->fn, under next */
+
 __attribute__((noinline)) static void rec_free_undoable(ABT_thread t)
 {
     struct rec_cache *c = &cache;
+    if (atomic_load_explicit(&t->cold, memory_order_relaxed))
+        rec_clean(t);
+    undo_fn = t->fn;
     t->magic = ABTX_FREED;
     t->next = c->head;
     c->head = t;
@@ -223,7 +234,7 @@ __attribute__((noinline)) static void rec_unfree(ABT_thread t)
         c->head = t->next;
         c->len--;
     }
-    t->next = NULL;
+    t->fn = undo_fn;
     t->magic = ABTX_THREAD;
 }
 
@@ -323,13 +334,17 @@ static void user_stack_guard(ABT_thread t)
     uintptr_t lo = (stack + pg - 1) & ~(uintptr_t)(pg - 1);
     if (lo + 2 * pg > stack + t->stacksize)
         return;
-    if (mprotect((void *)lo, pg, PROT_READ) == 0)
+    if (mprotect((void *)lo, pg, PROT_READ) == 0) {
         t->guard_page = (void *)lo;
+        abtx_rec_cold(t);
+    }
 }
 
 static void user_stack_unguard(ABT_thread t)
 {
-    if (__builtin_expect(t->guard_page != NULL, 0)) {
+    if (__builtin_expect(atomic_load_explicit(&t->cold, memory_order_relaxed),
+                         0) &&
+        t->guard_page) {
         (void)mprotect(t->guard_page, (size_t)sysconf(_SC_PAGESIZE),
                        PROT_READ | PROT_WRITE);
         t->guard_page = NULL;
@@ -472,8 +487,10 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     t->fn = fn;
     t->arg = arg;
     t->pool = pool;
-    t->stacksize = attr ? attr->stacksize : abtx_g.stacksize;
-    t->user_stack = attr ? attr->stack : NULL;
+    if (ult) {
+        t->stacksize = attr ? attr->stacksize : abtx_g.stacksize;
+        t->user_stack = attr ? attr->stack : NULL;
+    }
     t->has_push_ctx = 0;
     atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
     atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
@@ -781,14 +798,13 @@ static __attribute__((noinline)) int unit_free_slow(ABT_thread *tp, int inv)
         abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FREE);
     }
     *tp = ABT_THREAD_NULL;
-    if (__builtin_expect(t->unit != NULL || t->keys != NULL, 0))
-        return rec_free_full(t);
-    return rec_put(t);
+    return rec_free(t);
 }
 
 /* A free's common case, with no frame: a record whose unit was joined
- * already, with no tool callback, no user-pool unit and no key values,
- * goes back to the local list (once that is registered), as rec_put.
+ * already, with no tool callback and nothing to clear in its second line
+ * (cold 0: no user-pool unit, key values, guard page or id), goes back to
+ * the local list (once that is registered), as rec_put.
  * Anything else is unit_free_slow's. (No switch before this point: the
  * thread-local list is the calling OS thread's.) */
 static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
@@ -801,7 +817,9 @@ static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
                              !t->detached && abtx_unit_joined(t) &&
                              !atomic_load_explicit(&abtx_tool_on,
                                                    memory_order_relaxed) &&
-                             !t->unit && !t->keys && c->registered,
+                             !atomic_load_explicit(&t->cold,
+                                                   memory_order_relaxed) &&
+                             c->registered,
                          1)) {
         *tp = ABT_THREAD_NULL;
         t->magic = ABTX_FREED;
@@ -972,6 +990,8 @@ uint64_t abtx_unit_id(ABT_thread t)
     if (id && !__atomic_compare_exchange_n(&t->id, &none, id, false,
                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         id = none; /* another query cached one first */
+    else if (id)
+        abtx_rec_cold(t);
     return id;
 }
 

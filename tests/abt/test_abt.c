@@ -1000,7 +1000,70 @@ static void test_task_run(void)
     AT_OK(ABT_finalize());
 }
 
-static const ch_test_t task_tests[] = {{"run", test_task_run}, {NULL, NULL}};
+/* A unit's record comes back clean from its free: a later unit (on this
+ * OS thread, the one most likely to be given the same record) has an id
+ * of its own, no key value, no user-pool unit, whatever the earlier one
+ * had; the earlier one's destructors ran at its free. */
+static atomic_int reuse_dtors;
+
+static void reuse_dtor(void *v)
+{
+    (void)v;
+    atomic_fetch_add(&reuse_dtors, 1);
+}
+
+static void test_task_record_reuse(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream self;
+    ABT_pool pool;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_get_main_pools(self, 1, &pool));
+    ABT_key key;
+    AT_OK(ABT_key_create(reuse_dtor, &key));
+    atomic_store(&reuse_dtors, 0);
+    static int value;
+    for (int round = 0; round < 64; round++) {
+        bool ult = round & 1;
+        ABT_thread a, b;
+        if (ult) {
+            AT_OK(ABT_thread_create(pool, empty_task, NULL,
+                                    ABT_THREAD_ATTR_NULL, &a));
+        } else {
+            AT_OK(ABT_task_create(pool, empty_task, NULL, &a));
+        }
+        ABT_unit_id ida = 0, idb = 0;
+        AT_OK(ABT_thread_get_id(a, &ida));
+        if (round & 2) {
+            AT_OK(ABT_thread_set_specific(a, key, &value));
+        }
+        AT_OK(ABT_thread_join(a));
+        AT_OK(ABT_thread_free(&a));
+        if (ult) {
+            AT_OK(ABT_task_create(pool, empty_task, NULL, &b));
+        } else {
+            AT_OK(ABT_thread_create(pool, empty_task, NULL,
+                                    ABT_THREAD_ATTR_NULL, &b));
+        }
+        void *v = &value;
+        AT_OK(ABT_thread_get_specific(b, key, &v));
+        CU_ASSERT_PTR_NULL(v);
+        AT_OK(ABT_thread_get_id(b, &idb));
+        CU_ASSERT_NOT_EQUAL(ida, idb);
+        AT_OK(ABT_thread_join(b));
+        ABT_unit_id again = 0;
+        AT_OK(ABT_thread_get_id(b, &again));
+        CU_ASSERT_EQUAL(again, idb);
+        AT_OK(ABT_thread_free(&b));
+    }
+    CU_ASSERT_EQUAL(atomic_load(&reuse_dtors), 32);
+    AT_OK(ABT_key_free(&key));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t task_tests[] = {{"run", test_task_run},
+                                       {"record_reuse", test_task_record_reuse},
+                                       {NULL, NULL}};
 
 /* ---- self ------------------------------------------------------------------ */
 
