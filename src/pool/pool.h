@@ -573,23 +573,26 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
 }
 
 /* Removes u from list pool p if it is still queued there (and, unless
- * started_ok, has never run), for stream xs: without a lock for a private
- * pool's owner; under the lock for a shared pool, or for a private one
- * that no stream owns (the lock keeps a stream from taking it over in
+ * started_ok, has never run; and, unless gen is 0, as the incarnation of
+ * that generation), for stream xs: without a lock for a private pool's
+ * owner; under the lock for a shared pool, or for a private one that no
+ * stream owns (the lock keeps a stream from taking it over in
  * coexec__sched_activate meanwhile). RF_STARTED is read under the lock
  * that the runner's later push released, so the read is ordered after
- * the runner set it. */
+ * the runner set it. A queued unit cannot be released, so its generation
+ * read here holds until the unlock. */
 static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
                                            struct coexec_unit_rec *u,
                                            struct coexec_xstream_rec *xs,
-                                           bool started_ok)
+                                           bool started_ok, uint64_t gen)
 {
     bool locked = pool_must_lock(p, xs);
     if (locked)
         pool_lock(p);
     bool ok = (!locked || pool_list_locked_ok(p)) && unit_inpool(u) &&
               unit_pool(u) == p &&
-              (started_ok || !(u->rflags & RF_STARTED));
+              (started_ok || !(u->rflags & RF_STARTED)) &&
+              (!gen || atom_load_rlx_u64(&u->gen) == gen);
     if (ok)
         list_unlink(p, u);
     if (locked)
@@ -613,7 +616,7 @@ static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
         }
         return p->impl->remove && p->impl->remove(p, u, started_ok);
     }
-    return pool_list_remove(p, u, xs, started_ok);
+    return pool_list_remove(p, u, xs, started_ok, 0);
 }
 
 /* fork, in the child (src/core/process.c): forgets every pool. */

@@ -32,6 +32,10 @@ void coexec__run_tasklet(struct coexec_xstream_rec *xs,
 /* Tasklet u returned PENDING on stream xs: it waits for its wake. */
 void coexec__tasklet_pending(struct coexec_xstream_rec *xs,
                              struct coexec_unit_rec *u);
+/* Finishing u (TERMINATED), whose join word names a registered joiner:
+ * wakes it and hands u over to it. */
+void coexec__unit_finish_joined(struct coexec_xstream_rec *xs,
+                                struct coexec_unit_rec *u);
 /* Parks the calling ULT u until woken (at once if a wake is pending). */
 void coexec__park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u);
 

@@ -548,18 +548,95 @@ COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
                      JOIN_RUN_ANY);
 }
 
+/*
+ * The common cases of a ULT's free of tasklet *k, without a join record:
+ *  - it finished and nobody is joining it (JOIN_DONE): released through
+ *    the handle, as free_common does;
+ *  - it has not started and is queued in a list pool the caller may take
+ *    it from (run, as in join_unit): it is claimed (taken out of the pool,
+ *    which gives its run to us alone), run here, and released. A joiner
+ *    that registers meanwhile (through another copy of the handle) finds
+ *    it running; the finish then wakes that joiner, as any finisher does,
+ *    and the free is EBUSY, as when that joiner had come first.
+ * Returns -1, having done nothing, for any other case (free_common's).
+ */
+static ALWAYS_INLINE int tasklet_free_fast(coexec_tasklet_t *k,
+                                           enum join_run run)
+{
+    struct coexec_unit_rec *u = k->p;
+    uint64_t gen = k->gen;
+    if (UNLIKELY(!rt_on() || !u || !handle_epoch_ok(gen) ||
+                 atom_load_acq_u64(&u->gen) != gen ||
+                 u->kind != UNIT_TASKLET ||
+                 (u->flags & (UF_DETACHED | UF_NOSTEAL))))
+        return -1;
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    struct coexec_unit_rec *self = xs ? xs->cur : NULL;
+    if (UNLIKELY(!self || self->kind == UNIT_TASKLET))
+        return -1;
+    /* Acquire: pairs with the finisher's release of JOIN_DONE. */
+    uintptr_t j = atom_load_acq_uptr(&u->join);
+    if (j == JOIN_DONE) {
+        if (!unit_release_handle(xs, u, gen))
+            return COEXEC_EHANDLE; /* another free of the same handle won */
+        k->p = NULL;
+        k->gen = 0;
+        return COEXEC_OK;
+    }
+    struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
+    if (j != 0 || !p || p->impl || pool_foreign(p, xs) ||
+        (run == JOIN_RUN_SERVED &&
+         !(xs->cur_sched && sched_has_pool(xs->cur_sched, p))) ||
+        !pool_list_remove(p, u, xs, false, gen))
+        return -1; /* not claimed: not queued there as this unit */
+    unit_arrive(xs, u);
+    xs->cur = u;
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
+    coexec_poll_status_t r = tasklet_call(xs, u);
+    xs->cur = self;
+    if (UNLIKELY(r != COEXEC_READY)) {
+        coexec__tasklet_pending(xs, u);
+        return -1; /* waited for the ordinary way */
+    }
+    wait_tasklet_leave(u);
+    uintptr_t none = 0;
+    atom_store_rel_u32(&u->state, COEXEC_UNIT_TERMINATED);
+    if (UNLIKELY(!atom_cas_ar_uptr(&u->join, &none, JOIN_HANDED))) {
+        coexec__unit_finish_joined(xs, u);
+        return COEXEC_EBUSY;
+    }
+    /* JOIN_HANDED: ours alone, as a held free's. */
+    unit_release(xs, u);
+    k->p = NULL;
+    k->gen = 0;
+    return COEXEC_OK;
+}
+
+/* The tasklet frees' other cases, out of line: the fast path keeps a
+ * small frame. */
+static NOINLINE int tasklet_free_slow(coexec_tasklet_t *k, enum join_run run)
+{
+    return free_common(&k->p, &k->gen, true, run);
+}
+
 COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
 {
     if (!k)
         return COEXEC_EINVAL;
-    return free_common(&k->p, &k->gen, true, JOIN_RUN_ANY);
+    int rc = tasklet_free_fast(k, JOIN_RUN_ANY);
+    if (LIKELY(rc >= 0))
+        return rc;
+    return tasklet_free_slow(k, JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_tasklet_wait_free(coexec_tasklet_t *k)
 {
     if (!k)
         return COEXEC_EINVAL;
-    return free_common(&k->p, &k->gen, true, JOIN_RUN_SERVED);
+    int rc = tasklet_free_fast(k, JOIN_RUN_SERVED);
+    if (LIKELY(rc >= 0))
+        return rc;
+    return tasklet_free_slow(k, JOIN_RUN_SERVED);
 }
 
 int coexec__join_unit(struct coexec_unit_rec *u)

@@ -33,7 +33,7 @@ static bool claim_queued(struct coexec_xstream_rec *xs, struct coexec_unit_rec *
     if (!p || p->impl || atom_load_acq_u32(&u->state) != COEXEC_UNIT_READY ||
         !pool_may_take(u, xs) || pool_foreign(p, xs))
         return false;
-    return pool_list_remove(p, u, xs, true);
+    return pool_list_remove(p, u, xs, true, 0);
 }
 
 /* A held unit: one coexec_pool_pop or coexec_pool_steal handed out, so in

@@ -647,6 +647,74 @@ static void t_state_publishes(void)
     ch_finalize();
 }
 
+/* A free that runs its tasklet in place while another thread joins the
+ * same tasklet through a copy of the handle. One of the two is refused
+ * with EBUSY: the joiner that registers while the tasklet runs is woken
+ * by its finish and the unit is left to it, so the free is EBUSY and a
+ * later free succeeds; or the joiner comes second (EBUSY), or after the
+ * free (its join is OK, or EHANDLE once the descriptor went back).
+ * Either way nothing hangs, and the unit is released exactly once
+ * (ch_finalize's leak check). */
+typedef struct {
+    coexec_tasklet_t copy;
+    atomic_int armed, joining;
+    int jrc;
+} race_t;
+
+static coexec_poll_status_t race_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    race_t *r = arg;
+    atomic_store(&r->armed, 1);
+    /* Give the joiner a moment to register (either order is right). */
+    while (!atomic_load(&r->joining))
+        ;
+    for (volatile int i = 0; i < 20000; i++)
+        ;
+    return COEXEC_READY;
+}
+
+static void *race_joiner(void *arg)
+{
+    race_t *r = arg;
+    while (!atomic_load(&r->armed))
+        ;
+    atomic_store(&r->joining, 1);
+    r->jrc = coexec_tasklet_join(r->copy);
+    return NULL;
+}
+
+static void t_free_races_join(void)
+{
+    ch_init(1);
+    coexec_xstream_t self;
+    coexec_pool_t p;
+    CH_ASSERT_OK_FATAL(coexec_xstream_self(&self));
+    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(self, &p));
+    int rounds = (int)ch_iters(200, 20);
+    for (int i = 0; i < rounds; i++) {
+        race_t r = {.jrc = -1};
+        coexec_tasklet_t k;
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create(p, race_tasklet, &r, &k));
+        r.copy = k;
+        ch_pthread_t th;
+        ch_pthread_start(&th, race_joiner, &r);
+        int rc = coexec_tasklet_free(&k);
+        ch_pthread_join(&th);
+        if (rc == COEXEC_EBUSY) {
+            CH_ASSERT_EQ(r.jrc, COEXEC_OK);
+            /* The joiner leaves the unit done; until it has left, EBUSY. */
+            CH_WAIT((rc = coexec_tasklet_free(&k)) != COEXEC_EBUSY);
+            CH_ASSERT_RC(rc, COEXEC_OK);
+        } else {
+            CH_ASSERT_RC(rc, COEXEC_OK);
+            CU_ASSERT(r.jrc == COEXEC_OK || r.jrc == COEXEC_EHANDLE ||
+                      r.jrc == COEXEC_EBUSY);
+        }
+    }
+    ch_finalize();
+}
+
 /* ======================================================================= */
 
 static const ch_test_t basic_tests[] = {
@@ -655,6 +723,7 @@ static const ch_test_t basic_tests[] = {
     {"join_runs_in_place", t_join_in_place},
     {"tasklet_from_tasklet_and_pthread", t_tasklet_from_tasklet},
     {"state_publishes", t_state_publishes},
+    {"free_races_join", t_free_races_join},
     {NULL, NULL}};
 static const ch_test_t pending_tests[] = {
     {"woken_from_pthread_ult_main", t_pending},
