@@ -146,6 +146,8 @@ static struct coexec_unit_rec *desc_take(struct unit_cache *c)
     u = c->fresh++;
     c->fresh_left--;
     atom_store_rlx_u64(&u->gen, gen_first());
+    /* As a release leaves a free descriptor: the tag of its generation. */
+    atom_store_rlx_u32(&u->wake, wake_tag_of(gen_first()));
     return u;
 }
 

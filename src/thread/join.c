@@ -420,8 +420,84 @@ COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
     return COEXEC_OK;
 }
 
+static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
+                                        coexec_tasklet_fn_t fn, void *arg,
+                                        coexec_tasklet_t *out);
+
+/*
+ * coexec_tasklet_create's common case, with every test of the general way
+ * made up front and nothing done unless all pass: a live runtime, a
+ * function, a good handle of a list pool that the calling stream may push
+ * into without a mailbox (a shared pool, or a private one it owns), a
+ * descriptor in the stream's cache, no tool callback. The descriptor is
+ * set up as unit_new does, less what the push sets (links, home, state,
+ * in_pool) and what a free descriptor has already (its wake tag, written
+ * when it was carved or released). Returns false for the general way.
+ */
+static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
+                                              coexec_tasklet_fn_t fn,
+                                              void *arg, coexec_tasklet_t *out)
+{
+    struct coexec_pool_rec *p = pool.p;
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    struct coexec_unit_rec *u;
+    if (UNLIKELY(!rt_on() || !fn || CHECK_HANDLE(pool) || p->impl || !xs ||
+                 !(u = xs->ucache.head) || pool_check(p, true) ||
+                 (TOOL_ON() && atom_load_rlx_u32(&coexec__tool.mask))))
+        return false;
+    bool owned = !p->shared && pool_owner(p) == xs;
+    if (UNLIKELY(!p->shared && !owned))
+        return false; /* a private pool of another stream, or of none */
+    xs->ucache.head = u->next;
+    xs->ucache.count--;
+    u->next = u->prev = NULL;
+    atom_store_rel_uptr(&u->join, 0); /* as in unit_new */
+    u->kind = UNIT_TASKLET;
+    u->flags = out ? 0 : UF_DETACHED;
+    u->rflags = 0;
+    u->keys = NULL; /* tnode.who: on no wait list */
+    __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
+    atom_store_rlx_u32(&u->attrs, 0);
+    atom_store_rlx_uptr(&u->dest, 0);
+    if (UNLIKELY(xs->id_next == xs->id_end)) {
+        xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
+        xs->id_end = xs->id_next + 4096;
+    }
+    u->id = xs->id_next++;
+    xs->live_units++;
+    u->fn.tasklet = fn;
+    u->arg = arg;
+    SET_OUT(out, u);
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    if (owned) {
+        push_owned(p, u, PUSH_NEW);
+        return true;
+    }
+    pool_lock(p);
+    if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
+        pool_unlock(p);
+        coexec__pool_push_slow(p, u, PUSH_NEW);
+        return true;
+    }
+    atom_store_rlx_ptr(&u->pool, p);
+    list_push_head(p, u);
+    if (UNLIKELY(p->sleepers != NULL))
+        coexec__pool_wake_sleepers_for(p, u);
+    pool_unlock(p);
+    return true;
+}
+
 COEXEC_API int coexec_tasklet_create(coexec_pool_t pool, coexec_tasklet_fn_t fn,
                                      void *arg, coexec_tasklet_t *out)
+{
+    if (LIKELY(tasklet_create_fast(pool, fn, arg, out)))
+        return COEXEC_OK;
+    return tasklet_create_slow(pool, fn, arg, out);
+}
+
+static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
+                                        coexec_tasklet_fn_t fn, void *arg,
+                                        coexec_tasklet_t *out)
 {
     RT_CHECK();
     if (!fn)
