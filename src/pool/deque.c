@@ -21,10 +21,15 @@
  *
  * Who owns what:
  *  - `owner` (set by coexec__deque_set_owner when a scheduler using the
- *    pool starts on a stream): only that stream's thread pushes at and pops
- *    from the bottom, writes `bottom`, the array slots, and `array` (grow).
- *    One owner at a time: the runtime hands the pool over only once the
- *    previous owner's scheduler has stopped using it.
+ *    pool starts on a stream and no other stream owns it): only that
+ *    stream's thread pushes at and pops from the bottom, writes `bottom`,
+ *    the array slots, and `array` (grow). One owner at a time: a
+ *    scheduler that starts on another stream while the owner's still uses
+ *    the pool takes from it as any consumer does (the top, the side
+ *    queue); the owner lets go when the last of its schedulers using the
+ *    pool stops (`owner_uses`, coexec__deque_drop_owner), and the next
+ *    scheduler to start takes it. Both under p->lock: a new owner sees
+ *    all the last one did.
  *  - `top`: any thread, by CAS (thieves, non-owner pops, and the owner
  *    when it takes the last unit).
  *  - Arrays are never freed before fini: a grown-out array stays on the
@@ -451,7 +456,25 @@ void coexec__deque_set_owner(struct coexec_pool_rec *p,
                              struct coexec_xstream_rec *xs)
 {
     struct deque *d = dq_of(p);
-    /* Release: the new owner's first bottom operations come after
-     * everything the runtime did to hand the pool over. */
-    atom_store_rel_ptr(&d->owner, xs);
+    /* Under p's lock, which the last owner's release took too: the new
+     * owner's bottom operations come after all of that owner's. */
+    pool_lock(p);
+    struct coexec_xstream_rec *o = atom_load_rlx_ptr(&d->owner);
+    if (!o) {
+        atom_store_rel_ptr(&d->owner, xs);
+        d->owner_uses = 1;
+    } else if (o == xs) {
+        d->owner_uses++;
+    }
+    pool_unlock(p);
+}
+
+void coexec__deque_drop_owner(struct coexec_pool_rec *p,
+                              struct coexec_xstream_rec *xs)
+{
+    struct deque *d = dq_of(p);
+    pool_lock(p);
+    if (atom_load_rlx_ptr(&d->owner) == xs && --d->owner_uses == 0)
+        atom_store_rel_ptr(&d->owner, NULL);
+    pool_unlock(p);
 }

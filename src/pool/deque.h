@@ -29,6 +29,7 @@ struct deque {
     atom_ptr_t array;  /* struct dq_array * */
     atom_ptr_t owner;  /* struct coexec_xstream_rec * */
     atom_u32_t tick;   /* owner pops since it last served the side queue */
+    unsigned owner_uses; /* the owner's schedulers using p (p->lock) */
     bool steal_half;
     /* Under p->lock. */
     struct coexec_unit_rec *side_head CACHE_ALIGNED;

@@ -224,10 +224,15 @@ struct pool_impl {
 /* Built-in impls: set p->impl and p->istate; COEXEC_OK or COEXEC_ENOMEM. */
 int coexec__prio_init(struct coexec_pool_rec *p, int levels, unsigned aging);
 int coexec__deque_init(struct coexec_pool_rec *p, bool steal_half);
-/* DEQUE: xs (a scheduler using p starts running there) becomes the owner,
- * the one stream that pushes and pops at the bottom without locking. */
+/* DEQUE: a scheduler using p starts running on xs, which becomes the
+ * owner (the one stream that pushes and pops at the bottom without
+ * locking) unless another stream owns p already. */
 void coexec__deque_set_owner(struct coexec_pool_rec *p,
                              struct coexec_xstream_rec *xs);
+/* ... and stops using it: when that was the owner's last scheduler using
+ * p, the next one to start, on any stream, becomes the owner. */
+void coexec__deque_drop_owner(struct coexec_pool_rec *p,
+                              struct coexec_xstream_rec *xs);
 
 static ALWAYS_INLINE void pool_lock(struct coexec_pool_rec *p)
 {

@@ -207,6 +207,8 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
         bool last = coexec__pool_run_end(p, to);
         if (last && xs && i < owned)
             coexec__pool_bind_owner(p, false); /* nobody runs it now */
+        if (xs && i < owned && p->impl && p->kind == COEXEC_POOL_DEQUE)
+            coexec__deque_drop_owner(p, xs);
         if (xs && !p->shared && pool_owner(p) == xs)
             pool_owner_set(p, NULL, NULL);
     }

@@ -335,6 +335,87 @@ static void t_steal_past_bound_units(void)
     ch_finalize();
 }
 
+/* A DEQUE pool that the schedulers of three streams all pop first, while
+ * an external thread replaces their schedulers over and over, fib runs in
+ * the pool (its children pushed and joined at the bottom end by whichever
+ * stream owns it) and a ULT there makes counted units. A scheduler that
+ * starts while another stream's still uses the pool does not take its
+ * bottom end over (two owners would both work it; ThreadSanitizer saw the
+ * handover unordered): every unit runs once and fib's sum holds. */
+typedef struct {
+    coexec_xstream_t xs[3];
+    coexec_sched_t s[3][2];
+    atomic_int stop;
+} churn_t;
+
+static void *churn_thread(void *arg)
+{
+    churn_t *c = arg;
+    int cur[3] = {0, 0, 0};
+    while (!atomic_load(&c->stop)) {
+        for (int i = 0; i < 3; i++) {
+            int rc = coexec_xstream_set_main_sched(c->xs[i], c->s[i][cur[i] ^ 1]);
+            if (rc == COEXEC_OK)
+                cur[i] ^= 1;
+            else
+                CH_CHECK_RC(rc, COEXEC_EBUSY); /* its last switch is due */
+        }
+        sched_yield();
+    }
+    return NULL;
+}
+
+typedef struct {
+    coexec_pool_t pool;
+    cnt_arg_t *args;
+    long n;
+} counted_t;
+
+static void make_counted(void *arg)
+{
+    counted_t *m = arg;
+    for (long i = 0; i < m->n; i++)
+        CH_CHECK_RC(cnt_create(m->pool, m->args, i, 2), COEXEC_OK);
+}
+
+static void t_deque_shared_owner(void)
+{
+    ch_init(1);
+    coexec_pool_t dq;
+    CH_ASSERT_OK_FATAL(coexec_pool_create_ex(COEXEC_POOL_DEQUE, COEXEC_ACCESS_MPMC,
+                                             NULL, &dq));
+    churn_t c;
+    atomic_store(&c.stop, 0);
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 2; k++)
+            CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &dq, 1,
+                                                   NULL, &c.s[i][k]));
+        stream_with(c.s[i][0], &c.xs[i]);
+    }
+    ch_pthread_t churn;
+    ch_pthread_start(&churn, churn_thread, &c);
+    for (int round = 0; round < (int)ch_iters(16, 2); round++) {
+        check_fib(dq, 0);
+        counted_t m = {dq, NULL, ch_iters(2000, 100)};
+        hits_new(m.n);
+        m.args = calloc((size_t)m.n, sizeof *m.args);
+        CU_ASSERT_FATAL(m.args != NULL);
+        CH_ASSERT_OK(ch_run_ult_in(dq, make_counted, &m));
+        CH_WAIT(atomic_load(&g_hit_total) == m.n);
+        CH_ASSERT_EQ(hits_bad_and_free(), 0);
+        free(m.args);
+    }
+    atomic_store(&c.stop, 1);
+    ch_pthread_join(&churn);
+    for (int i = 0; i < 3; i++) {
+        CH_ASSERT_OK(coexec_xstream_free(&c.xs[i]));
+        for (int k = 0; k < 2; k++)
+            CH_ASSERT_OK(coexec_sched_free(&c.s[i][k]));
+    }
+    CH_ASSERT_OK(coexec_pool_free(&dq));
+    ch_finalize();
+}
+
 /* ======================================================================= */
 
 const ch_test_t schedx_steal_tests[] = {
@@ -344,4 +425,5 @@ const ch_test_t schedx_steal_tests[] = {
     {"default_setup_randws_env", t_default_randws_env},
     {"randws_one_pool_steals_default_pools", t_randws_one_pool},
     {"steal_past_bound_units", t_steal_past_bound_units},
+    {"deque_shared_by_streams", t_deque_shared_owner},
     {NULL, NULL}};
