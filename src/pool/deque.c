@@ -452,7 +452,7 @@ int coexec__deque_init(struct coexec_pool_rec *p, bool steal_half)
     return COEXEC_OK;
 }
 
-void coexec__deque_set_owner(struct coexec_pool_rec *p,
+bool coexec__deque_set_owner(struct coexec_pool_rec *p,
                              struct coexec_xstream_rec *xs)
 {
     struct deque *d = dq_of(p);
@@ -460,6 +460,7 @@ void coexec__deque_set_owner(struct coexec_pool_rec *p,
      * owner's bottom operations come after all of that owner's. */
     pool_lock(p);
     struct coexec_xstream_rec *o = atom_load_rlx_ptr(&d->owner);
+    bool counted = !o || o == xs;
     if (!o) {
         atom_store_rel_ptr(&d->owner, xs);
         d->owner_uses = 1;
@@ -467,6 +468,7 @@ void coexec__deque_set_owner(struct coexec_pool_rec *p,
         d->owner_uses++;
     }
     pool_unlock(p);
+    return counted;
 }
 
 void coexec__deque_drop_owner(struct coexec_pool_rec *p,

@@ -226,11 +226,12 @@ int coexec__prio_init(struct coexec_pool_rec *p, int levels, unsigned aging);
 int coexec__deque_init(struct coexec_pool_rec *p, bool steal_half);
 /* DEQUE: a scheduler using p starts running on xs, which becomes the
  * owner (the one stream that pushes and pops at the bottom without
- * locking) unless another stream owns p already. */
-void coexec__deque_set_owner(struct coexec_pool_rec *p,
+ * locking) unless another stream owns p already. True when the scheduler
+ * counts as one of the owner's, whose stop must then call: */
+bool coexec__deque_set_owner(struct coexec_pool_rec *p,
                              struct coexec_xstream_rec *xs);
-/* ... and stops using it: when that was the owner's last scheduler using
- * p, the next one to start, on any stream, becomes the owner. */
+/* ... when that was the owner's last scheduler using p, the next one to
+ * start, on any stream, becomes the owner. */
 void coexec__deque_drop_owner(struct coexec_pool_rec *p,
                               struct coexec_xstream_rec *xs);
 

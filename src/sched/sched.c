@@ -91,6 +91,7 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
                                                                   : NULL;
     s->pick = d->pick;
     s->npop = d->first_only ? 1 : npools;
+    s->dq_owned = 0;
     s->steal_empty = steal || d->first_only;
     s->steals = steal || (d->first_only && npools == 1);
     s->steal_registry = npools == 1 || !d->first_only;
@@ -192,8 +193,9 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
         }
         coexec__pool_bind_owner(p, true);
         atom_store_rlx_u32(&p->home_cpu, (uint32_t)(xs->cpu + 1));
-        if (p->impl && p->kind == COEXEC_POOL_DEQUE)
-            coexec__deque_set_owner(p, xs);
+        if (p->impl && p->kind == COEXEC_POOL_DEQUE &&
+            coexec__deque_set_owner(p, xs))
+            s->dq_owned |= (uint64_t)1 << i;
     }
 }
 
@@ -207,8 +209,10 @@ void coexec__sched_deactivate(struct coexec_sched_rec *s,
         bool last = coexec__pool_run_end(p, to);
         if (last && xs && i < owned)
             coexec__pool_bind_owner(p, false); /* nobody runs it now */
-        if (xs && i < owned && p->impl && p->kind == COEXEC_POOL_DEQUE)
+        if (s->dq_owned & ((uint64_t)1 << i)) {
+            s->dq_owned &= ~((uint64_t)1 << i);
             coexec__deque_drop_owner(p, xs);
+        }
         if (xs && !p->shared && pool_owner(p) == xs)
             pool_owner_set(p, NULL, NULL);
     }

@@ -31,6 +31,10 @@ struct coexec_sched_rec {
     struct coexec_unit_rec *(*pick)(struct coexec_xstream_rec *xs,
                                     struct coexec_sched_rec *s);
     int npop;               /* the pools it pops (RANDWS: its first only) */
+    /* Bit i: its start on a stream made that stream the owner of DEQUE
+     * pools[i] (or counted it as one more user by the owner), which its
+     * stop undoes (coexec__deque_set_owner and _drop_owner). */
+    uint64_t dq_owned;
     uint8_t steal_empty;    /* steals when its pools are empty */
     uint8_t steals;         /* parks as a thief on its victims */
     uint8_t steal_registry; /* victims: the other streams' default pools

@@ -455,7 +455,7 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
     u->kind = UNIT_TASKLET;
     u->flags = out ? 0 : UF_DETACHED;
     u->rflags = 0;
-    u->keys = NULL; /* tnode.who: on no wait list */
+    atom_store_rlx_ptr(&u->tnode.who, NULL); /* on no wait list */
     __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
     atom_store_rlx_u32(&u->attrs, 0);
     atom_store_rlx_uptr(&u->dest, 0);
