@@ -687,10 +687,7 @@ static void *race_joiner(void *arg)
 static void t_free_races_join(void)
 {
     ch_init(1);
-    coexec_xstream_t self;
-    coexec_pool_t p;
-    CH_ASSERT_OK_FATAL(coexec_xstream_self(&self));
-    CH_ASSERT_OK_FATAL(coexec_xstream_get_main_pool(self, &p));
+    coexec_pool_t p = ch_main_pool(0);
     int rounds = (int)ch_iters(200, 20);
     for (int i = 0; i < rounds; i++) {
         race_t r = {.jrc = -1};
