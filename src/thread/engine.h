@@ -34,8 +34,7 @@ void coexec__tasklet_pending(struct coexec_xstream_rec *xs,
                              struct coexec_unit_rec *u);
 /* Finishing u (TERMINATED), whose join word names a registered joiner:
  * wakes it and hands u over to it. */
-void coexec__unit_finish_joined(struct coexec_xstream_rec *xs,
-                                struct coexec_unit_rec *u);
+void coexec__unit_finish_joined(struct coexec_unit_rec *u);
 /* Parks the calling ULT u until woken (at once if a wake is pending). */
 void coexec__park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u);
 
@@ -136,6 +135,20 @@ static ALWAYS_INLINE bool unit_release_handle(struct coexec_xstream_rec *xs,
     return true;
 }
 
+/* Gives u, made on stream xs, the next id of the stream's block, and
+ * counts it live there: ids and the leak count stay per stream, with no
+ * shared atomic but once per 4,096 units. */
+static ALWAYS_INLINE void unit_count_new(struct coexec_xstream_rec *xs,
+                                         struct coexec_unit_rec *u)
+{
+    if (UNLIKELY(xs->id_next == xs->id_end)) {
+        xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
+        xs->id_end = xs->id_next + 4096;
+    }
+    u->id = xs->id_next++;
+    xs->live_units++;
+}
+
 /* A fresh descriptor of kind for a unit made on stream xs (NULL: an
  * external thread), or NULL; inlined into the creation calls
  * (coexec__unit_new for the others). */
@@ -145,11 +158,11 @@ unit_new(struct coexec_xstream_rec *xs, int kind)
     struct coexec_unit_rec *u = coexec__unit_alloc(xs ? &xs->ucache : NULL);
     if (UNLIKELY(!u))
         return NULL;
-    /* gen was bumped when the descriptor was freed (or set when carved). */
+    /* gen was bumped when the descriptor was freed (or set when carved),
+     * and the wake word holds its tag (unit_recycle, desc_take). */
     u->next = u->prev = NULL;
     atom_store_rlx_ptr(&u->pool, NULL);
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    atom_store_rlx_u32(&u->wake, wake_tag_of(atom_load_rlx_u64(&u->gen)));
     /* Release: a stale joiner whose compare-and-swap reads this 0 also
      * sees the new generation (join_unit re-checks it). */
     atom_store_rel_uptr(&u->join, 0);
@@ -166,13 +179,7 @@ unit_new(struct coexec_xstream_rec *xs, int kind)
     atom_store_rlx_uptr(&u->dest, 0);
     u->tsan_fiber = NULL;
     if (LIKELY(xs)) {
-        /* Ids and the leak count stay per stream: no shared atomic here. */
-        if (UNLIKELY(xs->id_next == xs->id_end)) {
-            xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
-            xs->id_end = xs->id_next + 4096;
-        }
-        u->id = xs->id_next++;
-        xs->live_units++;
+        unit_count_new(xs, u);
     } else {
         u->id = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1);
         atom_fadd_rlx_u64(&coexec__g.live_units, 1);

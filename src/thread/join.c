@@ -27,18 +27,38 @@ static bool may_run_here(struct coexec_unit_rec *u, struct coexec_xstream_rec *x
     return pool_may_take(u, xs);
 }
 
+/* May ULT self's join on stream xs take u out of its list pool p to run
+ * it (run: the kind of join)? Not from a private pool another stream
+ * owns, and for the _wait calls only from a pool xs's scheduler pops. */
+static ALWAYS_INLINE bool may_claim_from(struct coexec_pool_rec *p,
+                                         struct coexec_xstream_rec *xs,
+                                         enum join_run run)
+{
+    return !pool_foreign(p, xs) &&
+           (run == JOIN_RUN_ANY ||
+            (xs->cur_sched && sched_has_pool(xs->cur_sched, p)));
+}
+
+/* Polls tasklet u, claimed by ULT self of stream xs, once in place. */
+static ALWAYS_INLINE coexec_poll_status_t
+tasklet_run_here(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
+                 struct coexec_unit_rec *u)
+{
+    unit_arrive(xs, u);
+    xs->cur = u;
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
+    coexec_poll_status_t r = tasklet_call(xs, u);
+    xs->cur = self;
+    return r;
+}
+
 /* Runs the not-started unit u (just removed from its pool, and our
  * registration w as its joiner in u->join) in place. */
 static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coexec_unit_rec *self,
                          struct coexec_unit_rec *u, struct join_waiter *w)
 {
     if (u->kind == UNIT_TASKLET) {
-        unit_arrive(xs, u);
-        xs->cur = u;
-        atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
-        coexec_poll_status_t r = tasklet_call(xs, u);
-        xs->cur = self;
-        if (LIKELY(r == COEXEC_READY)) {
+        if (LIKELY(tasklet_run_here(xs, self, u) == COEXEC_READY)) {
             /* Its finisher is its joiner: JOIN_HANDED, nobody to wake. */
             wait_tasklet_leave(u);
             atom_store_rel_u32(&u->state, COEXEC_UNIT_TERMINATED);
@@ -294,10 +314,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
         if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY &&
             may_run_here(u, xs)) {
             if (p) {
-                claimed = !pool_foreign(p, xs) &&
-                          (run == JOIN_RUN_ANY ||
-                           (xs->cur_sched &&
-                            sched_has_pool(xs->cur_sched, p))) &&
+                claimed = may_claim_from(p, xs, run) &&
                           coexec__pool_remove_as(p, u, xs, false);
             } else if (!unit_inpool(u) && !(u->rflags & RF_STARTED) &&
                        unit_held_by(u, self)) {
@@ -427,12 +444,11 @@ static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
 /*
  * coexec_tasklet_create's common case, with every test of the general way
  * made up front and nothing done unless all pass: a live runtime, a
- * function, a good handle of a list pool that the calling stream may push
- * into without a mailbox (a shared pool, or a private one it owns), a
- * descriptor in the stream's cache, no tool callback. The descriptor is
- * set up as unit_new does, less what the push sets (links, home, state,
- * in_pool) and what a free descriptor has already (its wake tag, written
- * when it was carved or released). Returns false for the general way.
+ * function, a good handle of a list pool, a descriptor in the calling
+ * stream's cache, no tool callback. The descriptor is set up as unit_new
+ * does, less what the push sets (home, state, in_pool) and what is a
+ * ULT's only (stack, context, binding). Returns false for the general
+ * way.
  */
 static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
                                               coexec_tasklet_fn_t fn,
@@ -445,9 +461,6 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
                  !(u = xs->ucache.head) || pool_check(p, true) ||
                  (TOOL_ON() && atom_load_rlx_u32(&coexec__tool.mask))))
         return false;
-    bool owned = !p->shared && pool_owner(p) == xs;
-    if (UNLIKELY(!p->shared && !owned))
-        return false; /* a private pool of another stream, or of none */
     xs->ucache.head = u->next;
     xs->ucache.count--;
     u->next = u->prev = NULL;
@@ -459,31 +472,11 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
     __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
     atom_store_rlx_u32(&u->attrs, 0);
     atom_store_rlx_uptr(&u->dest, 0);
-    if (UNLIKELY(xs->id_next == xs->id_end)) {
-        xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
-        xs->id_end = xs->id_next + 4096;
-    }
-    u->id = xs->id_next++;
-    xs->live_units++;
+    unit_count_new(xs, u);
     u->fn.tasklet = fn;
     u->arg = arg;
     SET_OUT(out, u);
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    if (owned) {
-        push_owned(p, u, PUSH_NEW);
-        return true;
-    }
-    pool_lock(p);
-    if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
-        pool_unlock(p);
-        coexec__pool_push_slow(p, u, PUSH_NEW);
-        return true;
-    }
-    atom_store_rlx_ptr(&u->pool, p);
-    list_push_head(p, u);
-    if (UNLIKELY(p->sleepers != NULL))
-        coexec__pool_wake_sleepers_for(p, u);
-    pool_unlock(p);
+    coexec__pool_push_as(p, u, PUSH_NEW, xs);
     return true;
 }
 
@@ -660,17 +653,10 @@ static ALWAYS_INLINE int tasklet_free_fast(coexec_tasklet_t *k,
         return COEXEC_OK;
     }
     struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
-    if (j != 0 || !p || p->impl || pool_foreign(p, xs) ||
-        (run == JOIN_RUN_SERVED &&
-         !(xs->cur_sched && sched_has_pool(xs->cur_sched, p))) ||
+    if (j != 0 || !p || p->impl || !may_claim_from(p, xs, run) ||
         !pool_list_remove(p, u, xs, false, gen))
         return -1; /* not claimed: not queued there as this unit */
-    unit_arrive(xs, u);
-    xs->cur = u;
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_RUNNING);
-    coexec_poll_status_t r = tasklet_call(xs, u);
-    xs->cur = self;
-    if (UNLIKELY(r != COEXEC_READY)) {
+    if (UNLIKELY(tasklet_run_here(xs, self, u) != COEXEC_READY)) {
         coexec__tasklet_pending(xs, u);
         return -1; /* waited for the ordinary way */
     }
@@ -678,7 +664,7 @@ static ALWAYS_INLINE int tasklet_free_fast(coexec_tasklet_t *k,
     uintptr_t none = 0;
     atom_store_rel_u32(&u->state, COEXEC_UNIT_TERMINATED);
     if (UNLIKELY(!atom_cas_ar_uptr(&u->join, &none, JOIN_HANDED))) {
-        coexec__unit_finish_joined(xs, u);
+        coexec__unit_finish_joined(u);
         return COEXEC_EBUSY;
     }
     /* JOIN_HANDED: ours alone, as a held free's. */

@@ -316,15 +316,13 @@ static ALWAYS_INLINE void unit_finish(struct coexec_xstream_rec *xs,
         if (atom_cas_ar_uptr(&u->join, &old, JOIN_DONE))
             return;
     }
-    coexec__unit_finish_joined(xs, u);
+    coexec__unit_finish_joined(u);
 }
 
 /* The end of unit_finish when a joiner has registered in u->join (u is
  * TERMINATED already): wakes it, and hands u over to it. */
-NOINLINE void coexec__unit_finish_joined(struct coexec_xstream_rec *xs,
-                                         struct coexec_unit_rec *u)
+NOINLINE void coexec__unit_finish_joined(struct coexec_unit_rec *u)
 {
-    (void)xs;
     uintptr_t old = atom_xchg_ar_uptr(&u->join, JOIN_WAKING);
     if (UNLIKELY(old == 0)) {
         /* A timed joiner took its registration back meanwhile: nobody to
