@@ -119,6 +119,12 @@ static inline void abtx_rec_cold(struct ABT_thread_opaque *t)
     atomic_store_explicit(&t->cold, 1, memory_order_relaxed);
 }
 
+/* Does t's second line hold something its release must clear? */
+static inline bool abtx_rec_is_cold(struct ABT_thread_opaque *t)
+{
+    return atomic_load_explicit(&t->cold, memory_order_relaxed) != 0;
+}
+
 /* A pool defined by ABT_pool_def (1.x) or ABT_pool_user_def. */
 struct abtx_pool_def {
     ABT_pool_def d;

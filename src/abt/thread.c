@@ -201,7 +201,7 @@ __attribute__((noinline)) static void rec_clean(ABT_thread t)
 
 static int rec_free(ABT_thread t)
 {
-    if (atomic_load_explicit(&t->cold, memory_order_relaxed))
+    if (abtx_rec_is_cold(t))
         rec_clean(t);
     return rec_put(t);
 }
@@ -216,7 +216,7 @@ static _Thread_local void (*undo_fn)(void *) TLS_IE; /* t->fn, under next */
 __attribute__((noinline)) static void rec_free_undoable(ABT_thread t)
 {
     struct rec_cache *c = &cache;
-    if (atomic_load_explicit(&t->cold, memory_order_relaxed))
+    if (abtx_rec_is_cold(t))
         rec_clean(t);
     undo_fn = t->fn;
     t->magic = ABTX_FREED;
@@ -342,9 +342,7 @@ static void user_stack_guard(ABT_thread t)
 
 static void user_stack_unguard(ABT_thread t)
 {
-    if (__builtin_expect(atomic_load_explicit(&t->cold, memory_order_relaxed),
-                         0) &&
-        t->guard_page) {
+    if (__builtin_expect(abtx_rec_is_cold(t), 0) && t->guard_page) {
         (void)mprotect(t->guard_page, (size_t)sysconf(_SC_PAGESIZE),
                        PROT_READ | PROT_WRITE);
         t->guard_page = NULL;
@@ -817,8 +815,7 @@ static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
                              !t->detached && abtx_unit_joined(t) &&
                              !atomic_load_explicit(&abtx_tool_on,
                                                    memory_order_relaxed) &&
-                             !atomic_load_explicit(&t->cold,
-                                                   memory_order_relaxed) &&
+                             !abtx_rec_is_cold(t) &&
                              c->registered,
                          1)) {
         *tp = ABT_THREAD_NULL;
