@@ -316,10 +316,12 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
             if (p) {
                 claimed = may_claim_from(p, xs, run) &&
                           coexec__pool_remove_as(p, u, xs, false);
-            } else if (!unit_inpool(u) && !(u->rflags & RF_STARTED) &&
-                       unit_held_by(u, self)) {
+            } else if (unit_held_by(u, self) && !unit_inpool(u) &&
+                       !(u->rflags & RF_STARTED)) {
                 /* We popped it out of its pool: ours to run. Anyone else
-                 * waits for its popper to run or push it. The home is
+                 * waits for its popper to run or push it (so rflags is
+                 * read only once it is known to be ours: another stream
+                 * may be running a unit it popped). The home is
                  * claimed as coexec_pool_push and coexec_sched_run_unit
                  * claim it, in case another claimer races us. */
                 void *none = NULL;
