@@ -366,11 +366,53 @@ static bool sched_has_pool(ABT_sched s, ABT_pool p)
     return false;
 }
 
+/* Who may change xstream's main scheduler, as in Argobots 1.x: a ULT
+ * (an external thread: ABT_ERR_INV_XSTREAM, a tasklet: ABT_ERR_INV_THREAD)
+ * of that stream while it runs, or of any stream once it has terminated
+ * (ABT_ERR_XSTREAM_STATE otherwise). So the stream's records (its
+ * scheduler, the list of those it retired) are only ever changed by its
+ * own thread while it runs. */
+static int main_sched_caller_check(ABT_xstream xstream)
+{
+    coexec_caller_t who = coexec_self_caller();
+    if (who == COEXEC_CALLER_EXTERNAL)
+        return ABT_ERR_INV_XSTREAM;
+    if (who == COEXEC_CALLER_TASKLET || abtx_in_tasklet())
+        return ABT_ERR_INV_THREAD;
+    ABT_xstream_state st;
+    ABTX_IGNORE(ABT_xstream_get_state(xstream, &st));
+    if (st == ABT_XSTREAM_STATE_RUNNING && xstream != abtx_xstream_self())
+        return ABT_ERR_XSTREAM_STATE;
+    return ABT_SUCCESS;
+}
+
+/* A terminated stream's: its records only, for its revive to start it
+ * under sched. What it replaces goes as a running stream's does (its
+ * coexec scheduler is freed once the old coexec stream lets go of it). */
+static int terminated_set_main(ABT_xstream xstream, ABT_sched sched)
+{
+    ABT_sched old = xstream->sched;
+    if (abtx_sched(old)) {
+        old->used = false;
+        if (old->automatic && !old->borrowed) {
+            old->retired_next = xstream->retired;
+            xstream->retired = old;
+        }
+    }
+    sched->used = true;
+    xstream->sched = sched;
+    abtx_xstream_prune_retired(xstream);
+    return ABT_SUCCESS;
+}
+
 int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
 {
     ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
+    int crc = main_sched_caller_check(xstream);
+    if (crc)
+        return crc;
     /* As in Argobots 1.x: no scheduler is a new default one; one in use
      * (the stream's own included) is refused. */
     if (sched == ABT_SCHED_NULL)
@@ -378,6 +420,8 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
                                                 0, NULL);
     if (!abtx_sched(sched) || sched->used)
         return ABT_ERR_INV_SCHED;
+    if (xstream->joined)
+        return terminated_set_main(xstream, sched);
     /* A caller of that stream resumes under the new scheduler (coexec
      * parks it until the switch): in its pool if the new scheduler takes
      * from it, else (as Argobots does for a pool of the old scheduler) in
@@ -433,8 +477,11 @@ int ABT_xstream_set_main_sched_basic(ABT_xstream xstream,
     ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
+    int rc = main_sched_caller_check(xstream);
+    if (rc)
+        return rc;
     ABT_sched sched;
-    int rc = abtx_sched_new_basic(predef, num_pools, pools,
+    rc = abtx_sched_new_basic(predef, num_pools, pools,
                                   ABT_SCHED_CONFIG_NULL, &sched);
     if (rc)
         return rc;

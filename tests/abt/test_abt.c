@@ -1541,23 +1541,95 @@ static void test_sched_config(void)
     CU_ASSERT_PTR_NULL(config);
 }
 
+/* ABT_xstream_set_main_sched_basic(xs, BASIC, 1, arg's pool) by a unit
+ * of some stream, or by an external thread: its result. */
+struct set_main_req {
+    ABT_xstream xs;
+    ABT_pool pool;
+    int rc;
+};
+
+static void set_main_unit(void *arg)
+{
+    struct set_main_req *r = arg;
+    r->rc = ABT_xstream_set_main_sched_basic(r->xs, ABT_SCHED_BASIC, 1,
+                                             &r->pool);
+}
+
+static void where_run(void *arg)
+{
+    AT_CHECK_OK(ABT_self_get_xstream((ABT_xstream *)arg));
+}
+
+static void *set_main_ext(void *arg)
+{
+    set_main_unit(arg);
+    return NULL;
+}
+
+/* As in Argobots 1.x: a running stream's main scheduler is changed by its
+ * own ULTs only, a terminated one's by any ULT; never by a tasklet or an
+ * external thread. Each refusal leaves the stream as it was. */
 static void test_sched_set_main(void)
 {
     AT_OK(ABT_init(0, NULL));
-    ABT_xstream xs;
+    ABT_xstream xs, self;
+    AT_OK(ABT_xstream_self(&self));
     AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &xs));
-    ABT_pool pool;
+    ABT_pool first, pool, pool2, got;
+    ABT_thread_state ts;
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &first));
     AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_TRUE,
                                 &pool));
-    AT_OK(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC, 1, &pool));
-    ABT_pool got;
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_TRUE,
+                                &pool2));
+    struct set_main_req r = {xs, pool, -1};
+    /* The primary's main ULT, for another stream that runs. */
+    CU_ASSERT_EQUAL(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC, 1,
+                                                     &pool),
+                    ABT_ERR_XSTREAM_STATE);
+    /* An external thread. */
+    pthread_t pt;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&pt, NULL, set_main_ext, &r), 0);
+    pthread_join(pt, NULL);
+    CU_ASSERT_EQUAL(r.rc, ABT_ERR_INV_XSTREAM);
+    /* A tasklet of that stream. */
+    r.rc = -1;
+    ABT_task k;
+    AT_OK(ABT_task_create(first, set_main_unit, &r, &k));
+    AT_OK(ABT_task_free(&k));
+    CU_ASSERT_EQUAL(r.rc, ABT_ERR_INV_THREAD);
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &got));
+    CU_ASSERT_PTR_EQUAL(got, first);
+    /* A ULT of that stream: the stream now takes from pool. */
+    r.rc = -1;
+    ABT_thread t;
+    AT_OK(ABT_thread_create(first, set_main_unit, &r, ABT_THREAD_ATTR_NULL,
+                            &t));
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(r.rc);
     AT_OK(ABT_xstream_get_main_pools(xs, 1, &got));
     CU_ASSERT_PTR_EQUAL(got, pool);
     atomic_store(&counter, 0);
-    ABT_thread t;
     AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL, &t));
     AT_OK(ABT_thread_free(&t));
     CU_ASSERT_EQUAL(atomic_load(&counter), 1);
+    /* Terminated: the primary's main ULT may; the revived stream runs
+     * the new scheduler. */
+    AT_OK(ABT_xstream_join(xs));
+    AT_OK(ABT_xstream_set_main_sched_basic(xs, ABT_SCHED_BASIC, 1, &pool2));
+    AT_OK(ABT_xstream_revive(xs));
+    AT_OK(ABT_xstream_get_main_pools(xs, 1, &got));
+    CU_ASSERT_PTR_EQUAL(got, pool2);
+    ABT_xstream ran = ABT_XSTREAM_NULL;
+    AT_OK(ABT_thread_create(pool2, where_run, &ran, ABT_THREAD_ATTR_NULL, &t));
+    while (ABT_thread_get_state(t, &ts) == ABT_SUCCESS &&
+           ts != ABT_THREAD_STATE_TERMINATED)
+        ABT_self_yield();
+    AT_OK(ABT_thread_free(&t));
+    CU_ASSERT_PTR_EQUAL(ran, xs);
+    /* Its own stream, by the primary's main ULT: allowed. */
+    AT_OK(ABT_xstream_set_main_sched_basic(self, ABT_SCHED_DEFAULT, 0, NULL));
     AT_OK(ABT_xstream_free(&xs));
     AT_OK(ABT_finalize());
 }
