@@ -602,14 +602,29 @@ COEXEC_API int coexec_thread_wait_free(coexec_thread_t *t)
     return free_common(&t->p, &t->gen, false, JOIN_RUN_SERVED);
 }
 
+static ALWAYS_INLINE int tasklet_end_fast(coexec_tasklet_t *k,
+                                          enum join_run run, bool release);
+
+/* The tasklet joins' other cases, out of line. */
+static NOINLINE int tasklet_join_slow(coexec_tasklet_t k, enum join_run run)
+{
+    return join_only(k.p, k.gen, true, UINT64_MAX, run);
+}
+
 COEXEC_API int coexec_tasklet_join(coexec_tasklet_t k)
 {
-    return join_only(k.p, k.gen, true, UINT64_MAX, JOIN_RUN_ANY);
+    int rc = tasklet_end_fast(&k, JOIN_RUN_ANY, false);
+    if (LIKELY(rc >= 0))
+        return rc;
+    return tasklet_join_slow(k, JOIN_RUN_ANY);
 }
 
 COEXEC_API int coexec_tasklet_wait(coexec_tasklet_t k)
 {
-    return join_only(k.p, k.gen, true, UINT64_MAX, JOIN_RUN_SERVED);
+    int rc = tasklet_end_fast(&k, JOIN_RUN_SERVED, false);
+    if (LIKELY(rc >= 0))
+        return rc;
+    return tasklet_join_slow(k, JOIN_RUN_SERVED);
 }
 
 COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
@@ -620,19 +635,22 @@ COEXEC_API int coexec_tasklet_join_timed(coexec_tasklet_t k,
 }
 
 /*
- * The common cases of a ULT's free of tasklet *k, without a join record:
- *  - it finished and nobody is joining it (JOIN_DONE): released through
- *    the handle, as free_common does;
+ * The common cases of a ULT's join (release false) or free (release true)
+ * of tasklet *k, without a join record:
+ *  - it finished and nobody is joining it (JOIN_DONE): a join is done; a
+ *    free releases it through the handle, as free_common does;
  *  - it has not started and is queued in a list pool the caller may take
  *    it from (run, as in join_unit): it is claimed (taken out of the pool,
- *    which gives its run to us alone), run here, and released. A joiner
- *    that registers meanwhile (through another copy of the handle) finds
- *    it running; the finish then wakes that joiner, as any finisher does,
- *    and the free is EBUSY, as when that joiner had come first.
- * Returns -1, having done nothing, for any other case (free_common's).
+ *    which gives its run to us alone) and run here; a free then releases
+ *    it, a join leaves it finished (JOIN_DONE) for its free. A joiner that
+ *    registers meanwhile (through another copy of the handle) finds it
+ *    running; the finish then wakes that joiner, as any finisher does,
+ *    and the call is EBUSY, as when that joiner had come first.
+ * Returns -1, having done nothing, for any other case (join_only's or
+ * free_common's).
  */
-static ALWAYS_INLINE int tasklet_free_fast(coexec_tasklet_t *k,
-                                           enum join_run run)
+static ALWAYS_INLINE int tasklet_end_fast(coexec_tasklet_t *k,
+                                          enum join_run run, bool release)
 {
     struct coexec_unit_rec *u = k->p;
     uint64_t gen = k->gen;
@@ -648,6 +666,8 @@ static ALWAYS_INLINE int tasklet_free_fast(coexec_tasklet_t *k,
     /* Acquire: pairs with the finisher's release of JOIN_DONE. */
     uintptr_t j = atom_load_acq_uptr(&u->join);
     if (j == JOIN_DONE) {
+        if (!release)
+            return COEXEC_OK;
         if (!unit_release_handle(xs, u, gen))
             return COEXEC_EHANDLE; /* another free of the same handle won */
         k->p = NULL;
@@ -665,11 +685,16 @@ static ALWAYS_INLINE int tasklet_free_fast(coexec_tasklet_t *k,
     wait_tasklet_leave(u);
     uintptr_t none = 0;
     atom_store_rel_u32(&u->state, COEXEC_UNIT_TERMINATED);
-    if (UNLIKELY(!atom_cas_ar_uptr(&u->join, &none, JOIN_HANDED))) {
+    /* JOIN_HANDED: ours alone, as a held free's; JOIN_DONE: finished, for
+     * any later join or free (release: a handle check that sees it sees
+     * the run's effects). */
+    if (UNLIKELY(!atom_cas_ar_uptr(&u->join, &none,
+                                   release ? JOIN_HANDED : JOIN_DONE))) {
         coexec__unit_finish_joined(u);
         return COEXEC_EBUSY;
     }
-    /* JOIN_HANDED: ours alone, as a held free's. */
+    if (!release)
+        return COEXEC_OK;
     unit_release(xs, u);
     k->p = NULL;
     k->gen = 0;
@@ -687,7 +712,7 @@ COEXEC_API int coexec_tasklet_free(coexec_tasklet_t *k)
 {
     if (!k)
         return COEXEC_EINVAL;
-    int rc = tasklet_free_fast(k, JOIN_RUN_ANY);
+    int rc = tasklet_end_fast(k, JOIN_RUN_ANY, true);
     if (LIKELY(rc >= 0))
         return rc;
     return tasklet_free_slow(k, JOIN_RUN_ANY);
@@ -697,7 +722,7 @@ COEXEC_API int coexec_tasklet_wait_free(coexec_tasklet_t *k)
 {
     if (!k)
         return COEXEC_EINVAL;
-    int rc = tasklet_free_fast(k, JOIN_RUN_SERVED);
+    int rc = tasklet_end_fast(k, JOIN_RUN_SERVED, true);
     if (LIKELY(rc >= 0))
         return rc;
     return tasklet_free_slow(k, JOIN_RUN_SERVED);

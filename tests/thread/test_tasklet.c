@@ -684,7 +684,42 @@ static void *race_joiner(void *arg)
     return NULL;
 }
 
-static void t_free_races_join(void)
+/* A round of the free: see above. */
+static void free_raced(race_t *r, coexec_tasklet_t *k, int rc)
+{
+    if (rc == COEXEC_EBUSY) {
+        CH_ASSERT_EQ(r->jrc, COEXEC_OK);
+        /* The joiner leaves the unit done; until it has left, EBUSY. */
+        CH_WAIT((rc = coexec_tasklet_free(k)) != COEXEC_EBUSY);
+        CH_ASSERT_RC(rc, COEXEC_OK);
+    } else {
+        CH_ASSERT_RC(rc, COEXEC_OK);
+        CU_ASSERT(r->jrc == COEXEC_OK || r->jrc == COEXEC_EHANDLE ||
+                  r->jrc == COEXEC_EBUSY);
+    }
+}
+
+/* The same race with a join in place of the free: the ULT's join runs the
+ * tasklet while an external thread joins a copy. The two joins end OK or
+ * EBUSY (one waiting as the other runs it), at least one OK; a join of
+ * the finished tasklet is OK again, and its free succeeds once the
+ * external joiner has left it. */
+static void join_raced(race_t *r, coexec_tasklet_t *k, int rc)
+{
+    CU_ASSERT(rc == COEXEC_OK || rc == COEXEC_EBUSY);
+    CU_ASSERT(r->jrc == COEXEC_OK || r->jrc == COEXEC_EBUSY);
+    CU_ASSERT(rc == COEXEC_OK || r->jrc == COEXEC_OK);
+    CH_ASSERT_EQ(ch_tasklet_state(*k), COEXEC_UNIT_TERMINATED);
+    CH_WAIT((rc = coexec_tasklet_join(*k)) != COEXEC_EBUSY);
+    CH_ASSERT_RC(rc, COEXEC_OK);
+    CH_WAIT((rc = coexec_tasklet_free(k)) != COEXEC_EBUSY);
+    CH_ASSERT_RC(rc, COEXEC_OK);
+    CU_ASSERT_PTR_NULL(k->p);
+}
+
+/* Rounds of the race: the main ULT frees (join false) or joins its
+ * tasklet while an external thread joins a copy of the handle. */
+static void race_rounds(bool join)
 {
     ch_init(1);
     coexec_pool_t p = ch_main_pool(0);
@@ -696,20 +731,21 @@ static void t_free_races_join(void)
         r.copy = k;
         ch_pthread_t th;
         ch_pthread_start(&th, race_joiner, &r);
-        int rc = coexec_tasklet_free(&k);
+        int rc = join ? coexec_tasklet_join(k) : coexec_tasklet_free(&k);
         ch_pthread_join(&th);
-        if (rc == COEXEC_EBUSY) {
-            CH_ASSERT_EQ(r.jrc, COEXEC_OK);
-            /* The joiner leaves the unit done; until it has left, EBUSY. */
-            CH_WAIT((rc = coexec_tasklet_free(&k)) != COEXEC_EBUSY);
-            CH_ASSERT_RC(rc, COEXEC_OK);
-        } else {
-            CH_ASSERT_RC(rc, COEXEC_OK);
-            CU_ASSERT(r.jrc == COEXEC_OK || r.jrc == COEXEC_EHANDLE ||
-                      r.jrc == COEXEC_EBUSY);
-        }
+        (join ? join_raced : free_raced)(&r, &k, rc);
     }
     ch_finalize();
+}
+
+static void t_free_races_join(void)
+{
+    race_rounds(false);
+}
+
+static void t_join_races_join(void)
+{
+    race_rounds(true);
 }
 
 /* ======================================================================= */
@@ -721,6 +757,7 @@ static const ch_test_t basic_tests[] = {
     {"tasklet_from_tasklet_and_pthread", t_tasklet_from_tasklet},
     {"state_publishes", t_state_publishes},
     {"free_races_join", t_free_races_join},
+    {"join_races_join", t_join_races_join},
     {NULL, NULL}};
 static const ch_test_t pending_tests[] = {
     {"woken_from_pthread_ult_main", t_pending},
