@@ -447,6 +447,20 @@ static ALWAYS_INLINE void push_owned(struct coexec_pool_rec *p,
         coexec__pool_wake_sleepers_for(p, u);
 }
 
+/* With private pool p's lock held, taken after pool_send_begin, and an
+ * owner found there that is not the caller: u goes to that owner's
+ * mailbox (its home set to p), which queues it. Releases the lock and
+ * ends the send. */
+static ALWAYS_INLINE void pool_send_locked(struct coexec_pool_rec *p,
+                                           struct coexec_unit_rec *u)
+{
+    struct mailbox *mb = p->owner_mb;
+    pool_unlock(p);
+    atom_store_rlx_ptr(&u->pool, p); /* its home, for the owner */
+    coexec__mb_push(mb, u);
+    pool_send_end(p);
+}
+
 /* Queues u in p (its new home pool), pushed by stream xs when the caller
  * knows it has not switched since it read it (NULL: not known, or an
  * external thread). LIFO: new units at the head, yielders at the tail.
@@ -483,14 +497,12 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
         /* A private pool of another stream (or of ours, taken over since
          * the look above): its list is its owner's alone. The owner
          * queues the unit from its mailbox. */
-        struct mailbox *mb = p->owner_mb;
-        pool_unlock(p);
-        if (owner == self) {
-            push_owned(p, u, how);
-        } else {
-            atom_store_rlx_ptr(&u->pool, p); /* its home, for the owner */
-            coexec__mb_push(mb, u);
+        if (owner != self) {
+            pool_send_locked(p, u);
+            return;
         }
+        pool_unlock(p);
+        push_owned(p, u, how);
         pool_send_end(p);
         return;
     }

@@ -61,18 +61,28 @@ static ALWAYS_INLINE struct prio_state *st_of(struct coexec_pool_rec *p)
     return p->istate;
 }
 
-/* The lock, for everyone but a private pool's owner (pool_must_lock;
- * these calls never switch, so the inline thread-local read is the
- * caller's stream at both ends). */
-static ALWAYS_INLINE void prio_lock(struct coexec_pool_rec *p)
+/* What the caller needs to touch p's lists: nothing for a private pool's
+ * owner, else the lock (pool_must_lock; these calls never switch, so the
+ * inline thread-local read is the caller's stream throughout). Under the
+ * lock, a private pool that a stream took over since the caller looked
+ * (coexec__sched_activate, under this lock) is that owner's alone: false,
+ * with the lock released. *locked says whether prio_leave releases it. */
+static ALWAYS_INLINE bool prio_enter(struct coexec_pool_rec *p, bool *locked)
 {
-    if (pool_must_lock(p, xs_self_entry()))
-        pool_lock(p);
+    *locked = pool_must_lock(p, xs_self_entry());
+    if (!*locked)
+        return true;
+    pool_lock(p);
+    if (LIKELY(pool_list_locked_ok(p)))
+        return true;
+    pool_unlock(p);
+    *locked = false;
+    return false;
 }
 
-static ALWAYS_INLINE void prio_unlock(struct coexec_pool_rec *p)
+static ALWAYS_INLINE void prio_leave(struct coexec_pool_rec *p, bool locked)
 {
-    if (pool_must_lock(p, xs_self_entry()))
+    if (locked)
         pool_unlock(p);
 }
 
@@ -124,7 +134,25 @@ static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     unsigned l = unit_prio(u);
     if (l >= st->levels)
         l = st->levels - 1;
-    prio_lock(p);
+    struct coexec_xstream_rec *self = xs_self_entry();
+    bool locked = pool_must_lock(p, self);
+    if (locked) {
+        /* A pusher that is not the owner: as in coexec__pool_push_as, a
+         * private pool that a stream took over since the look is its
+         * owner's, and u goes to that owner's mailbox. */
+        if (!p->shared)
+            (void)pool_send_begin(p);
+        pool_lock(p);
+        if (!p->shared) {
+            struct coexec_xstream_rec *o =
+                __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST);
+            if (o && o != self) {
+                pool_send_locked(p, u);
+                return true;
+            }
+            pool_send_end(p);
+        }
+    }
     struct prio_level *lv = &st->lv[l];
     bool was_empty = lv->head == NULL;
     DL_PUSH_TAIL(lv->head, lv->tail, u);
@@ -139,7 +167,7 @@ static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     size_add(p, 1);
     if (p->shared && UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_locked(p);
-    prio_unlock(p);
+    prio_leave(p, locked);
     return false;
 }
 
@@ -218,9 +246,11 @@ static struct coexec_unit_rec *prio_pop(struct coexec_pool_rec *p,
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
     struct prio_state *st = st_of(p);
-    prio_lock(p);
+    bool locked;
+    if (!prio_enter(p, &locked))
+        return NULL; /* another stream's private pool now */
     struct coexec_unit_rec *u = take(p, st, xs);
-    prio_unlock(p);
+    prio_leave(p, locked);
     return u;
 }
 
@@ -228,14 +258,16 @@ static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
                         bool started_ok)
 {
     struct prio_state *st = st_of(p);
-    prio_lock(p);
+    bool locked;
+    if (!prio_enter(p, &locked))
+        return false; /* another stream's private pool now */
     /* RF_STARTED is read under the lock that the runner's later push
      * released (as in coexec__pool_remove). */
     bool ok = unit_inpool(u) == INPOOL_LIST && unit_pool(u) == p &&
               (started_ok || !(u->rflags & RF_STARTED));
     if (ok)
         level_unlink(p, st, -1, u);
-    prio_unlock(p);
+    prio_leave(p, locked);
     return ok;
 }
 
@@ -267,7 +299,9 @@ static struct coexec_unit_rec *prio_drain(struct coexec_pool_rec *p)
 {
     struct prio_state *st = st_of(p);
     struct coexec_unit_rec *first = NULL, *last = NULL;
-    prio_lock(p);
+    bool locked;
+    if (!prio_enter(p, &locked))
+        return NULL; /* another stream's private pool now */
     /* Most urgent first, FIFO within a level: the order pop would give
      * without aging. */
     for (uint64_t m = st->nonempty; m;) {
@@ -285,7 +319,7 @@ static struct coexec_unit_rec *prio_drain(struct coexec_pool_rec *p)
     st->nonempty = 0;
     st->next_due = UINT64_MAX;
     atom_store_rlx_u64(&p->size, 0);
-    prio_unlock(p);
+    prio_leave(p, locked);
     return first;
 }
 
@@ -294,7 +328,9 @@ static void prio_foreach(struct coexec_pool_rec *p,
                          void *ctx)
 {
     struct prio_state *st = st_of(p);
-    prio_lock(p);
+    bool locked;
+    if (!prio_enter(p, &locked))
+        return; /* another stream's private pool now */
     /* Most urgent first, oldest first within a level (as prio_drain). */
     for (uint64_t m = st->nonempty; m;) {
         int l = top_level(m);
@@ -302,7 +338,7 @@ static void prio_foreach(struct coexec_pool_rec *p,
         for (struct coexec_unit_rec *u = st->lv[l].head; u; u = u->next)
             visit(ctx, u);
     }
-    prio_unlock(p);
+    prio_leave(p, locked);
 }
 
 static void prio_fini(struct coexec_pool_rec *p)

@@ -1549,7 +1549,9 @@ static void t_wake_after_stop(void)
  * no owner) are woken by several threads at once, while a new stream
  * takes the pool over: the pushes into the pool meet each other and the
  * new owner's pops (TSan checks they are ordered), and every ULT runs
- * once. A FIFO pool, then a PRIO one, in turn. */
+ * once. A FIFO pool, then a PRIO one, in turn (a PRIO pool's pusher once
+ * took the lock and pushed after the new owner had taken the pool over,
+ * racing with its pops, which take no lock). */
 struct wake_many {
     coexec_eventual_t *ev;
     long n, from, step;
@@ -1568,7 +1570,7 @@ static void t_wake_into_unowned_pool(void)
     ch_init(1);
     long n = ch_iters(300, 30);
     enum { WAKERS = 3 };
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 4; round++) {
         atomic_store(&ch_count, 0);
         struct priv_pair pp;
         priv_pair_make(&pp, round % 2 ? COEXEC_POOL_PRIO : COEXEC_POOL_FIFO);
