@@ -546,21 +546,21 @@ COEXEC_API int coexec_pool_free(coexec_pool_t *pool)
 
 /* Pushes u into inner list pool p for the user pool holding it: u keeps
  * its home (the user pool). */
-static void push_keep_home(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
+static int push_keep_home(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
 {
     if (p->impl) {
         p->impl->push(p, u, PUSH_NEW);
         pool_wake_sleepers(p);
-        return;
+        return COEXEC_OK;
     }
-    bool lock = pool_must_lock(p, coexec__xs_self());
-    if (lock)
-        pool_lock(p);
+    bool lock;
+    if (!pool_list_enter(p, coexec__xs_self(), &lock))
+        return COEXEC_EACCESS; /* another stream's private pool now */
     list_push_head(p, u);
     if (p->sleepers)
         coexec__pool_wake_sleepers_for(p, u);
-    if (lock)
-        pool_unlock(p);
+    pool_list_leave(p, lock);
+    return COEXEC_OK;
 }
 
 COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
@@ -586,8 +586,7 @@ COEXEC_API int coexec_pool_push(coexec_pool_t pool, coexec_unit_t unit)
         return rc;
     if (wrapped) {
         wrap_push_unit = NULL; /* once */
-        push_keep_home(pool.p, u);
-        return COEXEC_OK;
+        return push_keep_home(pool.p, u);
     }
     /* The unit is held: of racing pushes, or a push racing a direct
      * switch to it (coexec_yield_to), a migration or its popper's join,
@@ -712,14 +711,13 @@ COEXEC_API int coexec_pool_foreach(coexec_pool_t pool,
     }
     /* In the order pops take them: a FIFO from its tail. */
     bool fifo = p->kind == COEXEC_POOL_FIFO;
-    bool lock = pool_must_lock(p, coexec__xs_self());
-    if (lock)
-        pool_lock(p);
+    bool lock;
+    if (!pool_list_enter(p, coexec__xs_self(), &lock))
+        return COEXEC_EACCESS; /* another stream's private pool now */
     for (struct coexec_unit_rec *u = fifo ? p->tail : p->head; u;
          u = fifo ? u->prev : u->next)
         foreach_visit(&c, u);
-    if (lock)
-        pool_unlock(p);
+    pool_list_leave(p, lock);
     return COEXEC_OK;
 }
 

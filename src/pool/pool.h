@@ -149,6 +149,16 @@ static inline bool pool_list_locked_ok(const struct coexec_pool_rec *p)
     return p->shared || !pool_owner(p);
 }
 
+/* What caller xs needs to touch p's list (or an impl's lists): nothing
+ * for a private pool's owner, else p's lock. Under the lock, a private
+ * pool that a stream took over since the caller looked
+ * (coexec__sched_activate, under this lock) is that owner's alone: false,
+ * with the lock released. *locked: whether pool_list_leave releases it. */
+static inline bool pool_list_enter(struct coexec_pool_rec *p,
+                                   const struct coexec_xstream_rec *xs,
+                                   bool *locked);
+static inline void pool_list_leave(struct coexec_pool_rec *p, bool locked);
+
 /* Is p a private pool that a stream other than xs owns (whose list only
  * that stream may touch)? */
 static inline bool pool_foreign(const struct coexec_pool_rec *p,
@@ -243,6 +253,27 @@ static ALWAYS_INLINE void pool_lock(struct coexec_pool_rec *p)
 static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
 {
     spin_unlock(&p->lock);
+}
+
+static inline bool pool_list_enter(struct coexec_pool_rec *p,
+                                   const struct coexec_xstream_rec *xs,
+                                   bool *locked)
+{
+    *locked = pool_must_lock(p, xs);
+    if (!*locked)
+        return true;
+    pool_lock(p);
+    if (LIKELY(pool_list_locked_ok(p)))
+        return true;
+    pool_unlock(p);
+    *locked = false;
+    return false;
+}
+
+static inline void pool_list_leave(struct coexec_pool_rec *p, bool locked)
+{
+    if (locked)
+        pool_unlock(p);
 }
 
 /* List operations; the caller holds the lock (or owns a private pool). */

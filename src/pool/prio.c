@@ -61,29 +61,11 @@ static ALWAYS_INLINE struct prio_state *st_of(struct coexec_pool_rec *p)
     return p->istate;
 }
 
-/* What the caller needs to touch p's lists: nothing for a private pool's
- * owner, else the lock (pool_must_lock; these calls never switch, so the
- * inline thread-local read is the caller's stream throughout). Under the
- * lock, a private pool that a stream took over since the caller looked
- * (coexec__sched_activate, under this lock) is that owner's alone: false,
- * with the lock released. *locked says whether prio_leave releases it. */
+/* These calls never switch, so the inline thread-local read is the
+ * caller's stream throughout (pool_list_enter). */
 static ALWAYS_INLINE bool prio_enter(struct coexec_pool_rec *p, bool *locked)
 {
-    *locked = pool_must_lock(p, xs_self_entry());
-    if (!*locked)
-        return true;
-    pool_lock(p);
-    if (LIKELY(pool_list_locked_ok(p)))
-        return true;
-    pool_unlock(p);
-    *locked = false;
-    return false;
-}
-
-static ALWAYS_INLINE void prio_leave(struct coexec_pool_rec *p, bool locked)
-{
-    if (locked)
-        pool_unlock(p);
+    return pool_list_enter(p, xs_self_entry(), locked);
 }
 
 static ALWAYS_INLINE void size_add(struct coexec_pool_rec *p, int64_t d)
@@ -167,7 +149,7 @@ static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     size_add(p, 1);
     if (p->shared && UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_locked(p);
-    prio_leave(p, locked);
+    pool_list_leave(p, locked);
     return false;
 }
 
@@ -250,7 +232,7 @@ static struct coexec_unit_rec *prio_pop(struct coexec_pool_rec *p,
     if (!prio_enter(p, &locked))
         return NULL; /* another stream's private pool now */
     struct coexec_unit_rec *u = take(p, st, xs);
-    prio_leave(p, locked);
+    pool_list_leave(p, locked);
     return u;
 }
 
@@ -267,7 +249,7 @@ static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
               (started_ok || !(u->rflags & RF_STARTED));
     if (ok)
         level_unlink(p, st, -1, u);
-    prio_leave(p, locked);
+    pool_list_leave(p, locked);
     return ok;
 }
 
@@ -319,7 +301,7 @@ static struct coexec_unit_rec *prio_drain(struct coexec_pool_rec *p)
     st->nonempty = 0;
     st->next_due = UINT64_MAX;
     atom_store_rlx_u64(&p->size, 0);
-    prio_leave(p, locked);
+    pool_list_leave(p, locked);
     return first;
 }
 
@@ -338,7 +320,7 @@ static void prio_foreach(struct coexec_pool_rec *p,
         for (struct coexec_unit_rec *u = st->lv[l].head; u; u = u->next)
             visit(ctx, u);
     }
-    prio_leave(p, locked);
+    pool_list_leave(p, locked);
 }
 
 static void prio_fini(struct coexec_pool_rec *p)
