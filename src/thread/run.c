@@ -531,9 +531,9 @@ COEXEC_API int coexec_yield(void)
         /* One lock hold for both halves: take the next unit now, and queue
          * ourselves behind the others once our context is saved (the next
          * unit does it, then unlocks). */
-        bool locked = pool_must_lock(p, xs);
-        if (locked)
-            pool_lock(p);
+        bool locked;
+        if (!pool_list_enter(p, xs, &locked))
+            goto through_sched; /* another stream's private pool now */
         struct coexec_unit_rec *n =
             pool_take_from(p, xs, p->kind == COEXEC_POOL_FIFO);
         if (n && n->kind != UNIT_TASKLET &&
@@ -543,8 +543,7 @@ COEXEC_API int coexec_yield(void)
             leave_to(xs, u, n, POST_REQUEUE_LOCKED, 0);
             return COEXEC_OK;
         }
-        if (locked)
-            pool_unlock(p);
+        pool_list_leave(p, locked);
         if (!n)
             return COEXEC_OK;
         xs->run_next = n; /* a tasklet (or no memory for a stack) */
