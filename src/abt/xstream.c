@@ -294,7 +294,9 @@ int ABT_xstream_get_rank(ABT_xstream xstream, int *rank)
 
 int ABT_xstream_set_rank(ABT_xstream xstream, int rank)
 {
-    if (!abtx_xstream(xstream))
+    ABTX_CHECK_INIT();
+    /* As in Argobots 1.x, the primary keeps rank 0. */
+    if (!abtx_xstream(xstream) || xstream->primary)
         return ABT_ERR_INV_XSTREAM;
     if (rank < 0 || rank >= ABTX_MAX_XSTREAMS)
         return ABT_ERR_INV_XSTREAM_RANK;

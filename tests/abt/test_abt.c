@@ -225,6 +225,11 @@ static void test_xstream_ranks(void)
     AT_OK(ABT_xstream_set_rank(b, 7));
     AT_OK(ABT_xstream_get_rank(b, &rank));
     CU_ASSERT_EQUAL(rank, 7);
+    /* A rank in use, and the primary's (which keeps 0), are refused. */
+    CU_ASSERT_EQUAL(ABT_xstream_set_rank(b, 5), ABT_ERR_INV_XSTREAM_RANK);
+    CU_ASSERT_EQUAL(ABT_xstream_set_rank(self, 9), ABT_ERR_INV_XSTREAM);
+    AT_OK(ABT_xstream_get_rank(self, &rank));
+    CU_ASSERT_EQUAL(rank, 0);
     /* The primary can be neither joined nor freed. */
     CU_ASSERT_EQUAL(ABT_xstream_join(self), ABT_ERR_INV_XSTREAM);
     CU_ASSERT_EQUAL(ABT_xstream_free(&self), ABT_ERR_INV_XSTREAM);
