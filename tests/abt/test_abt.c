@@ -2148,11 +2148,16 @@ static void test_user_sched_mixed_pools(void)
         AT_OK(ABT_xstream_free(&xs[i]));
     for (int i = 1; i < 3; i++)
         AT_OK(ABT_sched_free(&scheds[i]));
-    /* The primary's scheduler still moves main between the two pools; the
-     * unit it may hold in the user pool goes at ABT_finalize. */
+    /* The primary's scheduler still moves main between the two pools;
+     * back under a default scheduler, main leaves them, and they and the
+     * scheduler can go (the user pool's units with them). */
     CU_ASSERT(atomic_load(&up_units_live) <= 1);
-    AT_OK(ABT_finalize());
+    AT_OK(ABT_xstream_set_main_sched_basic(xs[0], ABT_SCHED_DEFAULT, 0, NULL));
+    AT_OK(ABT_sched_free(&scheds[0]));
+    for (int i = 0; i < 2; i++)
+        AT_OK(ABT_pool_free(&mix_pools[i]));
     CU_ASSERT_EQUAL(atomic_load(&up_units_live), 0);
+    AT_OK(ABT_finalize());
 }
 
 /* User schedulers that yield, wait on a barrier and lock a mutex in their
