@@ -492,6 +492,32 @@ static ALWAYS_INLINE void pool_send_locked(struct coexec_pool_rec *p,
     pool_send_end(p);
 }
 
+/* For a pusher of u into p that is not p's private owner at its look
+ * (self: its stream, or NULL): takes p's lock, after pool_send_begin for a
+ * private pool. A private pool that another stream owns under the lock is
+ * that owner's alone: u goes to its mailbox (pool_send_locked) and true
+ * is returned, the lock released. Else false, with the lock held and the
+ * send ended (the caller pushes, as the owner if it took p over since). */
+static ALWAYS_INLINE bool pool_lock_to_push(struct coexec_pool_rec *p,
+                                            struct coexec_unit_rec *u,
+                                            struct coexec_xstream_rec *self)
+{
+    if (p->shared) {
+        pool_lock(p);
+        return false;
+    }
+    (void)pool_send_begin(p);
+    pool_lock(p);
+    struct coexec_xstream_rec *o =
+        __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST);
+    if (o && o != self) {
+        pool_send_locked(p, u);
+        return true;
+    }
+    pool_send_end(p);
+    return false;
+}
+
 /* Queues u in p (its new home pool), pushed by stream xs when the caller
  * knows it has not switched since it read it (NULL: not known, or an
  * external thread). LIFO: new units at the head, yielders at the tail.
@@ -518,27 +544,10 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
             return;
         }
     }
-    /* Shared; or private with no owner at the look above, or not us. */
-    struct coexec_xstream_rec *owner = NULL;
-    if (!p->shared)
-        (void)pool_send_begin(p);
-    pool_lock(p);
-    if (!p->shared &&
-        (owner = __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST)) != NULL) {
-        /* A private pool of another stream (or of ours, taken over since
-         * the look above): its list is its owner's alone. The owner
-         * queues the unit from its mailbox. */
-        if (owner != self) {
-            pool_send_locked(p, u);
-            return;
-        }
-        pool_unlock(p);
-        push_owned(p, u, how);
-        pool_send_end(p);
+    /* Shared; or private with no owner at the look above, or not us: a
+     * private pool of another stream by now gets u through its mailbox. */
+    if (pool_lock_to_push(p, u, self))
         return;
-    }
-    if (!p->shared)
-        pool_send_end(p);
     if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
         /* The stream this pool served is gone: follow it. */
         pool_unlock(p);

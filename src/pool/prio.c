@@ -116,25 +116,13 @@ static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
     unsigned l = unit_prio(u);
     if (l >= st->levels)
         l = st->levels - 1;
+    /* A pusher that is not the owner: as in coexec__pool_push_as, a
+     * private pool that a stream took over since the look is its owner's,
+     * and u goes to that owner's mailbox. */
     struct coexec_xstream_rec *self = xs_self_entry();
     bool locked = pool_must_lock(p, self);
-    if (locked) {
-        /* A pusher that is not the owner: as in coexec__pool_push_as, a
-         * private pool that a stream took over since the look is its
-         * owner's, and u goes to that owner's mailbox. */
-        if (!p->shared)
-            (void)pool_send_begin(p);
-        pool_lock(p);
-        if (!p->shared) {
-            struct coexec_xstream_rec *o =
-                __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST);
-            if (o && o != self) {
-                pool_send_locked(p, u);
-                return true;
-            }
-            pool_send_end(p);
-        }
-    }
+    if (locked && pool_lock_to_push(p, u, self))
+        return true;
     struct prio_level *lv = &st->lv[l];
     bool was_empty = lv->head == NULL;
     DL_PUSH_TAIL(lv->head, lv->tail, u);
