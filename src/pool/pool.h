@@ -149,16 +149,6 @@ static inline bool pool_list_locked_ok(const struct coexec_pool_rec *p)
     return p->shared || !pool_owner(p);
 }
 
-/* What caller xs needs to touch p's list (or an impl's lists): nothing
- * for a private pool's owner, else p's lock. Under the lock, a private
- * pool that a stream took over since the caller looked
- * (coexec__sched_activate, under this lock) is that owner's alone: false,
- * with the lock released. *locked: whether pool_list_leave releases it. */
-static inline bool pool_list_enter(struct coexec_pool_rec *p,
-                                   const struct coexec_xstream_rec *xs,
-                                   bool *locked);
-static inline void pool_list_leave(struct coexec_pool_rec *p, bool locked);
-
 /* Is p a private pool that a stream other than xs owns (whose list only
  * that stream may touch)? */
 static inline bool pool_foreign(const struct coexec_pool_rec *p,
@@ -255,9 +245,14 @@ static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
     spin_unlock(&p->lock);
 }
 
-static inline bool pool_list_enter(struct coexec_pool_rec *p,
-                                   const struct coexec_xstream_rec *xs,
-                                   bool *locked)
+/* What caller xs needs to touch p's list (or an impl's lists): nothing
+ * for a private pool's owner, else p's lock. Under the lock, a private
+ * pool that a stream took over since the caller looked
+ * (coexec__sched_activate, under this lock) is that owner's alone: false,
+ * with the lock released. *locked: whether pool_list_leave releases it. */
+static ALWAYS_INLINE bool pool_list_enter(struct coexec_pool_rec *p,
+                                          const struct coexec_xstream_rec *xs,
+                                          bool *locked)
 {
     *locked = pool_must_lock(p, xs);
     if (!*locked)
@@ -270,7 +265,8 @@ static inline bool pool_list_enter(struct coexec_pool_rec *p,
     return false;
 }
 
-static inline void pool_list_leave(struct coexec_pool_rec *p, bool locked)
+static ALWAYS_INLINE void pool_list_leave(struct coexec_pool_rec *p,
+                                          bool locked)
 {
     if (locked)
         pool_unlock(p);
@@ -478,26 +474,13 @@ static ALWAYS_INLINE void push_owned(struct coexec_pool_rec *p,
         coexec__pool_wake_sleepers_for(p, u);
 }
 
-/* With private pool p's lock held, taken after pool_send_begin, and an
- * owner found there that is not the caller: u goes to that owner's
- * mailbox (its home set to p), which queues it. Releases the lock and
- * ends the send. */
-static ALWAYS_INLINE void pool_send_locked(struct coexec_pool_rec *p,
-                                           struct coexec_unit_rec *u)
-{
-    struct mailbox *mb = p->owner_mb;
-    pool_unlock(p);
-    atom_store_rlx_ptr(&u->pool, p); /* its home, for the owner */
-    coexec__mb_push(mb, u);
-    pool_send_end(p);
-}
-
 /* For a pusher of u into p that is not p's private owner at its look
  * (self: its stream, or NULL): takes p's lock, after pool_send_begin for a
  * private pool. A private pool that another stream owns under the lock is
- * that owner's alone: u goes to its mailbox (pool_send_locked) and true
- * is returned, the lock released. Else false, with the lock held and the
- * send ended (the caller pushes, as the owner if it took p over since). */
+ * that owner's alone: u goes to its mailbox (its home set to p; the owner
+ * queues it) and true is returned, the lock released. Else false, with the
+ * lock held and the send ended (the caller pushes, as the owner if it took
+ * p over since). */
 static ALWAYS_INLINE bool pool_lock_to_push(struct coexec_pool_rec *p,
                                             struct coexec_unit_rec *u,
                                             struct coexec_xstream_rec *self)
@@ -511,7 +494,11 @@ static ALWAYS_INLINE bool pool_lock_to_push(struct coexec_pool_rec *p,
     struct coexec_xstream_rec *o =
         __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST);
     if (o && o != self) {
-        pool_send_locked(p, u);
+        struct mailbox *mb = p->owner_mb;
+        pool_unlock(p);
+        atom_store_rlx_ptr(&u->pool, p);
+        coexec__mb_push(mb, u);
+        pool_send_end(p);
         return true;
     }
     pool_send_end(p);
@@ -618,15 +605,12 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
     }
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
-    bool tail = p->kind == COEXEC_POOL_FIFO;
-    if (!pool_must_lock(p, xs))
-        return pool_take_from(p, xs, tail);
-    /* Shared, or private without an owner (another stream's is not ours
-     * to pop). */
-    pool_lock(p);
+    bool locked;
+    if (!pool_list_enter(p, xs, &locked))
+        return NULL; /* another stream's private pool is not ours to pop */
     struct coexec_unit_rec *u =
-        pool_list_locked_ok(p) ? pool_take_from(p, xs, tail) : NULL;
-    pool_unlock(p);
+        pool_take_from(p, xs, p->kind == COEXEC_POOL_FIFO);
+    pool_list_leave(p, locked);
     return u;
 }
 
@@ -644,17 +628,15 @@ static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
                                            bool started_ok, uint64_t gen)
 {
-    bool locked = pool_must_lock(p, xs);
-    if (locked)
-        pool_lock(p);
-    bool ok = (!locked || pool_list_locked_ok(p)) && unit_inpool(u) &&
-              unit_pool(u) == p &&
+    bool locked;
+    if (!pool_list_enter(p, xs, &locked))
+        return false; /* another stream's private pool now */
+    bool ok = unit_inpool(u) && unit_pool(u) == p &&
               (started_ok || !(u->rflags & RF_STARTED)) &&
               (!gen || atom_load_rlx_u64(&u->gen) == gen);
     if (ok)
         list_unlink(p, u);
-    if (locked)
-        pool_unlock(p);
+    pool_list_leave(p, locked);
     return ok;
 }
 
