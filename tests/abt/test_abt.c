@@ -405,6 +405,87 @@ static void test_thread_revive_attr(void)
     AT_OK(ABT_finalize());
 }
 
+/* Records are recycled: whatever a unit's record was given (a stack size
+ * or a stack of the program's, key values, an id, a cancel, a migratable
+ * flag) must not reach the next unit that gets the record, and a revive
+ * keeps the stack size its ULT was given. */
+static void test_thread_record_reuse(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_pool pool = at_main_pool();
+    size_t dflt = 0;
+    AT_OK(ABT_info_query_config(ABT_INFO_QUERY_KIND_DEFAULT_THREAD_STACKSIZE,
+                                &dflt));
+    ABT_key key;
+    AT_OK(ABT_key_create(NULL, &key));
+    enum { ROUNDS = 64, BATCH = 8 };
+    static char stacks[BATCH][65536] __attribute__((aligned(64)));
+    for (int r = 0; r < ROUNDS; r++) {
+        ABT_thread t[BATCH];
+        ABT_thread_attr attr;
+        AT_OK(ABT_thread_attr_create(&attr));
+        AT_OK(ABT_thread_attr_set_migratable(attr, ABT_FALSE));
+        for (int i = 0; i < BATCH; i++) {
+            if (i % 2) {
+                AT_OK(ABT_thread_attr_set_stack(attr, stacks[i],
+                                                sizeof stacks[i]));
+            } else {
+                AT_OK(ABT_thread_attr_set_stacksize(attr, 65536 + 4096 * i));
+            }
+            AT_OK(ABT_thread_create(pool, add_one, NULL, attr, &t[i]));
+            /* Some are given nothing more: their attributes alone. */
+            if (i % 4 == 2)
+                AT_OK(ABT_thread_set_specific(t[i], key, (void *)(intptr_t)7));
+            if (i % 4 == 3) {
+                ABT_unit_id id;
+                AT_OK(ABT_thread_get_id(t[i], &id));
+            }
+            AT_OK(ABT_thread_cancel(t[i]));
+        }
+        AT_OK(ABT_thread_attr_free(&attr));
+        for (int i = 0; i < BATCH; i++)
+            AT_OK(ABT_thread_free(&t[i]));
+        atomic_store(&counter, 0);
+        ABT_task k[BATCH];
+        for (int i = 0; i < BATCH; i++) {
+            AT_OK(ABT_thread_create(pool, add_one, NULL, ABT_THREAD_ATTR_NULL,
+                                    &t[i]));
+            AT_OK(ABT_task_create(pool, add_one, NULL, &k[i]));
+        }
+        for (int i = 0; i < BATCH; i++) {
+            size_t ss = 0;
+            AT_OK(ABT_thread_get_stacksize(t[i], &ss));
+            CU_ASSERT_EQUAL(ss, dflt);
+            void *v = (void *)1;
+            AT_OK(ABT_thread_get_specific(t[i], key, &v));
+            CU_ASSERT_PTR_NULL(v);
+            AT_OK(ABT_task_get_specific(k[i], key, &v));
+            CU_ASSERT_PTR_NULL(v);
+            ABT_bool mig = ABT_FALSE;
+            AT_OK(ABT_thread_is_migratable(t[i], &mig));
+            CU_ASSERT_EQUAL(mig, ABT_TRUE);
+            AT_OK(ABT_thread_free(&t[i]));
+            AT_OK(ABT_task_free(&k[i]));
+        }
+        CU_ASSERT_EQUAL(atomic_load(&counter), 2 * BATCH); /* none cancelled */
+    }
+    /* A revive keeps the stack size given. */
+    ABT_thread_attr attr;
+    AT_OK(ABT_thread_attr_create(&attr));
+    AT_OK(ABT_thread_attr_set_stacksize(attr, 3 * 65536));
+    ABT_thread t;
+    AT_OK(ABT_thread_create(pool, add_one, NULL, attr, &t));
+    AT_OK(ABT_thread_attr_free(&attr));
+    AT_OK(ABT_thread_join(t));
+    AT_OK(ABT_thread_revive(pool, add_one, NULL, &t));
+    size_t ss = 0;
+    AT_OK(ABT_thread_get_stacksize(t, &ss));
+    CU_ASSERT_EQUAL(ss, 3 * 65536);
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(ABT_key_free(&key));
+    AT_OK(ABT_finalize());
+}
+
 static void test_thread_errors(void)
 {
     AT_OK(ABT_init(0, NULL));
@@ -964,6 +1045,7 @@ static const ch_test_t thread_tests[] = {
     {"yield_order", test_thread_yield_order},
     {"many_streams", test_thread_many_streams},
     {"revive_attr", test_thread_revive_attr},
+    {"record_reuse", test_thread_record_reuse},
     {"errors", test_thread_errors},
     {"migrate", test_thread_migrate},
     {"after_join", test_thread_after_join},
