@@ -468,6 +468,7 @@ int ABT_timer_get_overhead(double *overhead)
 
 int ABT_info_query_config(ABT_info_query_kind query_kind, void *val)
 {
+    ABTX_CHECK_INIT(); /* Argobots 1.x: the runtime must be initialised */
     if (!val)
         return ABT_ERR_INV_ARG;
     coexec_config_t cfg;

@@ -361,6 +361,7 @@ struct ABT_thread_attr_opaque {
 
 int ABT_thread_attr_create(ABT_thread_attr *newattr)
 {
+    ABTX_CHECK_INIT(); /* Argobots 1.x: attributes need the runtime */
     if (!newattr)
         return ABT_ERR_INV_ARG;
     ABT_thread_attr a = calloc(1, sizeof(*a));
@@ -384,10 +385,13 @@ int ABT_thread_attr_free(ABT_thread_attr *attr)
 int ABT_thread_attr_set_stack(ABT_thread_attr attr, void *stackaddr,
                               size_t stacksize)
 {
+    ABTX_CHECK_INIT();
     if (!attr)
         return ABT_ERR_INV_THREAD_ATTR;
-    if (stackaddr && ((uintptr_t)stackaddr & 15))
-        return ABT_ERR_OTHER;
+    /* Argobots asks 8-byte alignment (ABT_ERR_INV_ARG otherwise); a stack
+     * 8 bytes off 16 is used from its next 16-byte boundary (unit_start). */
+    if (stackaddr && ((uintptr_t)stackaddr & 7))
+        return ABT_ERR_INV_ARG;
     attr->stack = stackaddr;
     attr->stacksize = stacksize;
     return ABT_SUCCESS;
@@ -407,6 +411,7 @@ int ABT_thread_attr_get_stack(ABT_thread_attr attr, void **stackaddr,
 
 int ABT_thread_attr_set_stacksize(ABT_thread_attr attr, size_t stacksize)
 {
+    ABTX_CHECK_INIT();
     if (!attr)
         return ABT_ERR_INV_THREAD_ATTR;
     attr->stacksize = stacksize;
@@ -524,6 +529,11 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
             if (attr) {
                 ca.stack_size = attr->stacksize;
                 ca.stack = attr->stack;
+                /* coexec wants 16-byte alignment; Argobots takes 8. */
+                if ((uintptr_t)ca.stack & 15) {
+                    ca.stack = (char *)ca.stack + 8;
+                    ca.stack_size = ca.stack_size >= 8 ? ca.stack_size - 8 : 0;
+                }
             }
             cap = &ca;
         }
@@ -861,6 +871,7 @@ int ABT_thread_join_many(int num_threads, ABT_thread *thread_list)
 
 int ABT_thread_free_many(int num_threads, ABT_thread *thread_list)
 {
+    ABTX_CHECK_INIT();
     for (int i = 0; i < num_threads; i++) {
         int rc = ABT_thread_free(&thread_list[i]);
         if (rc)
@@ -1524,6 +1535,12 @@ void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
     if (!t->is_ult || t->is_main || !t->u.p ||
         coexec_thread_get_stack(t->th, &si) != COEXEC_OK)
         return;
+    if (si.user_stack) {
+        /* The program's stack, as it gave it. */
+        *addr = t->user_stack;
+        *size = t->stacksize;
+        return;
+    }
     size_t n = t->stacksize ? t->stacksize : si.size;
     /* A cached stack keeps 64 bytes of its own above the usable part: a
      * size given that is a little more than the usable one still starts
@@ -1720,6 +1737,10 @@ int ABT_thread_migrate_to_pool(ABT_thread thread, ABT_pool pool)
 
 int ABT_thread_migrate_to_sched(ABT_thread thread, ABT_sched sched)
 {
+    /* Argobots' order: the runtime, the thread, then the scheduler. */
+    ABTX_CHECK_INIT();
+    if (!abtx_thread(thread))
+        return ABT_ERR_INV_THREAD;
     if (!abtx_sched(sched) || sched->num_pools < 1)
         return ABT_ERR_INV_SCHED;
     return ABT_thread_migrate_to_pool(thread, sched->pools[0]);

@@ -2987,6 +2987,13 @@ static void test_errors_null_output_pointers(void)
     CU_ASSERT_EQUAL(ABT_thread_attr_get_stack(attr, NULL, NULL), E);
     CU_ASSERT_EQUAL(ABT_thread_attr_get_stack(attr, &v, NULL), E);
     CU_ASSERT_EQUAL(ABT_thread_attr_get_stacksize(attr, NULL), E);
+    /* A stack off 8-byte alignment, as Argobots refuses it. */
+    static char unaligned[4096 + 16] __attribute__((aligned(16)));
+    CU_ASSERT_EQUAL(ABT_thread_attr_set_stack(attr, unaligned + 4, 4096), E);
+    /* A null thread is named before a null scheduler, as in Argobots. */
+    CU_ASSERT_EQUAL(ABT_thread_migrate_to_sched(ABT_THREAD_NULL,
+                                                ABT_SCHED_NULL),
+                    ABT_ERR_INV_THREAD);
     CU_ASSERT_EQUAL(ABT_task_self(NULL), E);
     CU_ASSERT_EQUAL(ABT_self_get_thread_id(NULL), E);
     CU_ASSERT_EQUAL(ABT_task_self_id(NULL), E);

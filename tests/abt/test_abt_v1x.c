@@ -54,6 +54,22 @@ static void test_v1x_uninit(void)
     CU_ASSERT_EQUAL(ABT_task_self_id(&id), ABT_ERR_UNINITIALIZED);
     CU_ASSERT_EQUAL(ABT_key_set(ABT_KEY_NULL, NULL), ABT_ERR_UNINITIALIZED);
     CU_ASSERT_EQUAL(ABT_key_get(ABT_KEY_NULL, &v), ABT_ERR_UNINITIALIZED);
+    /* Thread attributes, the query of the configuration, freeing many and
+     * migrating to a scheduler, as in Argobots 1.x. */
+    ABT_thread_attr attr = ABT_THREAD_ATTR_NULL;
+    size_t sz = 0;
+    CU_ASSERT_EQUAL(ABT_thread_attr_create(&attr), ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_thread_attr_set_stacksize(attr, 65536),
+                    ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_thread_attr_set_stack(attr, NULL, 65536),
+                    ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_info_query_config(
+                        ABT_INFO_QUERY_KIND_DEFAULT_THREAD_STACKSIZE, &sz),
+                    ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_thread_free_many(0, NULL), ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_thread_migrate_to_sched(ABT_THREAD_NULL,
+                                                ABT_SCHED_NULL),
+                    ABT_ERR_UNINITIALIZED);
     /* The runtime's printers too. */
     CU_ASSERT_EQUAL(ABT_info_print_config(stderr), ABT_ERR_UNINITIALIZED);
     CU_ASSERT_EQUAL(ABT_info_print_all_xstreams(stderr),
