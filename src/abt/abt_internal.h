@@ -476,6 +476,36 @@ ABT_thread abtx_thread_of_unit(ABT_unit u);
 /* Releases t's unit in a user-defined pool, if it has one (pool.c). */
 void abtx_unit_release(ABT_thread t);
 
+/* Heap objects whose handles are checked at their free (src/abt/live.c):
+ * the create call adds the object (false: no memory for it), the free
+ * call removes it first and refuses a handle that was not there (freed
+ * already, never created, or of another kind). */
+enum abtx_live_kind {
+    ABTX_L_MUTEX = 1,
+    ABTX_L_MUTEX_ATTR,
+    ABTX_L_COND,
+    ABTX_L_RWLOCK,
+    ABTX_L_BARRIER,
+    ABTX_L_EVENTUAL,
+    ABTX_L_EVENTUAL_STATIC, /* static memory, first used */
+    ABTX_L_FUTURE,
+    ABTX_L_XBARRIER,
+    ABTX_L_TIMER,
+    ABTX_L_THREAD_ATTR,
+    ABTX_L_SCHED_CONFIG,
+    ABTX_L_POOL_CONFIG,
+    ABTX_L_POOL_USER_DEF
+};
+bool abtx_live_add(const void *p, enum abtx_live_kind kind);
+bool abtx_live_remove(const void *p, enum abtx_live_kind kind);
+/* obj (fresh from malloc, or NULL) added to the set: obj, or NULL (it is
+ * freed) when there is no memory for that. */
+void *abtx_live_new(void *obj, enum abtx_live_kind kind);
+/* For objects that need nothing but free(): removes *handle_ptr from the
+ * set, frees it and clears *handle_ptr; false (nothing done) for a
+ * handle that was not live as kind. */
+bool abtx_live_free(void *handle_ptr, enum abtx_live_kind kind);
+
 /* Records of units (src/abt/thread.c). */
 void abtx_thread_cache_drain(void);
 /* t's stack as Argobots reports it (ABT_thread_get_stack): NULL and 0 for

@@ -385,7 +385,8 @@ int ABT_timer_create(ABT_timer *newtimer)
 {
     if (!newtimer)
         return ABT_ERR_INV_ARG;
-    *newtimer = calloc(1, sizeof(struct ABT_timer_opaque));
+    *newtimer = abtx_live_new(calloc(1, sizeof(struct ABT_timer_opaque)),
+                              ABTX_L_TIMER);
     return *newtimer ? ABT_SUCCESS : ABT_ERR_MEM;
 }
 
@@ -403,11 +404,8 @@ int ABT_timer_dup(ABT_timer timer, ABT_timer *newtimer)
 
 int ABT_timer_free(ABT_timer *timer)
 {
-    if (!timer || !*timer)
-        return ABT_ERR_INV_TIMER;
-    free(*timer);
-    *timer = ABT_TIMER_NULL;
-    return ABT_SUCCESS;
+    return abtx_live_free(timer, ABTX_L_TIMER) ? ABT_SUCCESS
+                                               : ABT_ERR_INV_TIMER;
 }
 
 int ABT_timer_start(ABT_timer timer)

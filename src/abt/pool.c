@@ -503,7 +503,8 @@ int ABT_pool_user_def_create(ABT_pool_user_create_unit_fn p_create_unit,
         return ABT_ERR_INV_ARG;
     if (!p_create_unit || !p_free_unit || !p_is_empty || !p_pop || !p_push)
         return ABT_ERR_INV_ARG;
-    struct user_def *ud = calloc(1, sizeof(*ud));
+    struct user_def *ud =
+        abtx_live_new(calloc(1, sizeof(*ud)), ABTX_L_POOL_USER_DEF);
     if (!ud)
         return ABT_ERR_MEM;
     ud->magic = USER_DEF_MAGIC;
@@ -525,7 +526,7 @@ static struct user_def *user_def(ABT_pool_user_def def)
 
 int ABT_pool_user_def_free(ABT_pool_user_def *def)
 {
-    if (!def || !user_def(*def))
+    if (!def || !abtx_live_remove(*def, ABTX_L_POOL_USER_DEF))
         return ABT_ERR_INV_POOL_USER_DEF;
     user_def(*def)->magic = 0;
     free(*def);
@@ -569,17 +570,15 @@ int ABT_pool_config_create(ABT_pool_config *config)
 {
     if (!config)
         return ABT_ERR_INV_ARG;
-    *config = calloc(1, sizeof(**config));
+    *config = abtx_live_new(calloc(1, sizeof(**config)), ABTX_L_POOL_CONFIG);
     return *config ? ABT_SUCCESS : ABT_ERR_MEM;
 }
 
 int ABT_pool_config_free(ABT_pool_config *config)
 {
-    if (!config || !*config)
-        return ABT_ERR_INV_POOL_CONFIG;
-    free(*config);
-    *config = ABT_POOL_CONFIG_NULL;
-    return ABT_SUCCESS;
+    return abtx_live_free(config, ABTX_L_POOL_CONFIG)
+               ? ABT_SUCCESS
+               : ABT_ERR_INV_POOL_CONFIG;
 }
 
 int ABT_pool_config_set(ABT_pool_config config, int key,

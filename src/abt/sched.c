@@ -85,8 +85,8 @@ int ABT_sched_config_create(ABT_sched_config *config, ...)
         *config = ABT_SCHED_CONFIG_NULL;
         return rc;
     }
-    *config = c;
-    return ABT_SUCCESS;
+    *config = abtx_live_new(c, ABTX_L_SCHED_CONFIG);
+    return *config ? ABT_SUCCESS : ABT_ERR_MEM;
 }
 
 int ABT_sched_config_read(ABT_sched_config config, int num_vars, ...)
@@ -106,11 +106,9 @@ int ABT_sched_config_read(ABT_sched_config config, int num_vars, ...)
 
 int ABT_sched_config_free(ABT_sched_config *config)
 {
-    if (!config || !*config)
-        return ABT_ERR_INV_SCHED_CONFIG;
-    free(*config);
-    *config = ABT_SCHED_CONFIG_NULL;
-    return ABT_SUCCESS;
+    return abtx_live_free(config, ABTX_L_SCHED_CONFIG)
+               ? ABT_SUCCESS
+               : ABT_ERR_INV_SCHED_CONFIG;
 }
 
 int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt)

@@ -31,7 +31,8 @@ _Static_assert(sizeof(coexec_cond_t) <= sizeof(ABT_cond_memory),
 /* Makes the object at w live: a first word of 0 (or, for a mutex, the
  * recursive initialiser's 1 << 32 on little-endian, 1 on big-endian) is
  * replaced with coexec's tag. */
-static void *lazy_init(void *obj, uint64_t plain_tag, uint64_t rec_tag)
+static void *lazy_init_ex(void *obj, uint64_t plain_tag, uint64_t rec_tag,
+                          bool *fresh)
 {
     _Atomic uint64_t *w = obj;
     uint64_t v = atomic_load_explicit(w, memory_order_acquire);
@@ -39,10 +40,16 @@ static void *lazy_init(void *obj, uint64_t plain_tag, uint64_t rec_tag)
         return obj;
     uint64_t exp = v;
     if (v == 0)
-        (void)atomic_compare_exchange_strong(w, &exp, plain_tag);
+        *fresh = atomic_compare_exchange_strong(w, &exp, plain_tag);
     else if (rec_tag && (v == ((uint64_t)1 << 32) || v == 1))
-        (void)atomic_compare_exchange_strong(w, &exp, rec_tag);
+        *fresh = atomic_compare_exchange_strong(w, &exp, rec_tag);
     return obj;
+}
+
+static void *lazy_init(void *obj, uint64_t plain_tag, uint64_t rec_tag)
+{
+    bool fresh;
+    return lazy_init_ex(obj, plain_tag, rec_tag, &fresh);
 }
 
 static uint64_t tag_of(const void *init)
@@ -100,17 +107,14 @@ int ABT_mutex_attr_create(ABT_mutex_attr *newattr)
 {
     if (!newattr)
         return ABT_ERR_INV_ARG;
-    *newattr = calloc(1, sizeof(**newattr));
+    *newattr = abtx_live_new(calloc(1, sizeof(**newattr)), ABTX_L_MUTEX_ATTR);
     return *newattr ? ABT_SUCCESS : ABT_ERR_MEM;
 }
 
 int ABT_mutex_attr_free(ABT_mutex_attr *attr)
 {
-    if (!attr || !*attr)
-        return ABT_ERR_INV_MUTEX_ATTR;
-    free(*attr);
-    *attr = ABT_MUTEX_ATTR_NULL;
-    return ABT_SUCCESS;
+    return abtx_live_free(attr, ABTX_L_MUTEX_ATTR) ? ABT_SUCCESS
+                                                   : ABT_ERR_INV_MUTEX_ATTR;
 }
 
 int ABT_mutex_attr_set_recursive(ABT_mutex_attr attr, ABT_bool recursive)
@@ -147,6 +151,8 @@ int ABT_mutex_create_with_attr(ABT_mutex_attr attr, ABT_mutex *newmutex)
         free(mem);
         return abtx_err(rc, ABT_ERR_INV_MUTEX, ABT_ERR_MUTEX);
     }
+    if (!abtx_live_new(mem, ABTX_L_MUTEX))
+        return ABT_ERR_MEM;
     *newmutex = ABT_MUTEX_MEMORY_GET_HANDLE(mem);
     return ABT_SUCCESS;
 }
@@ -158,11 +164,15 @@ int ABT_mutex_create(ABT_mutex *newmutex)
 
 int ABT_mutex_free(ABT_mutex *mutex)
 {
-    if (!mutex || !*mutex)
+    /* Only a mutex of ABT_mutex_create, once: not a static one, nor one
+     * freed already. */
+    if (!mutex || !abtx_live_remove(*mutex, ABTX_L_MUTEX))
         return ABT_ERR_INV_MUTEX;
     int rc = coexec_mutex_destroy(mutex_of(*mutex));
-    if (rc == COEXEC_EBUSY)
+    if (rc == COEXEC_EBUSY) {
+        (void)abtx_live_add(*mutex, ABTX_L_MUTEX); /* still in use */
         return ABT_ERR_MUTEX;
+    }
     free(*mutex);
     *mutex = ABT_MUTEX_NULL;
     return ABT_SUCCESS;
@@ -274,17 +284,21 @@ int ABT_cond_create(ABT_cond *newcond)
         free(mem);
         return abtx_err(rc, ABT_ERR_INV_COND, ABT_ERR_COND);
     }
+    if (!abtx_live_new(mem, ABTX_L_COND))
+        return ABT_ERR_MEM;
     *newcond = ABT_COND_MEMORY_GET_HANDLE(mem);
     return ABT_SUCCESS;
 }
 
 int ABT_cond_free(ABT_cond *cond)
 {
-    if (!cond || !*cond)
+    if (!cond || !abtx_live_remove(*cond, ABTX_L_COND))
         return ABT_ERR_INV_COND;
     int rc = coexec_cond_destroy(cond_of(*cond));
-    if (rc == COEXEC_EBUSY)
+    if (rc == COEXEC_EBUSY) {
+        (void)abtx_live_add(*cond, ABTX_L_COND);
         return ABT_ERR_COND;
+    }
     free(*cond);
     *cond = ABT_COND_NULL;
     return ABT_SUCCESS;
@@ -365,16 +379,20 @@ int ABT_rwlock_create(ABT_rwlock *newrwlock)
         free(l);
         return abtx_err(rc, ABT_ERR_INV_RWLOCK, ABT_ERR_RWLOCK);
     }
+    if (!abtx_live_new(l, ABTX_L_RWLOCK))
+        return ABT_ERR_MEM;
     *newrwlock = l;
     return ABT_SUCCESS;
 }
 
 int ABT_rwlock_free(ABT_rwlock *rwlock)
 {
-    if (!rwlock || !*rwlock)
+    if (!rwlock || !abtx_live_remove(*rwlock, ABTX_L_RWLOCK))
         return ABT_ERR_INV_RWLOCK;
-    if (coexec_rwlock_destroy(&(*rwlock)->l) == COEXEC_EBUSY)
+    if (coexec_rwlock_destroy(&(*rwlock)->l) == COEXEC_EBUSY) {
+        (void)abtx_live_add(*rwlock, ABTX_L_RWLOCK);
         return ABT_ERR_RWLOCK;
+    }
     free(*rwlock);
     *rwlock = ABT_RWLOCK_NULL;
     return ABT_SUCCESS;
@@ -430,6 +448,8 @@ int ABT_barrier_create(uint32_t num_waiters, ABT_barrier *newbarrier)
         return abtx_err(rc, ABT_ERR_INV_BARRIER, ABT_ERR_BARRIER);
     }
     b->n = num_waiters;
+    if (!abtx_live_new(b, ABTX_L_BARRIER))
+        return ABT_ERR_MEM;
     *newbarrier = b;
     return ABT_SUCCESS;
 }
@@ -448,10 +468,12 @@ int ABT_barrier_reinit(ABT_barrier barrier, uint32_t num_waiters)
 
 int ABT_barrier_free(ABT_barrier *barrier)
 {
-    if (!barrier || !*barrier)
+    if (!barrier || !abtx_live_remove(*barrier, ABTX_L_BARRIER))
         return ABT_ERR_INV_BARRIER;
-    if (coexec_barrier_destroy(&(*barrier)->b) == COEXEC_EBUSY)
+    if (coexec_barrier_destroy(&(*barrier)->b) == COEXEC_EBUSY) {
+        (void)abtx_live_add(*barrier, ABTX_L_BARRIER);
         return ABT_ERR_BARRIER;
+    }
     free(*barrier);
     *barrier = ABT_BARRIER_NULL;
     return ABT_SUCCESS;
@@ -490,14 +512,12 @@ int ABT_barrier_get_num_waiters(ABT_barrier barrier, uint32_t *num_waiters)
 /* ---- eventual ------------------------------------------------------------------- */
 
 /* The coexec eventual is the handle's memory itself, as for a mutex:
- * ABT_eventual_create allocates it (dynamic), ABT_eventual_memory is it
- * (zero-filled: turned into coexec's static initialiser, a pure event, on
- * first use). Static memory is never allocated or freed. */
-#define EV_DYNAMIC 0x45564459u
-
+ * ABT_eventual_create allocates it (and adds it to the live set as
+ * ABTX_L_EVENTUAL), ABT_eventual_memory is it (zero-filled: turned into
+ * coexec's static initialiser, a pure event, on first use, which adds it
+ * as ABTX_L_EVENTUAL_STATIC). Static memory is never allocated or freed. */
 struct ABT_eventual_opaque {
     coexec_eventual_t ev;
-    uint32_t dynamic;
 };
 _Static_assert(sizeof(struct ABT_eventual_opaque) <= sizeof(ABT_eventual_memory),
                "an eventual fits in ABT_eventual_memory");
@@ -506,7 +526,13 @@ static const coexec_eventual_t ev_static = COEXEC_EVENTUAL_INITIALIZER;
 
 static coexec_eventual_t *ev_of(ABT_eventual e)
 {
-    return lazy_init(&e->ev, tag_of(&ev_static), 0);
+    /* A static eventual joins the live set as it is first used, so that
+     * ABT_eventual_free knows it (and refuses a freed dynamic one). */
+    bool fresh = false;
+    void *ev = lazy_init_ex(&e->ev, tag_of(&ev_static), 0, &fresh);
+    if (fresh)
+        (void)abtx_live_add(e, ABTX_L_EVENTUAL_STATIC);
+    return ev;
 }
 
 int ABT_eventual_create(int nbytes, ABT_eventual *neweventual)
@@ -520,7 +546,8 @@ int ABT_eventual_create(int nbytes, ABT_eventual *neweventual)
         free(e);
         return ABT_ERR_MEM;
     }
-    e->dynamic = EV_DYNAMIC;
+    if (!abtx_live_new(e, ABTX_L_EVENTUAL))
+        return ABT_ERR_MEM;
     *neweventual = e;
     return ABT_SUCCESS;
 }
@@ -529,12 +556,20 @@ int ABT_eventual_free(ABT_eventual *eventual)
 {
     if (!eventual || !*eventual)
         return ABT_ERR_INV_EVENTUAL;
+    /* One of ABT_eventual_create, once; or static memory
+     * (ABT_EVENTUAL_INITIALIZER) that was used, which is only destroyed. */
+    enum abtx_live_kind kind = ABTX_L_EVENTUAL;
+    bool dynamic = abtx_live_remove(*eventual, kind);
+    if (!dynamic && !abtx_live_remove(*eventual, kind = ABTX_L_EVENTUAL_STATIC))
+        return ABT_ERR_INV_EVENTUAL;
     int rc = coexec_eventual_destroy(ev_of(*eventual));
+    if (rc)
+        (void)abtx_live_add(*eventual, kind);
     if (rc == COEXEC_EBUSY)
         return ABT_ERR_EVENTUAL;
     if (rc)
         return ABT_ERR_INV_EVENTUAL;
-    if ((*eventual)->dynamic == EV_DYNAMIC)
+    if (dynamic)
         free(*eventual);
     *eventual = ABT_EVENTUAL_NULL;
     return ABT_SUCCESS;
@@ -668,16 +703,20 @@ int ABT_future_create(uint32_t compartments, void (*cb_func)(void **arg),
         free(f);
         return abtx_err(rc, ABT_ERR_INV_FUTURE, ABT_ERR_FUTURE);
     }
+    if (!abtx_live_new(f, ABTX_L_FUTURE))
+        return ABT_ERR_MEM;
     *newfuture = f;
     return ABT_SUCCESS;
 }
 
 int ABT_future_free(ABT_future *future)
 {
-    if (!future || !*future)
+    if (!future || !abtx_live_remove(*future, ABTX_L_FUTURE))
         return ABT_ERR_INV_FUTURE;
-    if (coexec_future_destroy(&(*future)->f) == COEXEC_EBUSY)
+    if (coexec_future_destroy(&(*future)->f) == COEXEC_EBUSY) {
+        (void)abtx_live_add(*future, ABTX_L_FUTURE);
         return ABT_ERR_FUTURE;
+    }
     free(*future);
     *future = ABT_FUTURE_NULL;
     return ABT_SUCCESS;

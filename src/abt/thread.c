@@ -364,7 +364,8 @@ int ABT_thread_attr_create(ABT_thread_attr *newattr)
     ABTX_CHECK_INIT(); /* Argobots 1.x: attributes need the runtime */
     if (!newattr)
         return ABT_ERR_INV_ARG;
-    ABT_thread_attr a = calloc(1, sizeof(*a));
+    ABT_thread_attr a =
+        abtx_live_new(calloc(1, sizeof(*a)), ABTX_L_THREAD_ATTR);
     if (!a)
         return ABT_ERR_MEM;
     a->stacksize = abtx_g.stacksize;
@@ -375,11 +376,8 @@ int ABT_thread_attr_create(ABT_thread_attr *newattr)
 
 int ABT_thread_attr_free(ABT_thread_attr *attr)
 {
-    if (!attr || !*attr)
-        return ABT_ERR_INV_THREAD_ATTR;
-    free(*attr);
-    *attr = ABT_THREAD_ATTR_NULL;
-    return ABT_SUCCESS;
+    return abtx_live_free(attr, ABTX_L_THREAD_ATTR) ? ABT_SUCCESS
+                                                    : ABT_ERR_INV_THREAD_ATTR;
 }
 
 int ABT_thread_attr_set_stack(ABT_thread_attr attr, void *stackaddr,

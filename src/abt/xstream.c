@@ -655,13 +655,15 @@ int ABT_xstream_barrier_create(uint32_t num_waiters,
         free(b);
         return abtx_err(rc, ABT_ERR_INV_XSTREAM_BARRIER, ABT_ERR_OTHER);
     }
+    if (!abtx_live_new(b, ABTX_L_XBARRIER))
+        return ABT_ERR_MEM;
     *newbarrier = b;
     return ABT_SUCCESS;
 }
 
 int ABT_xstream_barrier_free(ABT_xstream_barrier *barrier)
 {
-    if (!barrier || !*barrier)
+    if (!barrier || !abtx_live_remove(*barrier, ABTX_L_XBARRIER))
         return ABT_ERR_INV_XSTREAM_BARRIER;
     ABTX_IGNORE(coexec_xstream_barrier_destroy(&(*barrier)->b));
     free(*barrier);

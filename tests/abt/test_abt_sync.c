@@ -280,7 +280,129 @@ static void test_mutex_exclusion(void)
     at_down();
 }
 
+/* The callbacks of a user-defined pool that is never used. */
+static ABT_unit ud_create_unit(ABT_pool p, ABT_thread t)
+{
+    (void)p;
+    return (ABT_unit)t;
+}
+static void ud_free_unit(ABT_pool p, ABT_unit u)
+{
+    (void)p;
+    (void)u;
+}
+static ABT_bool ud_is_empty(ABT_pool p)
+{
+    (void)p;
+    return ABT_TRUE;
+}
+static ABT_thread ud_pop(ABT_pool p, ABT_pool_context c)
+{
+    (void)p;
+    (void)c;
+    return ABT_THREAD_NULL;
+}
+static void ud_push(ABT_pool p, ABT_unit u, ABT_pool_context c)
+{
+    (void)p;
+    (void)u;
+    (void)c;
+}
+
+/* Creates an object as h with `create`, frees it, then frees a copy of
+ * the freed handle: the call's error `err`. */
+#define STALE_FREE(T, h, create, free_fn, err)                                 \
+    do {                                                                       \
+        T h, h##_copy;                                                         \
+        AT_OK(create);                                                         \
+        h##_copy = h;                                                          \
+        AT_OK(free_fn(&h));                                                    \
+        CU_ASSERT_EQUAL(free_fn(&h##_copy), (err));                            \
+    } while (0)
+
+/* Every object the layer allocates for a handle: a free of a copy of a
+ * freed handle, of static memory never created, or of another kind's
+ * handle is the call's ABT_ERR_INV_* error, not a second free(); a busy
+ * mutex refused once is freed later. */
+static void test_stale_frees(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_mutex m, m2;
+    AT_OK(ABT_mutex_create(&m));
+    m2 = m;
+    AT_OK(ABT_mutex_lock(m));
+    CU_ASSERT_EQUAL(ABT_mutex_free(&m), ABT_ERR_MUTEX); /* locked */
+    AT_OK(ABT_mutex_unlock(m));
+    AT_OK(ABT_mutex_free(&m));
+    CU_ASSERT_EQUAL(ABT_mutex_free(&m2), ABT_ERR_INV_MUTEX);
+    ABT_mutex_memory smem = ABT_MUTEX_INITIALIZER;
+    ABT_mutex sm = ABT_MUTEX_MEMORY_GET_HANDLE(&smem);
+    AT_OK(ABT_mutex_lock(sm));
+    AT_OK(ABT_mutex_unlock(sm));
+    CU_ASSERT_EQUAL(ABT_mutex_free(&sm), ABT_ERR_INV_MUTEX);
+
+    ABT_cond c, c2;
+    AT_OK(ABT_cond_create(&c));
+    c2 = c;
+    /* Another kind's handle. */
+    ABT_mutex as_mutex = (ABT_mutex)(void *)c;
+    CU_ASSERT_EQUAL(ABT_mutex_free(&as_mutex), ABT_ERR_INV_MUTEX);
+    AT_OK(ABT_cond_free(&c));
+    CU_ASSERT_EQUAL(ABT_cond_free(&c2), ABT_ERR_INV_COND);
+    ABT_cond_memory cmem = ABT_COND_INITIALIZER;
+    ABT_cond sc = ABT_COND_MEMORY_GET_HANDLE(&cmem);
+    CU_ASSERT_EQUAL(ABT_cond_free(&sc), ABT_ERR_INV_COND);
+
+    STALE_FREE(ABT_rwlock, h, ABT_rwlock_create(&h), ABT_rwlock_free,
+               ABT_ERR_INV_RWLOCK);
+    STALE_FREE(ABT_barrier, h, ABT_barrier_create(2, &h), ABT_barrier_free,
+               ABT_ERR_INV_BARRIER);
+    STALE_FREE(ABT_xstream_barrier, h, ABT_xstream_barrier_create(2, &h),
+               ABT_xstream_barrier_free, ABT_ERR_INV_XSTREAM_BARRIER);
+    STALE_FREE(ABT_future, h, ABT_future_create(1, NULL, &h), ABT_future_free,
+               ABT_ERR_INV_FUTURE);
+    /* Eventuals: a dynamic one once; static memory once used, once. */
+    STALE_FREE(ABT_eventual, h, ABT_eventual_create(0, &h), ABT_eventual_free,
+               ABT_ERR_INV_EVENTUAL);
+    ABT_eventual_memory emem = ABT_EVENTUAL_INITIALIZER;
+    ABT_eventual se = ABT_EVENTUAL_MEMORY_GET_HANDLE(&emem), se2 = se;
+    AT_OK(ABT_eventual_set(se, NULL, 0));
+    AT_OK(ABT_eventual_free(&se));
+    CU_ASSERT_EQUAL(ABT_eventual_free(&se2), ABT_ERR_INV_EVENTUAL);
+    STALE_FREE(ABT_timer, h, ABT_timer_create(&h), ABT_timer_free,
+               ABT_ERR_INV_TIMER);
+    STALE_FREE(ABT_thread_attr, h, ABT_thread_attr_create(&h),
+               ABT_thread_attr_free, ABT_ERR_INV_THREAD_ATTR);
+    STALE_FREE(ABT_mutex_attr, h, ABT_mutex_attr_create(&h),
+               ABT_mutex_attr_free, ABT_ERR_INV_MUTEX_ATTR);
+    STALE_FREE(ABT_sched_config, h,
+               ABT_sched_config_create(&h, ABT_sched_config_var_end),
+               ABT_sched_config_free, ABT_ERR_INV_SCHED_CONFIG);
+    STALE_FREE(ABT_pool_config, h, ABT_pool_config_create(&h),
+               ABT_pool_config_free, ABT_ERR_INV_POOL_CONFIG);
+    STALE_FREE(ABT_pool_user_def, h,
+               ABT_pool_user_def_create(ud_create_unit, ud_free_unit,
+                                        ud_is_empty, ud_pop, ud_push, &h),
+               ABT_pool_user_def_free, ABT_ERR_INV_POOL_USER_DEF);
+    AT_OK(ABT_finalize());
+
+    /* Many objects: the set grows and shrinks as they come and go. */
+    AT_OK(ABT_init(0, NULL));
+    enum { N = 5000 };
+    ABT_mutex *many = calloc(N, sizeof(*many));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(many);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++)
+            AT_OK(ABT_mutex_create(&many[i]));
+        for (int i = 0; i < N; i++)
+            AT_OK(ABT_mutex_free(&many[i]));
+    }
+    free(many);
+    AT_OK(ABT_finalize());
+}
+
 const ch_test_t abt_mutex_tests[] = {{"exclusion", test_mutex_exclusion},
+                                     {"stale_frees", test_stale_frees},
                                      {NULL, NULL}};
 
 /* ---- cond ------------------------------------------------------------------ */
