@@ -202,6 +202,54 @@ static void ch_clear_env(void)
 
 /* ---- per-test setup / teardown ----------------------------------------- */
 
+/* A cleanup finalize waits for every unit a failed test left behind; one
+ * that never ends (a ULT looping on a frame the failure unwound) would hang
+ * the binary until ctest's limit and hide the failure. This guard prints the
+ * failures recorded so far and exits once the finalize has had its time. */
+static pthread_mutex_t g_guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_guard_cond = PTHREAD_COND_INITIALIZER;
+static bool g_guard_done;
+
+static void *finalize_guard(void *arg)
+{
+    (void)arg;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)CH_WAIT_LIMIT_S;
+    pthread_mutex_lock(&g_guard_lock);
+    int rc = 0;
+    while (!g_guard_done && rc == 0)
+        rc = pthread_cond_timedwait(&g_guard_cond, &g_guard_lock, &until);
+    bool done = g_guard_done;
+    pthread_mutex_unlock(&g_guard_lock);
+    if (done)
+        return NULL;
+    fprintf(stderr, "    harness: cleanup finalize still waiting after %.0f s "
+                    "for units the failed test left running; failures:\n",
+            CH_WAIT_LIMIT_S);
+    for (const CU_FailureRecord *f = CU_get_failure_list(); f; f = f->pNext)
+        fprintf(stderr, "      %s:%u: %s\n", f->strFileName ? f->strFileName : "?",
+                f->uiLineNumber, f->strCondition ? f->strCondition : "");
+    fflush(stderr);
+    _exit(1);
+}
+
+static int guarded_finalize(void)
+{
+    pthread_t guard;
+    g_guard_done = false;
+    bool guarded = pthread_create(&guard, NULL, finalize_guard, NULL) == 0;
+    int rc = coexec_finalize();
+    if (guarded) {
+        pthread_mutex_lock(&g_guard_lock);
+        g_guard_done = true;
+        pthread_cond_signal(&g_guard_cond);
+        pthread_mutex_unlock(&g_guard_lock);
+        pthread_join(guard, NULL);
+    }
+    return rc;
+}
+
 static unsigned g_failures_at_start;
 
 static void ch_setup(void)
@@ -234,7 +282,7 @@ static void ch_teardown(void)
         bool clean = CU_get_number_of_failures() == g_failures_at_start;
         fprintf(stderr, "    harness: test left the runtime initialized; "
                         "finalizing\n");
-        int rc = coexec_finalize();
+        int rc = guarded_finalize();
         if (clean)
             CU_assertImplementation(CU_FALSE, 0,
                                     "test returned with the runtime still "
@@ -626,8 +674,12 @@ void ch_relax(void)
         int rc = coexec_yield();
         (void)rc;
         if ((++n & 1023) == 0) {
-            /* Let the OS threads of other streams have the core too. */
-            sched_yield();
+            /* Let the OS threads of other streams have the core too. A
+             * sleep, not sched_yield(): under Valgrind's big lock a
+             * yielding thread may take the lock straight back and starve
+             * the stream it is waiting for. */
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
         }
         return;
     }
@@ -644,6 +696,20 @@ void ch_linger(double ms)
     double t0 = ch_now();
     while ((ch_now() - t0) * 1e3 < ms)
         ch_relax();
+}
+
+void ch_gate_init(ch_gate_t *g)
+{
+    atomic_init(&g->running, 0);
+    atomic_init(&g->open, 0);
+}
+
+void ch_gate_ult(void *arg)
+{
+    ch_gate_t *g = arg;
+    atomic_store(&g->running, 1);
+    while (!atomic_load(&g->open))
+        sched_yield(); /* keeps the stream: no other unit of it runs */
 }
 
 /* ---- helper pthreads --------------------------------------------------- */

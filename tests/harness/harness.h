@@ -243,6 +243,19 @@ double ch_now(void);
  */
 void ch_linger(double ms);
 
+/*
+ * A gate: a ULT (ch_gate_ult, argument the gate) that holds its stream
+ * without ever yielding until the gate is opened, so that nothing else of
+ * that stream runs meanwhile. Wait for `running` before relying on it.
+ */
+typedef struct {
+    atomic_int running;
+    atomic_int open;
+} ch_gate_t;
+
+void ch_gate_init(ch_gate_t *g);
+void ch_gate_ult(void *arg);
+
 /* ---- helper pthreads --------------------------------------------------- */
 
 typedef struct ch_pthread {

@@ -2166,8 +2166,10 @@ static void yielder(void *arg)
 /* A unit that ran and was queued again (a ULT that yielded) is removed as
  * well: it runs no more until the caller pushes it somewhere, then goes on
  * where it left off. In every pool kind, from a thread that does not own
- * the pool (a stream's scheduler pops it meanwhile, so the remove is tried
- * until it finds the ULT queued). */
+ * the pool. A gate ULT that holds the stream without yielding keeps the
+ * yielder queued for the remove: a yield with nothing else in the pool
+ * returns at once, so without it the yielder is queued only for a few
+ * instructions now and then. */
 static void t_remove_started(void)
 {
     ch_init(1);
@@ -2182,17 +2184,29 @@ static void t_remove_started(void)
         atomic_init(&y.runs, 0);
         atomic_init(&y.stop, 0);
         atomic_init(&y.rank, -1);
-        coexec_thread_t t;
+        ch_gate_t gate;
+        ch_gate_init(&gate);
+        coexec_thread_t t, gt;
         CH_ASSERT_OK_FATAL(coexec_thread_create(st.pool, yielder, &y, NULL, &t));
         CH_WAIT(atomic_load(&y.runs) >= 3);
+        CH_ASSERT_OK_FATAL(coexec_thread_create(st.pool, ch_gate_ult, &gate, NULL, &gt));
+        CH_WAIT(atomic_load(&gate.running));
+        /* The gate holds the stream, so the yielder is queued. */
         coexec_unit_t u = coexec_thread_unit(t);
-        int rc;
-        long tries = 0;
-        while ((rc = coexec_pool_remove(st.pool, u)) == COEXEC_ESTATE &&
-               ++tries < 10000000)
-            ch_relax();
-        CH_ASSERT_RC_FATAL(rc, COEXEC_OK);
-        /* Ours now: in no pool, not run. */
+        int rc = coexec_pool_remove(st.pool, u);
+        CH_ASSERT_RC(rc, COEXEC_OK);
+        atomic_store(&gate.open, 1);
+        CH_ASSERT_OK(coexec_thread_join(gt));
+        CH_ASSERT_OK(coexec_thread_free(&gt));
+        if (rc != COEXEC_OK) {
+            /* Never leave the ULT running on this frame's counters. */
+            atomic_store(&y.stop, 1);
+            CH_ASSERT_OK(coexec_thread_join(t));
+            CH_ASSERT_OK(coexec_thread_free(&t));
+            CH_ASSERT_OK(ch_stream_free(&st));
+            continue;
+        }
+        /* Ours now: in no pool, not run, while its stream is idle. */
         long held = atomic_load(&y.runs);
         CH_ASSERT_EQ(ch_thread_state(t), COEXEC_UNIT_READY);
         ch_linger(2);

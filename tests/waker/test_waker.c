@@ -262,18 +262,6 @@ static void t_wake_before_park_and_twice(void)
  * its next park returns at once, the one after that blocks. A "gate" ULT
  * holds the parker's stream while the wakes are sent.
  */
-typedef struct {
-    atomic_int running;
-    atomic_int open;
-} gate_t;
-
-static void gate_ult(void *arg)
-{
-    gate_t *g = arg;
-    atomic_store(&g->running, 1);
-    while (!atomic_load(&g->open))
-        sched_yield(); /* holds the stream: nothing else of it runs */
-}
 
 static void permit_ult(void *arg)
 {
@@ -302,11 +290,10 @@ static void t_wakes_while_queued(void)
     atomic_store(&e.phase, 2);
     CH_WAIT(ch_thread_state(e.t) == COEXEC_UNIT_BLOCKED);
     CH_ASSERT_EQ(atomic_load(&e.phase), 2);
-    gate_t g;
-    atomic_init(&g.running, 0);
-    atomic_init(&g.open, 0);
+    ch_gate_t g;
+    ch_gate_init(&g);
     coexec_thread_t gt;
-    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, gate_ult, &g, NULL, &gt));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, ch_gate_ult, &g, NULL, &gt));
     CH_WAIT(atomic_load(&g.running));
     CH_ASSERT_OK(coexec_waker_wake(e.w)); /* makes it ready */
     CH_ASSERT_EQ(ch_thread_state(e.t), COEXEC_UNIT_READY);
@@ -650,11 +637,10 @@ static void t_pending_wake_twice(void)
     CH_WAIT(atomic_load(&p.published) == 1);
     CH_WAIT(ch_tasklet_state(p.k) == COEXEC_UNIT_BLOCKED);
     /* hold the stream, then wake it many times from here and a thread */
-    gate_t g;
-    atomic_init(&g.running, 0);
-    atomic_init(&g.open, 0);
+    ch_gate_t g;
+    ch_gate_init(&g);
     coexec_thread_t gt;
-    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, gate_ult, &g, NULL, &gt));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, ch_gate_ult, &g, NULL, &gt));
     CH_WAIT(atomic_load(&g.running));
     atomic_fetch_add(&p.woken, 1);
     multi_wake_t m = {p.w, 100};
