@@ -226,6 +226,16 @@ typedef struct coexec_config {
      * ABT_STACK_OVERFLOW_CHECK=mprotect). A guard the program opened stays
      * open while its stack is reused. 0 (the default): the report. */
     int guard_app;
+    /* Bytes of data area every ULT and tasklet carries in its descriptor
+     * for the program (coexec_thread_get_data, coexec_tasklet_get_data,
+     * coexec_self_get_data; coexec/thread.h), rounded up to 64; default 0
+     * (none); 0..1024. Each descriptor grows by as much, and a runtime built
+     * on coexec keeps its per-unit record there instead of allocating one.
+     * The runtime never reads nor writes the area: a new unit finds there
+     * what the last unit of its descriptor left (zeros in a fresh one), so
+     * a creation that needs it set gives a data_init, which the runtime
+     * calls on the area before the unit is queued. */
+    size_t unit_data_size;
 } coexec_config_t;
 
 COEXEC_BEGIN_DECLS

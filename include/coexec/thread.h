@@ -34,6 +34,12 @@ typedef enum coexec_unit_state {
     COEXEC_UNIT_TERMINATED = 3 /* its function has returned */
 } coexec_unit_state_t;
 
+/* Fills a new unit's data area (coexec_config_t.unit_data_size) before the
+ * unit is queued: called once, by the creating call, on the creating
+ * thread, with the area and the ctx given with it. It must not call into
+ * the runtime with the new unit (it has no handle yet). */
+typedef void (*coexec_data_init_fn)(void *data, void *ctx);
+
 /* Attributes of a new ULT (coexec_thread_create and the other creators);
  * coexec_thread_attr_init fills the defaults. */
 typedef struct coexec_thread_attr {
@@ -51,6 +57,12 @@ typedef struct coexec_thread_attr {
     int pinned;        /* 1 = never stolen nor migrated (default 0) */
     const char *name;  /* a name for traces and tools (copied; default
                           NULL: none) */
+    /* Called on the new ULT's data area before it is queued, with
+     * data_ctx (default NULL: the area is left as it is). The creation
+     * fails with COEXEC_ENOENT when units have no data area
+     * (coexec_config_t.unit_data_size 0). */
+    coexec_data_init_fn data_init;
+    void *data_ctx;    /* data_init's second argument (default NULL) */
 } coexec_thread_attr_t;
 
 /* Where a ULT's stack is, as coexec_thread_get_stack reports it. */
@@ -466,6 +478,31 @@ COEXEC_API COEXEC_NODISCARD int coexec_unit_get_last_rank(coexec_unit_t unit,
                                                           int *rank);
 
 /*
+ * The data area of a unit: coexec_config_t.unit_data_size bytes (rounded
+ * up to 64), 64-byte aligned, in the unit's descriptor. It is the
+ * program's from the unit's creation to its free, at the same address
+ * wherever the unit runs; the runtime never touches it. A new unit finds
+ * there what the last unit of its descriptor left, unless its creation
+ * gave a data_init (coexec_thread_attr_t, coexec_tasklet_create_init).
+ * Context: any thread. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_ENOENT (units have no data area:
+ * unit_data_size 0; or unit is a stacked scheduler's, whose area is the
+ * runtime's); COEXEC_EINVAL (data NULL); COEXEC_EHANDLE; COEXEC_ENOTINIT.
+ * *data is NULL on every error.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_unit_get_data(coexec_unit_t unit,
+                                                     void **data);
+
+/*
+ * The calling ULT's or tasklet's data area, as coexec_unit_get_data.
+ * Context: a ULT or a tasklet. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_ENOENT (units have no data area);
+ * COEXEC_ECONTEXT (an external thread or a scheduler); COEXEC_EINVAL (data
+ * NULL); COEXEC_ENOTINIT. *data is NULL on every error.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_self_get_data(void **data);
+
+/*
  * The unit handle of a ULT or a tasklet, for coexec_pool_push and
  * coexec_pool_pop. Pure conversions: no check is made here (the calls that
  * take the unit check it).
@@ -490,7 +527,20 @@ COEXEC_API COEXEC_NODISCARD int coexec_tasklet_create(coexec_pool_t pool,
                                                       coexec_tasklet_t *out);
 
 /*
- * The same, into the main pool of xstream xs.
+ * coexec_tasklet_create, with init(data, ctx) called on the new tasklet's
+ * data area (coexec_unit_get_data) before it is queued.
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: as coexec_tasklet_create; COEXEC_EINVAL also for init NULL;
+ * COEXEC_ENOENT (units have no data area: coexec_config_t.unit_data_size
+ * 0; nothing is created).
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_tasklet_create_init(coexec_pool_t pool, coexec_tasklet_fn_t fn,
+                           void *arg, coexec_data_init_fn init, void *ctx,
+                           coexec_tasklet_t *out);
+
+/*
+ * coexec_tasklet_create, into the main pool of xstream xs.
  * Context: any thread the pool's access mode allows to push. Switches: never.
  * Returns: as coexec_tasklet_create, COEXEC_EHANDLE also for a bad xs;
  * COEXEC_ESTATE (xs has been joined).

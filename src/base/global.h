@@ -40,6 +40,8 @@ struct coexec_unit_rec;
 /* Guard regions below runtime-mapped stacks (cfg.guard_size). */
 #define COEXEC__DEFAULT_GUARD ((size_t)4096)
 #define COEXEC__MAX_GUARD ((size_t)64 * 1024 * 1024)
+/* The largest data area a unit descriptor may carry (cfg.unit_data_size). */
+#define COEXEC__MAX_UNIT_DATA ((size_t)1024)
 
 enum rt_state { RT_OFF = 0, RT_ON = 1, RT_STOPPING = 2 };
 
@@ -62,6 +64,8 @@ struct coexec__global {
     size_t stack_size;     /* cached-size stacks, node included */
     size_t page_size;      /* the system's page size */
     size_t guard_size;     /* cfg.guard_size rounded up to pages */
+    size_t unit_data;      /* cfg.unit_data_size rounded up to 64: the data
+                              area after each unit descriptor */
     uint64_t idle_spin_ns; /* cfg.idle_spin_us in ns */
     /* Guards the stream registry (src/xstream/), the lists of pool and
      * scheduler records, the key table and stacking checks; never taken

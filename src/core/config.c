@@ -203,7 +203,7 @@ enum field_index {
     I_AFFINITY, I_IDLE_SPIN_US, I_PRINT_CONFIG, I_QUIET, I_SERVICE_THREADS,
     I_SERVICE_MAX_THREADS, I_SERVICE_SPIN_US, I_SERVICE_CPUS, I_SERVICE_IO,
     I_FJ_SLOTS, I_STATS, I_DUMP_SIGNAL, I_HANG_DUMP, I_TRACE, I_TRACE_EVENTS,
-    I_STREAM_SIGNALS, I_GUARD_APP, NFIELDS
+    I_STREAM_SIGNALS, I_GUARD_APP, I_UNIT_DATA_SIZE, NFIELDS
 };
 _Static_assert(NFIELDS <= 32, "apply_env marks the fields in a 32-bit mask");
 
@@ -253,6 +253,8 @@ static const struct field fields[NFIELDS] = {
     ROW(I_STREAM_SIGNALS, "COEXEC_STREAM_SIGNALS", stream_signals, F_BOOL, 0, 1,
         NULL),
     ROW(I_GUARD_APP, "COEXEC_GUARD_APP", guard_app, F_BOOL, 0, 1, NULL),
+    ROW(I_UNIT_DATA_SIZE, "COEXEC_UNIT_DATA_SIZE", unit_data_size, F_SIZE, 0,
+        COEXEC__MAX_UNIT_DATA, NULL),
 };
 
 /* "16K", "1G", "4096": a size as a person writes it. */

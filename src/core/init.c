@@ -161,6 +161,7 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     coexec__g.page_size = page;
     coexec__g.stack_size = (cfg.stack_size + page - 1) & ~(page - 1);
     coexec__g.guard_size = (cfg.guard_size + page - 1) & ~(page - 1);
+    coexec__g.unit_data = (cfg.unit_data_size + 63) & ~(size_t)63;
     coexec__g.idle_spin_ns = (uint64_t)cfg.idle_spin_us * 1000;
     memset(coexec__xsr.by_rank, 0, sizeof coexec__xsr.by_rank);
     coexec__xsr.num = 0;

@@ -93,6 +93,19 @@ static struct slab *slab_record(void *mem, size_t bytes, int is_stack)
 
 /* ---- descriptors --------------------------------------------------------- */
 
+/* The distance between descriptors in a slab: the record and its data area
+ * (cfg.unit_data_size; unit_data in thread/unit.h). Fixed from init to
+ * finalize, which unmaps every slab. */
+static size_t desc_stride(void)
+{
+    return sizeof(struct coexec_unit_rec) + coexec__g.unit_data;
+}
+
+static struct coexec_unit_rec *desc_at(void *base, size_t i)
+{
+    return (struct coexec_unit_rec *)(void *)((char *)base + i * desc_stride());
+}
+
 /* In a free batch, descriptors are chained through `next` and the chain's
  * length sits in the head's `id`. */
 static atom_ptr_t *desc_link(void *n)
@@ -108,7 +121,7 @@ static pthread_mutex_t ext_lock = PTHREAD_MUTEX_INITIALIZER;
  * only as descriptors are carved from them. */
 static bool desc_slab_new(struct unit_cache *c)
 {
-    size_t bytes = DESC_SLAB * sizeof(struct coexec_unit_rec);
+    size_t bytes = DESC_SLAB * desc_stride();
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -143,7 +156,8 @@ static struct coexec_unit_rec *desc_take(struct unit_cache *c)
     }
     if (!c->fresh_left && !desc_slab_new(c))
         return NULL;
-    u = c->fresh++;
+    u = c->fresh;
+    c->fresh = desc_at(u, 1);
     c->fresh_left--;
     atom_store_rlx_u64(&u->gen, gen_first());
     /* As a release leaves a free descriptor: the tag of its generation. */
@@ -196,8 +210,8 @@ bool coexec__unit_homed_in(const struct coexec_pool_rec *p)
     for (struct slab *s = slabs; s && !found; s = s->next) {
         if (s->is_stack)
             continue;
-        struct coexec_unit_rec *u = s->mem;
-        for (unsigned i = 0; i < DESC_SLAB && !found; i++, u++) {
+        for (unsigned i = 0; i < DESC_SLAB && !found; i++) {
+            struct coexec_unit_rec *u = desc_at(s->mem, i);
             if (atom_load_rlx_u64(&u->gen) == 0)
                 break;
             found = atom_load_acq_ptr(&u->pool) == p &&
@@ -392,9 +406,8 @@ void coexec__cache_each_unit(void (*fn)(struct coexec_unit_rec *u, void *arg),
     for (struct slab *s = slabs; s; s = s->next) {
         if (s->is_stack)
             continue;
-        struct coexec_unit_rec *u = s->mem;
-        for (size_t i = 0; i < s->bytes / sizeof *u; i++)
-            fn(&u[i], arg);
+        for (size_t i = 0; i < s->bytes / desc_stride(); i++)
+            fn(desc_at(s->mem, i), arg);
     }
     pthread_mutex_unlock(&slab_lock);
 }

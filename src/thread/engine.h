@@ -396,9 +396,15 @@ static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn
 {
     size_t ss = 0;
     void *ustack = NULL;
+    coexec_data_init_fn init = NULL;
     if (attr) {
         ss = attr->stack_size;
         ustack = attr->stack;
+        if (attr->size >= ATTR_HAS(data_ctx) && attr->data_init) {
+            if (!coexec__g.unit_data)
+                return COEXEC_ENOENT;
+            init = attr->data_init;
+        }
         if (ustack && (((uintptr_t)ustack & 15) || ss < COEXEC__USER_MIN_STACK))
             return COEXEC_EINVAL;
         if (ss && (ss < COEXEC__USER_MIN_STACK || ss > COEXEC_MAX_STACK))
@@ -447,6 +453,8 @@ static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn
             return rc;
         }
     }
+    if (init)
+        init(unit_data(u), attr->data_ctx);
     *out = u;
     return COEXEC_OK;
 }

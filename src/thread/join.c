@@ -391,6 +391,8 @@ COEXEC_API int coexec_thread_attr_init(coexec_thread_attr_t *attr)
     attr->priority = 0;
     attr->pinned = 0;
     attr->name = NULL;
+    attr->data_init = NULL;
+    attr->data_ctx = NULL;
     return COEXEC_OK;
 }
 
@@ -441,6 +443,7 @@ COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
 
 static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
                                         coexec_tasklet_fn_t fn, void *arg,
+                                        coexec_data_init_fn init, void *ctx,
                                         coexec_tasklet_t *out);
 
 /*
@@ -454,7 +457,9 @@ static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
  */
 static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
                                               coexec_tasklet_fn_t fn,
-                                              void *arg, coexec_tasklet_t *out)
+                                              void *arg,
+                                              coexec_data_init_fn init,
+                                              void *ctx, coexec_tasklet_t *out)
 {
     struct coexec_pool_rec *p = pool.p;
     struct coexec_xstream_rec *xs = xs_self_entry();
@@ -478,6 +483,8 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
     u->fn.tasklet = fn;
     u->arg = arg;
     SET_OUT(out, u);
+    if (init)
+        init(unit_data(u), ctx);
     coexec__pool_push_as(p, u, PUSH_NEW, xs);
     return true;
 }
@@ -485,13 +492,30 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
 COEXEC_API int coexec_tasklet_create(coexec_pool_t pool, coexec_tasklet_fn_t fn,
                                      void *arg, coexec_tasklet_t *out)
 {
-    if (LIKELY(tasklet_create_fast(pool, fn, arg, out)))
+    if (LIKELY(tasklet_create_fast(pool, fn, arg, NULL, NULL, out)))
         return COEXEC_OK;
-    return tasklet_create_slow(pool, fn, arg, out);
+    return tasklet_create_slow(pool, fn, arg, NULL, NULL, out);
+}
+
+COEXEC_API int coexec_tasklet_create_init(coexec_pool_t pool,
+                                          coexec_tasklet_fn_t fn, void *arg,
+                                          coexec_data_init_fn init, void *ctx,
+                                          coexec_tasklet_t *out)
+{
+    if (LIKELY(init && coexec__g.unit_data &&
+               tasklet_create_fast(pool, fn, arg, init, ctx, out)))
+        return COEXEC_OK;
+    RT_CHECK();
+    if (!init)
+        return COEXEC_EINVAL;
+    if (!coexec__g.unit_data)
+        return COEXEC_ENOENT;
+    return tasklet_create_slow(pool, fn, arg, init, ctx, out);
 }
 
 static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
                                         coexec_tasklet_fn_t fn, void *arg,
+                                        coexec_data_init_fn init, void *ctx,
                                         coexec_tasklet_t *out)
 {
     RT_CHECK();
@@ -506,6 +530,8 @@ static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
     if (rc)
         return rc;
     SET_OUT(out, u);
+    if (init)
+        init(unit_data(u), ctx);
     queue_new(pool.p, u);
     return COEXEC_OK;
 }

@@ -291,6 +291,38 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
     return COEXEC_OK;
 }
 
+/* The data area of u, a live unit, in *data: ENOENT when there is none for
+ * the program (no area configured, or a scheduler's unit). */
+static int unit_data_of(struct coexec_unit_rec *u, void **data)
+{
+    if (!coexec__g.unit_data || (u->flags & UF_SCHED))
+        return COEXEC_ENOENT;
+    *data = unit_data(u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_unit_get_data(coexec_unit_t unit, void **data)
+{
+    if (!data)
+        return COEXEC_EINVAL;
+    *data = NULL;
+    int rc = unit_handle(unit);
+    return rc ? rc : unit_data_of(unit.p, data);
+}
+
+COEXEC_API int coexec_self_get_data(void **data)
+{
+    if (!data)
+        return COEXEC_EINVAL;
+    *data = NULL;
+    RT_CHECK();
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    struct coexec_unit_rec *u = xs ? xs->cur : NULL;
+    if (!u || (u->flags & UF_SCHED))
+        return COEXEC_ECONTEXT; /* an external thread or a scheduler */
+    return unit_data_of(u, data);
+}
+
 COEXEC_API int coexec_unit_get_id(coexec_unit_t unit, uint64_t *id)
 {
     if (!id)

@@ -277,4 +277,11 @@ unit_pool(struct coexec_unit_rec *u)
 _Static_assert(sizeof(struct coexec_unit_rec) <= 128,
                "unit descriptor must fit two cache lines");
 
+/* u's data area (coexec_config_t.unit_data_size, coexec__g.unit_data
+ * bytes): right after the record in its slab (src/mem/cache.c). */
+static ALWAYS_INLINE void *unit_data(struct coexec_unit_rec *u)
+{
+    return (char *)u + sizeof *u;
+}
+
 #endif /* COEXEC_THREAD_UNIT_H */

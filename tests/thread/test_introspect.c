@@ -13,6 +13,11 @@
  *              bad arguments, stale handles, before init
  *   cpus       re-pinning a stream from another thread and from itself,
  *              CPUs the machine lacks left out, counts; errors
+ *   data       units' data areas (coexec_config_t.unit_data_size): filled
+ *              before the queue by data_init, the same to the unit and its
+ *              creator wherever it runs, never overlapping; another size
+ *              after a finalize; no area; bad arguments, stale handles,
+ *              wrong callers
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -427,6 +432,286 @@ static void t_cpus(void)
     CH_ASSERT_RC(coexec_xstream_get_cpus(x0, got, 1, &n), COEXEC_ENOTINIT);
 }
 
+
+/* ======================================================================= */
+/* data                                                                     */
+/* ======================================================================= */
+
+#define DATA_BYTES 100 /* rounded up to 128 */
+#define DATA_MAGIC 0x64617461u
+
+/* What a unit's area holds: the creator's stamp at the front, then the
+ * unit's own pattern over the rest of the area. */
+typedef struct {
+    uint32_t magic;
+    uint32_t index;
+} stamp_t;
+
+static void stamp_init(void *data, void *ctx)
+{
+    stamp_t *st = data;
+    st->magic = DATA_MAGIC;
+    st->index = (uint32_t)(uintptr_t)ctx;
+}
+
+static atomic_long g_data_bad, g_data_ran;
+static size_t g_data_len; /* bytes of each area the units fill */
+
+/* Fills the area after the stamp with a pattern of index, and checks it. */
+static void pattern_fill(unsigned char *a, uint32_t index)
+{
+    for (size_t i = sizeof(stamp_t); i < g_data_len; i++)
+        a[i] = (unsigned char)(index * 31u + i);
+}
+static bool pattern_ok(const unsigned char *a, uint32_t index)
+{
+    for (size_t i = sizeof(stamp_t); i < g_data_len; i++)
+        if (a[i] != (unsigned char)(index * 31u + i))
+            return false;
+    return true;
+}
+
+/* A unit's check of its own area: what coexec_self_get_data gives is
+ * aligned, stamped by its creation with the index it was given, and keeps
+ * the pattern the unit wrote across yields (and the moves those allow). */
+static bool data_self_check(uint32_t index, void **first)
+{
+    void *d = NULL;
+    if (coexec_self_get_data(&d) != COEXEC_OK || !d ||
+        ((uintptr_t)d & 63) != 0)
+        return false;
+    stamp_t *st = d;
+    if (st->magic != DATA_MAGIC || st->index != index)
+        return false;
+    if (*first == NULL) {
+        *first = d;
+        pattern_fill(d, index);
+        return true;
+    }
+    return d == *first && pattern_ok(d, index);
+}
+
+static void data_ult(void *arg)
+{
+    uint32_t index = (uint32_t)(uintptr_t)arg;
+    void *first = NULL;
+    bool ok = data_self_check(index, &first);
+    for (int i = 0; i < 3 && ok; i++) {
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+        ok = data_self_check(index, &first);
+    }
+    if (!ok)
+        atomic_fetch_add(&g_data_bad, 1);
+    atomic_fetch_add(&g_data_ran, 1);
+}
+
+static coexec_poll_status_t data_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    void *first = NULL;
+    if (!data_self_check((uint32_t)(uintptr_t)arg, &first))
+        atomic_fetch_add(&g_data_bad, 1);
+    atomic_fetch_add(&g_data_ran, 1);
+    return COEXEC_READY;
+}
+
+static void data_init_rt(int nxs, size_t bytes)
+{
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
+    cfg.num_xstreams = nxs;
+    cfg.sched_kind = COEXEC_SCHED_RANDWS; /* units move between streams */
+    cfg.unit_data_size = bytes;
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+}
+
+/* ULTs and tasklets on every stream's pool, each made with a data_init:
+ * each sees its own stamped area, the same the creator sees, at the same
+ * address across yields; the areas of units alive together never overlap
+ * (each keeps the pattern it wrote over all of its area); the creator
+ * reads the unit's last pattern after its join. */
+static void data_areas(int nxs, size_t bytes, size_t len)
+{
+    data_init_rt(nxs, bytes);
+    g_data_len = len;
+    atomic_store(&g_data_bad, 0);
+    atomic_store(&g_data_ran, 0);
+    long n = ch_iters(4000, 200);
+    coexec_thread_t *t = calloc((size_t)n, sizeof *t);
+    coexec_tasklet_t *k = calloc((size_t)n, sizeof *k);
+    CU_ASSERT_FATAL(t && k);
+    coexec_thread_attr_t attr;
+    CH_ASSERT_OK(coexec_thread_attr_init(&attr));
+    attr.data_init = stamp_init;
+    long wrong_creator_view = 0;
+    for (long i = 0; i < n; i++) {
+        coexec_pool_t pool = ch_main_pool((int)(i % nxs));
+        uint32_t ti = (uint32_t)(2 * i), ki = (uint32_t)(2 * i + 1);
+        attr.data_ctx = (void *)(uintptr_t)ti;
+        CH_ASSERT_OK_FATAL(coexec_thread_create(pool, data_ult,
+                                                (void *)(uintptr_t)ti, &attr,
+                                                &t[i]));
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create_init(
+            pool, data_tasklet, (void *)(uintptr_t)ki, stamp_init,
+            (void *)(uintptr_t)ki, &k[i]));
+    }
+    for (long i = 0; i < n; i++) {
+        void *dt = NULL, *dk = NULL;
+        CH_ASSERT_OK(coexec_thread_join(t[i]));
+        CH_ASSERT_OK(coexec_tasklet_join(k[i]));
+        CH_ASSERT_OK(coexec_unit_get_data(coexec_thread_unit(t[i]), &dt));
+        CH_ASSERT_OK(coexec_unit_get_data(coexec_tasklet_unit(k[i]), &dk));
+        wrong_creator_view +=
+            !dt || !dk || dt == dk || ((stamp_t *)dt)->index != 2 * i ||
+            ((stamp_t *)dk)->index != 2 * i + 1 ||
+            !pattern_ok(dt, (uint32_t)(2 * i)) ||
+            !pattern_ok(dk, (uint32_t)(2 * i + 1));
+    }
+    for (long i = 0; i < n; i++) {
+        CH_ASSERT_OK(coexec_thread_free(&t[i]));
+        CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
+    }
+    CH_ASSERT_EQ(atomic_load(&g_data_ran), 2 * n);
+    CH_ASSERT_EQ(atomic_load(&g_data_bad), 0);
+    CH_ASSERT_EQ(wrong_creator_view, 0);
+    free(t);
+    free(k);
+    ch_finalize();
+}
+
+static void t_data_areas(void) { data_areas(4, DATA_BYTES, 128); }
+
+/* The size is fixed from init to finalize: a later init with the largest
+ * size lays its descriptors out anew, and the main ULT has an area too. */
+static void t_data_resize(void)
+{
+    data_areas(3, 64, 64);
+    data_areas(3, 1024, 1024);
+    data_init_rt(1, 1);
+    void *d = NULL;
+    CH_ASSERT_OK(coexec_self_get_data(&d));
+    CU_ASSERT(d != NULL && ((uintptr_t)d & 63) == 0);
+    if (d)
+        memset(d, 0x5a, 64); /* rounded up to 64: all of it is ours */
+    ch_finalize();
+}
+
+static void data_from_thread(void *arg)
+{
+    int *rc = arg;
+    void *d = (void *)1;
+    *rc = coexec_self_get_data(&d);
+    if (d)
+        *rc = 12345; /* must be cleared on error */
+}
+
+static coexec_poll_status_t plain_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    return COEXEC_READY;
+}
+
+static void t_data_errors(void)
+{
+    void *d = (void *)1;
+    coexec_unit_t none = {0};
+    /* Before init. */
+    CH_ASSERT_RC(coexec_self_get_data(&d), COEXEC_ENOTINIT);
+    CU_ASSERT(d == NULL);
+    d = (void *)1;
+    CH_ASSERT_RC(coexec_unit_get_data(none, &d), COEXEC_ENOTINIT);
+    CU_ASSERT(d == NULL);
+    /* Beyond the largest size. */
+    coexec_config_t cfg;
+    CH_ASSERT_OK(coexec_config_init(&cfg));
+    CU_ASSERT_EQUAL(cfg.unit_data_size, 0);
+    cfg.unit_data_size = 1025;
+    CH_ASSERT_RC(coexec_init(&cfg), COEXEC_EINVAL);
+    CU_ASSERT(!coexec_initialized());
+
+    /* No area (the default). */
+    ch_init(2);
+    coexec_pool_t pool = ch_main_pool(1);
+    coexec_tasklet_t k;
+    CH_ASSERT_OK(coexec_tasklet_create(pool, plain_tasklet, NULL, &k));
+    d = (void *)1;
+    CH_ASSERT_RC(coexec_unit_get_data(coexec_tasklet_unit(k), &d),
+                 COEXEC_ENOENT);
+    CU_ASSERT(d == NULL);
+    d = (void *)1;
+    CH_ASSERT_RC(coexec_self_get_data(&d), COEXEC_ENOENT);
+    CU_ASSERT(d == NULL);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    size_t before = 0, after = 0;
+    CH_ASSERT_OK(coexec_pool_get_size(pool, &before));
+    coexec_tasklet_t k2 = {0};
+    CH_ASSERT_RC(coexec_tasklet_create_init(pool, plain_tasklet, NULL,
+                                            stamp_init, NULL, &k2),
+                 COEXEC_ENOENT);
+    coexec_thread_attr_t attr;
+    CH_ASSERT_OK(coexec_thread_attr_init(&attr));
+    CU_ASSERT(attr.data_init == NULL && attr.data_ctx == NULL);
+    attr.data_init = stamp_init;
+    coexec_thread_t t;
+    CH_ASSERT_RC(coexec_thread_create(pool, data_ult, NULL, &attr, &t),
+                 COEXEC_ENOENT);
+    CH_ASSERT_OK(coexec_pool_get_size(pool, &after));
+    CH_ASSERT_EQ(after, before); /* nothing was created */
+    ch_finalize();
+
+    /* With an area: the wrong arguments and callers. */
+    data_init_rt(2, 64);
+    pool = ch_main_pool(0);
+    CH_ASSERT_RC(coexec_tasklet_create_init(pool, plain_tasklet, NULL, NULL,
+                                            NULL, &k2),
+                 COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_create_init(pool, NULL, NULL, stamp_init,
+                                            NULL, &k2),
+                 COEXEC_EINVAL);
+    coexec_pool_t stale;
+    CH_ASSERT_OK(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                    &stale));
+    coexec_pool_t copy = stale;
+    CH_ASSERT_OK(coexec_pool_free(&stale));
+    CH_ASSERT_RC(coexec_tasklet_create_init(copy, plain_tasklet, NULL,
+                                            stamp_init, NULL, &k2),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_get_data(none, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_self_get_data(NULL), COEXEC_EINVAL);
+    d = (void *)1;
+    CH_ASSERT_RC(coexec_unit_get_data(none, &d), COEXEC_EHANDLE);
+    CU_ASSERT(d == NULL);
+    /* A freed unit's handle. */
+    CH_ASSERT_OK(coexec_tasklet_create_init(pool, plain_tasklet, NULL,
+                                            stamp_init, (void *)7, &k));
+    coexec_tasklet_t kcopy = k;
+    void *dk = NULL;
+    CH_ASSERT_OK(coexec_unit_get_data(coexec_tasklet_unit(k), &dk));
+    CU_ASSERT(dk && ((stamp_t *)dk)->magic == DATA_MAGIC &&
+              ((stamp_t *)dk)->index == 7);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    d = (void *)1;
+    CH_ASSERT_RC(coexec_unit_get_data(coexec_tasklet_unit(kcopy), &d),
+                 COEXEC_EHANDLE);
+    CU_ASSERT(d == NULL);
+    /* From a thread that is no unit. */
+    int rc = 0;
+    ch_pthread_t th;
+    ch_pthread_run(&th, data_from_thread, &rc);
+    ch_pthread_join(&th);
+    CH_ASSERT_RC(rc, COEXEC_ECONTEXT);
+    /* Detached, the area is filled all the same (the unit checks it). */
+    atomic_store(&g_data_bad, 0);
+    atomic_store(&g_data_ran, 0);
+    g_data_len = 64;
+    CH_ASSERT_OK(coexec_tasklet_create_init(pool, data_tasklet, (void *)9,
+                                            stamp_init, (void *)9, NULL));
+    CH_WAIT(atomic_load(&g_data_ran) == 1);
+    CH_ASSERT_EQ(atomic_load(&g_data_bad), 0);
+    ch_finalize();
+}
+
 /* ======================================================================= */
 
 static const ch_test_t stack_tests[] = {
@@ -443,10 +728,15 @@ static const ch_test_t last_rank_tests[] = {
     {NULL, NULL}};
 
 static const ch_test_t cpus_tests[] = {{"set_get", t_cpus}, {NULL, NULL}};
+static const ch_test_t data_tests[] = {{"areas", t_data_areas},
+                                       {"resize", t_data_resize},
+                                       {"errors", t_data_errors},
+                                       {NULL, NULL}};
 
 static const ch_suite_t suites[] = {{"stack", stack_tests},
                                     {"last_rank", last_rank_tests},
                                     {"cpus", cpus_tests},
+                                    {"data", data_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
