@@ -122,6 +122,28 @@ coexec_thread_create_on(coexec_xstream_t xs, coexec_thread_fn_t fn, void *arg,
                         const coexec_thread_attr_t *attr, coexec_thread_t *out);
 
 /*
+ * Starts a new ULT running fn(arg) in the descriptor of *t, a ULT that has
+ * finished (joined or not) but has not been freed, and queues it into
+ * pool: what create would do, without taking a descriptor. *t is renewed
+ * (written before the ULT is queued); every other copy of the old handle
+ * goes stale (COEXEC_EHANDLE), and of a revive and a free through two
+ * copies exactly one succeeds. The new ULT keeps the old one's stack
+ * attributes (the caller's stack, or the stack size), priority, pinning
+ * and data area bytes (coexec_unit_get_data); it gets a new id, no key
+ * values and no name. It is still to be joined and freed, and may be
+ * revived again.
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: COEXEC_OK; COEXEC_EINVAL (t or fn NULL); COEXEC_EHANDLE (a bad
+ * pool, a freed, stale or foreign *t, or a tasklet's); COEXEC_ESTATE (*t
+ * has not finished, or a join of it is still returning);
+ * COEXEC_EPERM (the primary's main ULT); COEXEC_EACCESS; COEXEC_ENOTINIT.
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_thread_revive(coexec_pool_t pool,
+                                                     coexec_thread_fn_t fn,
+                                                     void *arg,
+                                                     coexec_thread_t *t);
+
+/*
  * Waits until t has finished. If t has not started it runs now, in place:
  * taken from its pool, or, when the caller popped it out of its pool
  * itself (coexec_pool_pop), from the caller's hands. A unit someone else
@@ -538,6 +560,19 @@ COEXEC_API COEXEC_NODISCARD int
 coexec_tasklet_create_init(coexec_pool_t pool, coexec_tasklet_fn_t fn,
                            void *arg, coexec_data_init_fn init, void *ctx,
                            coexec_tasklet_t *out);
+
+/*
+ * A new tasklet running fn(cx, arg) in the descriptor of *k, a tasklet that
+ * has finished but has not been freed, queued into pool: as
+ * coexec_thread_revive for a ULT (*k renewed, other copies stale, the data
+ * area's bytes kept).
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: as coexec_thread_revive (COEXEC_EHANDLE also for a ULT's *k).
+ */
+COEXEC_API COEXEC_NODISCARD int coexec_tasklet_revive(coexec_pool_t pool,
+                                                      coexec_tasklet_fn_t fn,
+                                                      void *arg,
+                                                      coexec_tasklet_t *k);
 
 /*
  * coexec_tasklet_create, into the main pool of xstream xs.

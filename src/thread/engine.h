@@ -135,18 +135,60 @@ static ALWAYS_INLINE bool unit_release_handle(struct coexec_xstream_rec *xs,
     return true;
 }
 
-/* Gives u, made on stream xs, the next id of the stream's block, and
- * counts it live there: ids and the leak count stay per stream, with no
- * shared atomic but once per 4,096 units. */
-static ALWAYS_INLINE void unit_count_new(struct coexec_xstream_rec *xs,
-                                         struct coexec_unit_rec *u)
+/* Gives u, made on stream xs (NULL: an external thread), the next id: of
+ * the stream's block, with no shared atomic but once per 4,096 units. */
+static ALWAYS_INLINE void unit_new_id(struct coexec_xstream_rec *xs,
+                                      struct coexec_unit_rec *u)
 {
+    if (UNLIKELY(!xs)) {
+        u->id = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1);
+        return;
+    }
     if (UNLIKELY(xs->id_next == xs->id_end)) {
         xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
         xs->id_end = xs->id_next + 4096;
     }
     u->id = xs->id_next++;
+}
+
+/* Gives u, made on stream xs, its id and counts it live there: ids and
+ * the leak count stay per stream. */
+static ALWAYS_INLINE void unit_count_new(struct coexec_xstream_rec *xs,
+                                         struct coexec_unit_rec *u)
+{
+    unit_new_id(xs, u);
     xs->live_units++;
+}
+
+/* The fields of a new incarnation of u, of kind: unqueued, ready, never
+ * run, with only the flags in keep left (the caller sets its id, function
+ * and argument; the generation and the wake word's tag are the caller's
+ * to have set). Kind and flags are written only when they change: a
+ * holder of a stale handle may read them before its generation check
+ * fails (a revive's racing free). */
+static ALWAYS_INLINE void unit_reset(struct coexec_unit_rec *u, int kind,
+                                     uint8_t keep)
+{
+    u->next = u->prev = NULL;
+    atom_store_rlx_ptr(&u->pool, NULL);
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    /* Release: a stale joiner whose compare-and-swap reads this 0 also
+     * sees the new generation (join_unit re-checks it). */
+    atom_store_rel_uptr(&u->join, 0);
+    if (u->kind != kind)
+        u->kind = (uint8_t)kind;
+    unit_inpool_set(u, 0);
+    if (u->flags & ~keep)
+        u->flags &= keep;
+    __atomic_store_n(&u->rflags, 0, __ATOMIC_RELAXED); /* join_result */
+    u->sp = NULL;
+    u->stack = NULL;
+    u->keys = NULL;
+    u->bound_rank = -1;
+    __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
+    atom_store_rlx_u32(&u->attrs, 0);
+    atom_store_rlx_uptr(&u->dest, 0);
+    u->tsan_fiber = NULL;
 }
 
 /* A fresh descriptor of kind for a unit made on stream xs (NULL: an
@@ -160,28 +202,11 @@ unit_new(struct coexec_xstream_rec *xs, int kind)
         return NULL;
     /* gen was bumped when the descriptor was freed (or set when carved),
      * and the wake word holds its tag (unit_recycle, desc_take). */
-    u->next = u->prev = NULL;
-    atom_store_rlx_ptr(&u->pool, NULL);
-    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
-    /* Release: a stale joiner whose compare-and-swap reads this 0 also
-     * sees the new generation (join_unit re-checks it). */
-    atom_store_rel_uptr(&u->join, 0);
-    u->kind = (uint8_t)kind;
-    unit_inpool_set(u, 0);
-    u->flags = 0;
-    u->rflags = 0;
-    u->sp = NULL;
-    u->stack = NULL;
-    u->keys = NULL;
-    u->bound_rank = -1;
-    __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
-    atom_store_rlx_u32(&u->attrs, 0);
-    atom_store_rlx_uptr(&u->dest, 0);
-    u->tsan_fiber = NULL;
+    unit_reset(u, kind, 0);
     if (LIKELY(xs)) {
         unit_count_new(xs, u);
     } else {
-        u->id = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1);
+        unit_new_id(NULL, u);
         atom_fadd_rlx_u64(&coexec__g.live_units, 1);
     }
     return u;

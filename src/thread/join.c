@@ -82,10 +82,15 @@ static ALWAYS_INLINE void run_in_place(struct coexec_xstream_rec *xs, struct coe
     atom_store_rlx_u32(&self->state, COEXEC_UNIT_RUNNING);
 }
 
-/* What a join reports of a finished unit: it ran, or it could not. */
+/* What a join reports of a finished unit: it ran, or it could not.
+ * (Relaxed: the join of a stale copy reads it before its generation check
+ * fails, while a revive may be clearing it.) */
 static ALWAYS_INLINE int join_result(const struct coexec_unit_rec *u)
 {
-    return UNLIKELY(u->rflags & RF_NOSTACK) ? COEXEC_ENOMEM : COEXEC_OK;
+    return UNLIKELY(__atomic_load_n(&u->rflags, __ATOMIC_RELAXED) &
+                    RF_NOSTACK)
+               ? COEXEC_ENOMEM
+               : COEXEC_OK;
 }
 
 /* The registered joiner of u, which finished (join word j), leaves: the
@@ -752,6 +757,77 @@ COEXEC_API int coexec_tasklet_wait_free(coexec_tasklet_t *k)
     if (LIKELY(rc >= 0))
         return rc;
     return tasklet_free_slow(k, JOIN_RUN_SERVED);
+}
+
+/*
+ * A new unit in the descriptor of the finished, joined unit *pp (handle
+ * generation *gp), running fn(arg) from pool p. The handle's generation is
+ * taken from it by one compare-and-swap, as a free takes it, so that of a
+ * revive and a free through copies of one handle exactly one wins; the
+ * new generation is written back before the unit is queued. Kept: the
+ * stack the ULT was given (its own memory, or its size), its priority and
+ * pinning, the data area's bytes. New: its id, state, keys, name.
+ */
+static int revive_common(coexec_pool_t pool, void *fn, void *arg,
+                         struct coexec_unit_rec **pp, uint64_t *gp,
+                         bool tasklet)
+{
+    RT_CHECK();
+    if (!pp || !gp || !fn)
+        return COEXEC_EINVAL;
+    int rc = CHECK_HANDLE(pool);
+    if (rc)
+        return rc;
+    struct coexec_unit_rec *u = *pp;
+    uint64_t gen = *gp;
+    if ((rc = check_unit(u, gen, tasklet)) != COEXEC_OK)
+        return rc;
+    if (u->kind == UNIT_MAIN)
+        return COEXEC_EPERM;
+    /* Acquire: pairs with the finisher's release of JOIN_DONE. */
+    if (atom_load_acq_uptr(&u->join) != JOIN_DONE)
+        return COEXEC_ESTATE; /* running, queued, or a join under way */
+    if ((rc = pool_check(pool.p, true)) != COEXEC_OK)
+        return rc;
+    uint64_t next = gen_next(gen);
+    if (!atom_cas_ar_u64(&u->gen, &gen, next))
+        return COEXEC_EHANDLE; /* a free or revive of a copy won */
+    /* Wakes aimed at the finished incarnation fail from now on. */
+    atom_store_rlx_u32(&u->wake, wake_tag_of(next));
+    void *ustack = (u->flags & UF_USER_STACK) ? u->stack : NULL;
+    uint32_t attrs = atom_load_rlx_u32(&u->attrs);
+    unit_reset(u, u->kind, UF_USER_STACK | UF_BIG_STACK);
+    atom_store_rlx_u32(&u->attrs, attrs);
+    if (ustack) {
+        u->stack = ustack;
+        canary_set(ustack);
+    }
+    if (tasklet) {
+        atom_store_rlx_ptr(&u->tnode.who, NULL); /* on no wait list */
+        u->fn.tasklet = (coexec_tasklet_fn_t)fn;
+    } else {
+        u->fn.thread = (coexec_thread_fn_t)fn;
+    }
+    u->arg = arg;
+    unit_new_id(xs_self_entry(), u);
+    *gp = next;
+    queue_new(pool.p, u);
+    return COEXEC_OK;
+}
+
+COEXEC_API int coexec_thread_revive(coexec_pool_t pool, coexec_thread_fn_t fn,
+                                    void *arg, coexec_thread_t *t)
+{
+    return revive_common(pool, (void *)fn, arg, t ? &t->p : NULL,
+                         t ? &t->gen : NULL, false);
+}
+
+COEXEC_API int coexec_tasklet_revive(coexec_pool_t pool,
+                                     coexec_tasklet_fn_t fn, void *arg,
+                                     coexec_tasklet_t *k)
+{
+    return revive_common(pool, (void *)fn, arg, k ? &k->p : NULL,
+                         k ? &k->gen : NULL, true);
 }
 
 int coexec__join_unit(struct coexec_unit_rec *u)

@@ -1256,6 +1256,337 @@ static void t_wrong_callers(void)
 }
 
 /* ======================================================================= */
+/* revive                                                                   */
+/* ======================================================================= */
+
+#define REV_STREAMS 4
+#define REV_MAGIC 0x72657669u
+
+typedef struct {
+    atomic_long runs;      /* of this unit, over all its incarnations */
+    atomic_long last_round;
+    atomic_int bad;        /* a check of the unit's own failed */
+    coexec_key_t key;
+    void *stack_base;      /* ULTs on a stack of the test's: its base */
+} rev_t;
+
+typedef struct {
+    rev_t *r;
+    long round;
+} rev_arg_t;
+
+/* In every incarnation: the data area still holds the stamp its first
+ * creation wrote; a ULT starts with no key value, sets one, yields. */
+static bool rev_self_checks(rev_t *r, bool ult)
+{
+    void *d = NULL;
+    if (coexec_self_get_data(&d) != COEXEC_OK || !d ||
+        *(uint32_t *)d != REV_MAGIC)
+        return false;
+    if (!ult)
+        return true;
+    void *v = (void *)1;
+    if (coexec_key_get(r->key, &v) != COEXEC_OK || v != NULL ||
+        coexec_key_set(r->key, r) != COEXEC_OK || coexec_yield() != COEXEC_OK)
+        return false;
+    if (r->stack_base) {
+        coexec_thread_t me;
+        coexec_stack_info_t si;
+        if (coexec_thread_self(&me) != COEXEC_OK ||
+            coexec_thread_get_stack(me, &si) != COEXEC_OK ||
+            si.base != r->stack_base)
+            return false;
+    }
+    return true;
+}
+
+static void rev_ult(void *arg)
+{
+    rev_arg_t *a = arg;
+    if (!rev_self_checks(a->r, true))
+        atomic_store(&a->r->bad, 1);
+    atomic_store(&a->r->last_round, a->round);
+    atomic_fetch_add(&a->r->runs, 1);
+}
+
+static coexec_poll_status_t rev_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    rev_arg_t *a = arg;
+    if (!rev_self_checks(a->r, false))
+        atomic_store(&a->r->bad, 1);
+    atomic_store(&a->r->last_round, a->round);
+    atomic_fetch_add(&a->r->runs, 1);
+    return COEXEC_READY;
+}
+
+static void rev_stamp(void *data, void *ctx)
+{
+    (void)ctx;
+    *(uint32_t *)data = REV_MAGIC;
+}
+
+/* ULTs (on the runtime's stacks, a larger size, a stack of the test's)
+ * and tasklets revived round after round, each time into another stream's
+ * pool: each incarnation runs once with its own argument, gets a new id
+ * and no key values, keeps its stack and data area; the handle is renewed
+ * and the old copy is stale for every call. */
+static void t_revive_rounds(void)
+{
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
+    cfg.num_xstreams = REV_STREAMS;
+    cfg.unit_data_size = 64;
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    enum { NU = 12 };
+    long rounds = ch_iters(60, 6);
+    rev_t r[NU];
+    rev_arg_t *args = calloc((size_t)(NU * rounds), sizeof *args);
+    CU_ASSERT_FATAL(args != NULL);
+    coexec_key_t key;
+    CH_ASSERT_OK_FATAL(coexec_key_create(NULL, &key));
+    static char stack[3][64 * 1024] __attribute__((aligned(16)));
+    coexec_thread_t t[NU];
+    coexec_tasklet_t k[NU];
+    uint64_t id[NU];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < NU; i++) {
+        r[i].key = key;
+        args[i] = (rev_arg_t){&r[i], 0};
+        coexec_pool_t pool = ch_main_pool(i % REV_STREAMS);
+        if (i % 2) {
+            CH_ASSERT_OK_FATAL(coexec_tasklet_create_init(
+                pool, rev_tasklet, &args[i], rev_stamp, NULL, &k[i]));
+            continue;
+        }
+        coexec_thread_attr_t attr;
+        CH_ASSERT_OK(coexec_thread_attr_init(&attr));
+        attr.data_init = rev_stamp;
+        if (i % 6 == 2) {
+            attr.stack_size = 256 * 1024;
+        } else if (i % 6 == 4) {
+            attr.stack = stack[i / 6];
+            attr.stack_size = sizeof stack[0];
+            r[i].stack_base = stack[i / 6];
+        }
+        CH_ASSERT_OK_FATAL(coexec_thread_create(pool, rev_ult, &args[i], &attr,
+                                                &t[i]));
+    }
+    long stale_ok = 0, wrong_runs = 0, same_id = 0;
+    for (long round = 0; round < rounds; round++) {
+        for (int i = 0; i < NU; i++) {
+            coexec_unit_t u = i % 2 ? coexec_tasklet_unit(k[i])
+                                    : coexec_thread_unit(t[i]);
+            if (i % 2)
+                CH_ASSERT_OK(coexec_tasklet_join(k[i]));
+            else
+                CH_ASSERT_OK(coexec_thread_join(t[i]));
+            uint64_t now = 0;
+            CH_ASSERT_OK(coexec_unit_get_id(u, &now));
+            same_id += round > 0 && now == id[i];
+            id[i] = now;
+            wrong_runs += atomic_load(&r[i].runs) != round + 1 ||
+                          atomic_load(&r[i].last_round) != round;
+            if (round + 1 == rounds)
+                continue;
+            rev_arg_t *a = &args[(round + 1) * NU + i];
+            *a = (rev_arg_t){&r[i], round + 1};
+            coexec_pool_t pool = ch_main_pool((int)((i + round + 1) %
+                                                    REV_STREAMS));
+            if (i % 2) {
+                coexec_tasklet_t old = k[i];
+                CH_ASSERT_OK(coexec_tasklet_revive(pool, rev_tasklet, a,
+                                                   &k[i]));
+                CU_ASSERT(k[i].p == old.p && k[i].gen != old.gen);
+                stale_ok += coexec_tasklet_join(old) == COEXEC_OK;
+                stale_ok += coexec_tasklet_revive(pool, rev_tasklet, a,
+                                                  &old) == COEXEC_OK;
+                stale_ok += coexec_tasklet_free(&old) == COEXEC_OK;
+            } else {
+                coexec_thread_t old = t[i];
+                CH_ASSERT_OK(coexec_thread_revive(pool, rev_ult, a, &t[i]));
+                CU_ASSERT(t[i].p == old.p && t[i].gen != old.gen);
+                stale_ok += coexec_thread_join(old) == COEXEC_OK;
+                stale_ok += coexec_thread_revive(pool, rev_ult, a, &old) ==
+                            COEXEC_OK;
+                stale_ok += coexec_thread_free(&old) == COEXEC_OK;
+            }
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < NU; i++) {
+        bad += atomic_load(&r[i].bad);
+        if (i % 2)
+            CH_ASSERT_OK(coexec_tasklet_free(&k[i]));
+        else
+            CH_ASSERT_OK(coexec_thread_free(&t[i]));
+    }
+    CH_ASSERT_EQ(bad, 0);
+    CH_ASSERT_EQ(wrong_runs, 0);
+    CH_ASSERT_EQ(stale_ok, 0);
+    CH_ASSERT_EQ(same_id, 0);
+    CH_ASSERT_OK(coexec_key_delete(key));
+    free(args);
+    ch_finalize();
+}
+
+static coexec_poll_status_t rev_plain_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    return COEXEC_READY;
+}
+
+static void rev_block_ult(void *arg)
+{
+    CH_CHECK_RC(coexec_eventual_wait((coexec_eventual_t *)arg, NULL),
+                COEXEC_OK);
+}
+
+static void rev_nop_ult(void *arg) { (void)arg; }
+
+/* A unit not finished, the main ULT, wrong arguments and handles. */
+static void t_revive_errors(void)
+{
+    coexec_thread_t none = {0};
+    coexec_pool_t no_pool = {0};
+    CH_ASSERT_RC(coexec_thread_revive(no_pool, rev_nop_ult, NULL, &none),
+                 COEXEC_ENOTINIT);
+    ch_init(2);
+    coexec_pool_t pool = ch_main_pool(1);
+    coexec_eventual_t ev;
+    CH_ASSERT_OK_FATAL(coexec_eventual_init(&ev, 0));
+    coexec_thread_t t;
+    CH_ASSERT_OK_FATAL(coexec_thread_create(pool, rev_block_ult, &ev, NULL, &t));
+    /* Queued or blocked: not finished. */
+    CH_ASSERT_RC(coexec_thread_revive(pool, rev_nop_ult, NULL, &t),
+                 COEXEC_ESTATE);
+    CH_WAIT(ch_thread_state(t) == COEXEC_UNIT_BLOCKED);
+    CH_ASSERT_RC(coexec_thread_revive(pool, rev_nop_ult, NULL, &t),
+                 COEXEC_ESTATE);
+    CH_ASSERT_OK(coexec_eventual_set(&ev, NULL, 0));
+    CH_ASSERT_OK(coexec_thread_join(t));
+    CH_ASSERT_RC(coexec_thread_revive(pool, rev_nop_ult, NULL, NULL),
+                 COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_thread_revive(pool, NULL, NULL, &t), COEXEC_EINVAL);
+    coexec_pool_t gone;
+    CH_ASSERT_OK(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                    &gone));
+    coexec_pool_t gone_copy = gone;
+    CH_ASSERT_OK(coexec_pool_free(&gone));
+    CH_ASSERT_RC(coexec_thread_revive(gone_copy, rev_nop_ult, NULL, &t),
+                 COEXEC_EHANDLE);
+    /* A tasklet's handle given as a ULT's, and the other way round. */
+    coexec_tasklet_t k;
+    CH_ASSERT_OK(coexec_tasklet_create(pool, rev_plain_tasklet, NULL, &k));
+    CH_ASSERT_OK(coexec_tasklet_join(k));
+    coexec_thread_t as_ult = {k.p, k.gen};
+    CH_ASSERT_RC(coexec_thread_revive(pool, rev_nop_ult, NULL, &as_ult),
+                 COEXEC_EHANDLE);
+    coexec_tasklet_t as_tk = {t.p, t.gen};
+    CH_ASSERT_RC(coexec_tasklet_revive(pool, rev_plain_tasklet, NULL, &as_tk),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    /* Freed. */
+    coexec_thread_t copy = t;
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_RC(coexec_thread_revive(pool, rev_nop_ult, NULL, &copy),
+                 COEXEC_EHANDLE);
+    /* The primary's main ULT. */
+    coexec_thread_t me;
+    CH_ASSERT_OK(coexec_thread_self(&me));
+    CH_ASSERT_RC(coexec_thread_revive(pool, rev_nop_ult, NULL, &me),
+                 COEXEC_EPERM);
+    CH_ASSERT_OK(coexec_eventual_destroy(&ev));
+    ch_finalize();
+}
+
+/* A revive and a free of one finished ULT through two copies of its
+ * handle, from two streams at once (each racer waits until both are
+ * there): exactly one wins each time; a won revive runs its ULT, which
+ * the test then joins and frees through the renewed handle. */
+typedef struct {
+    coexec_thread_t rcopy, fcopy;
+    coexec_pool_t to;
+    atomic_int arrived, go;
+    int rrc, frc;
+    atomic_long ran;
+} rev_race_t;
+
+static void rev_count_ult(void *arg)
+{
+    atomic_fetch_add(&((rev_race_t *)arg)->ran, 1);
+}
+
+static void rev_race_wait(rev_race_t *x)
+{
+    atomic_fetch_add(&x->arrived, 1);
+    while (!atomic_load(&x->go))
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+}
+
+static void rev_race_reviver(void *arg)
+{
+    rev_race_t *x = arg;
+    rev_race_wait(x);
+    x->rrc = coexec_thread_revive(x->to, rev_count_ult, x, &x->rcopy);
+}
+
+static void rev_race_freer(void *arg)
+{
+    rev_race_t *x = arg;
+    rev_race_wait(x);
+    x->frc = coexec_thread_free(&x->fcopy);
+}
+
+static void t_revive_free_race(void)
+{
+    ch_init(3);
+    long n = ch_iters(2000, 100), both = 0, neither = 0, lost_runs = 0;
+    long revived = 0;
+    rev_race_t x;
+    for (long i = 0; i < n; i++) {
+        memset(&x, 0, sizeof x);
+        coexec_thread_t t, r, f;
+        CH_ASSERT_OK_FATAL(coexec_thread_create(ch_main_pool(0), rev_count_ult,
+                                                &x, NULL, &t));
+        CH_ASSERT_OK(coexec_thread_join(t));
+        x.rcopy = x.fcopy = t;
+        x.to = ch_main_pool((int)(i % 3));
+        int rs = 1 + (int)(i & 1); /* the racers swap streams */
+        CH_ASSERT_OK_FATAL(coexec_thread_create(ch_main_pool(rs),
+                                                rev_race_reviver, &x, NULL,
+                                                &r));
+        CH_ASSERT_OK_FATAL(coexec_thread_create(ch_main_pool(3 - rs),
+                                                rev_race_freer, &x, NULL, &f));
+        CH_WAIT(atomic_load(&x.arrived) == 2);
+        atomic_store(&x.go, 1);
+        CH_ASSERT_OK(coexec_thread_join(r));
+        CH_ASSERT_OK(coexec_thread_join(f));
+        CH_ASSERT_OK(coexec_thread_free(&r));
+        CH_ASSERT_OK(coexec_thread_free(&f));
+        both += x.rrc == COEXEC_OK && x.frc == COEXEC_OK;
+        neither += x.rrc != COEXEC_OK && x.frc != COEXEC_OK;
+        if (x.rrc == COEXEC_OK) {
+            revived++;
+            CH_ASSERT_RC(x.frc, COEXEC_EHANDLE);
+            CH_ASSERT_OK(coexec_thread_join(x.rcopy));
+            lost_runs += atomic_load(&x.ran) != 2;
+            CH_ASSERT_OK(coexec_thread_free(&x.rcopy));
+        } else {
+            CH_ASSERT_RC(x.rrc, COEXEC_EHANDLE);
+            CH_ASSERT_OK(x.frc);
+            lost_runs += atomic_load(&x.ran) != 1;
+        }
+    }
+    CH_ASSERT_EQ(both, 0);
+    CH_ASSERT_EQ(neither, 0);
+    CH_ASSERT_EQ(lost_runs, 0);
+    CU_ASSERT(revived <= n);
+    ch_finalize();
+}
+
+/* ======================================================================= */
 /* errors                                                                   */
 /* ======================================================================= */
 
@@ -1564,12 +1895,19 @@ static const ch_test_t waker_tests[] = {
     {"early_double_and_stale", t_waker_early_and_stale},
     {NULL, NULL}};
 
+static const ch_test_t revive_tests[] = {
+    {"rounds_across_streams", t_revive_rounds},
+    {"errors", t_revive_errors},
+    {"free_race", t_revive_free_race},
+    {NULL, NULL}};
+
 static const ch_suite_t suites[] = {
     {"basic", basic_tests},     {"join", join_tests},
     {"attr", attr_tests},       {"yield", yield_tests},
     {"exit", exit_tests},       {"ident", ident_tests},
     {"state", state_tests},     {"suspend", suspend_tests},
     {"context", context_tests}, {"errors", errors_tests},
-    {"waker", waker_tests},     {NULL, NULL}};
+    {"waker", waker_tests},     {"revive", revive_tests},
+    {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
