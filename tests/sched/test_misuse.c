@@ -659,6 +659,14 @@ static void t_pool_access(void)
     CH_ASSERT_RC(coexec_thread_migrate_to(t, pp.pool), COEXEC_EACCESS);
     CH_ASSERT_EQ(size_of(q), 1);
     CH_ASSERT_OK(coexec_thread_migrate_to(t, main_pool()));
+    /* A revive into it too, and the finished ULT stays revivable. */
+    CH_ASSERT_OK(coexec_thread_join(t));
+    coexec_thread_t before = t;
+    CH_ASSERT_RC(coexec_thread_revive(pp.pool, noop_ult, NULL, &t),
+                 COEXEC_EACCESS);
+    CU_ASSERT(CH_SAME(t, before));
+    CH_ASSERT_OK(coexec_thread_revive(q, noop_ult, NULL, &t));
+    CH_ASSERT_EQ(size_of(q), 1);
     CH_ASSERT_OK(coexec_thread_free(&t));
     CH_ASSERT_EQ(size_of(q), 0);
     CH_ASSERT_OK(coexec_pool_free(&q));
