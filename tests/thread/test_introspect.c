@@ -701,6 +701,28 @@ static void t_data_errors(void)
     ch_pthread_run(&th, data_from_thread, &rc);
     ch_pthread_join(&th);
     CH_ASSERT_RC(rc, COEXEC_ECONTEXT);
+    /* A stacked scheduler's unit: its area is the runtime's. */
+    coexec_pool_t q, sp;
+    coexec_sched_t s;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                          &q));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                          &sp));
+    CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &sp, 1, NULL,
+                                           &s));
+    CH_ASSERT_OK_FATAL(coexec_pool_add_sched(q, s));
+    coexec_unit_t su;
+    CH_ASSERT_OK_FATAL(coexec_pool_pop(q, &su));
+    d = (void *)1;
+    CH_ASSERT_RC(coexec_unit_get_data(su, &d), COEXEC_ENOENT);
+    CU_ASSERT(d == NULL);
+    CH_ASSERT_OK(coexec_sched_finish(s));
+    CH_ASSERT_OK(coexec_pool_push(pool, su));
+    rc = COEXEC_EBUSY;
+    CH_WAIT((rc = coexec_sched_free(&s)) != COEXEC_EBUSY);
+    CH_ASSERT_OK(rc);
+    CH_ASSERT_OK(coexec_pool_free(&q));
+    CH_ASSERT_OK(coexec_pool_free(&sp));
     /* Detached, the area is filled all the same (the unit checks it). */
     atomic_store(&g_data_bad, 0);
     atomic_store(&g_data_ran, 0);
