@@ -760,8 +760,8 @@ COEXEC_API int coexec_tasklet_wait_free(coexec_tasklet_t *k)
 }
 
 /*
- * A new unit in the descriptor of the finished, joined unit *pp (handle
- * generation *gp), running fn(arg) from pool p. The handle's generation is
+ * A new unit in the descriptor of the finished, unfreed unit *pp (handle
+ * generation *gp), running fn(arg) from pool. The handle's generation is
  * taken from it by one compare-and-swap, as a free takes it, so that of a
  * revive and a free through copies of one handle exactly one wins; the
  * new generation is written back before the unit is queued. Kept: the
