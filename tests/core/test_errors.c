@@ -156,6 +156,12 @@ static coexec_poll_status_t noop_tasklet(coexec_poll_t *cx, void *arg)
     return COEXEC_READY;
 }
 
+static void noop_data_init(void *data, void *ctx)
+{
+    (void)data;
+    (void)ctx;
+}
+
 /* Handles of each kind whose record has been freed. */
 static coexec_pool_t stale_pool(void)
 {
@@ -339,6 +345,15 @@ static void t_notinit(void)
     CH_ASSERT_RC(coexec_tasklet_join(k), COEXEC_ENOTINIT);
     CH_ASSERT_RC(coexec_tasklet_free(&k), COEXEC_ENOTINIT);
     CH_ASSERT_RC(coexec_tasklet_get_state(k, &us), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_unit_get_data(u, &v), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_self_get_data(&v), COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_tasklet_create_init(pool, noop_tasklet, NULL,
+                                            noop_data_init, NULL, &k),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_thread_revive(pool, noop_ult, NULL, &t),
+                 COEXEC_ENOTINIT);
+    CH_ASSERT_RC(coexec_tasklet_revive(pool, noop_tasklet, NULL, &k),
+                 COEXEC_ENOTINIT);
     /* key.h, waker.h */
     CH_ASSERT_RC(coexec_key_create(NULL, &key), COEXEC_ENOTINIT);
     CH_ASSERT_RC(coexec_key_delete(key), COEXEC_ENOTINIT);
@@ -1427,6 +1442,126 @@ static void t_unit(void)
     ch_finalize();
 }
 
+/* Data areas and revives (thread.h): coexec_unit_get_data,
+ * coexec_self_get_data, coexec_tasklet_create_init, coexec_thread_revive,
+ * coexec_tasklet_revive. */
+struct data_ctx {
+    coexec_pool_t sp; /* single producer: the main ULT's thread */
+    coexec_thread_t t; /* finished */
+    coexec_tasklet_t k; /* finished */
+};
+
+static void data_other_producer(void *arg)
+{
+    struct data_ctx *c = arg;
+    coexec_tasklet_t k;
+    E(coexec_tasklet_create_init(c->sp, noop_tasklet, NULL, noop_data_init,
+                                 NULL, &k),
+      COEXEC_EACCESS);
+    E(coexec_thread_revive(c->sp, noop_ult, NULL, &c->t), COEXEC_EACCESS);
+    E(coexec_tasklet_revive(c->sp, noop_tasklet, NULL, &c->k),
+      COEXEC_EACCESS);
+}
+
+static void data_wrong_caller(void *arg)
+{
+    (void)arg;
+    void *v;
+    E(coexec_self_get_data(&v), COEXEC_ECONTEXT);
+}
+
+static void block_on(void *arg)
+{
+    CH_CHECK_RC(coexec_eventual_wait((coexec_eventual_t *)arg, NULL),
+                COEXEC_OK);
+}
+
+static void t_data_revive(void)
+{
+    coexec_config_t cfg;
+    CH_ASSERT_OK_FATAL(coexec_config_init(&cfg));
+    cfg.unit_data_size = 64;
+    CH_ASSERT_OK_FATAL(coexec_init(&cfg));
+    coexec_pool_t pool = main_pool(), sp = stale_pool();
+    coexec_unit_t su = stale_unit();
+    coexec_thread_t me, st = stale_thread(), t;
+    coexec_tasklet_t sk = stale_tasklet(), k;
+    void *v;
+    CH_ASSERT_OK(coexec_thread_self(&me));
+    /* get_data */
+    CH_ASSERT_OK(coexec_unit_get_data(coexec_thread_unit(me), &v));
+    CH_ASSERT_RC(coexec_unit_get_data(coexec_thread_unit(me), NULL),
+                 COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_unit_get_data(su, &v), COEXEC_EHANDLE);
+    CH_ASSERT_OK(coexec_self_get_data(&v));
+    CH_ASSERT_RC(coexec_self_get_data(NULL), COEXEC_EINVAL);
+    in_pthread(data_wrong_caller, NULL);
+    in_sched_loop(data_wrong_caller, NULL);
+    /* create_init */
+    CH_ASSERT_RC(coexec_tasklet_create_init(pool, NULL, NULL, noop_data_init,
+                                            NULL, &k),
+                 COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_create_init(pool, noop_tasklet, NULL, NULL,
+                                            NULL, &k),
+                 COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_create_init(sp, noop_tasklet, NULL,
+                                            noop_data_init, NULL, &k),
+                 COEXEC_EHANDLE);
+    /* revive: wrong arguments, handles and states */
+    coexec_eventual_t ev;
+    CH_ASSERT_OK(coexec_eventual_init(&ev, 0));
+    CH_ASSERT_OK(coexec_thread_create(pool, block_on, &ev, NULL, &t));
+    CH_ASSERT_OK(coexec_tasklet_create(pool, noop_tasklet, NULL, &k));
+    CH_ASSERT_RC(coexec_thread_revive(pool, noop_ult, NULL, &t),
+                 COEXEC_ESTATE);
+    CH_ASSERT_RC(coexec_tasklet_revive(pool, noop_tasklet, NULL, &k),
+                 COEXEC_ESTATE);
+    CH_ASSERT_OK(coexec_eventual_set(&ev, NULL, 0));
+    CH_ASSERT_OK(coexec_thread_join(t));
+    CH_ASSERT_OK(coexec_tasklet_join(k));
+    CH_ASSERT_RC(coexec_thread_revive(pool, noop_ult, NULL, NULL),
+                 COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_thread_revive(pool, NULL, NULL, &t), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_revive(pool, noop_tasklet, NULL, NULL),
+                 COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_revive(pool, NULL, NULL, &k), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_thread_revive(sp, noop_ult, NULL, &t),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_revive(sp, noop_tasklet, NULL, &k),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_thread_revive(pool, noop_ult, NULL, &st),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_revive(pool, noop_tasklet, NULL, &sk),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_thread_revive(pool, noop_ult, NULL, &me),
+                 COEXEC_EPERM);
+    if (CH_HAVE_CHECKS) {
+        struct data_ctx c = {.t = t, .k = k};
+        CH_ASSERT_OK(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_SPSC,
+                                        &c.sp));
+        coexec_tasklet_t bind;
+        CH_ASSERT_OK(coexec_tasklet_create(c.sp, noop_tasklet, NULL, &bind));
+        in_pthread(data_other_producer, &c);
+        CH_ASSERT_OK(coexec_tasklet_free(&bind)); /* run in place */
+        CH_ASSERT_OK(coexec_pool_free(&c.sp));
+    }
+    CH_ASSERT_OK(coexec_thread_free(&t));
+    CH_ASSERT_OK(coexec_tasklet_free(&k));
+    CH_ASSERT_OK(coexec_eventual_destroy(&ev));
+    ch_finalize();
+    /* No data area. */
+    ch_init(1);
+    pool = main_pool();
+    CH_ASSERT_OK(coexec_thread_self(&me));
+    CH_ASSERT_RC(coexec_unit_get_data(coexec_thread_unit(me), &v),
+                 COEXEC_ENOENT);
+    CH_ASSERT_RC(coexec_self_get_data(&v), COEXEC_ENOENT);
+    CH_ASSERT_RC(coexec_tasklet_create_init(pool, noop_tasklet, NULL,
+                                            noop_data_init, NULL, &k),
+                 COEXEC_ENOENT);
+    ch_finalize();
+}
+
 /* ======================================================================= */
 /* key, waker, time: key.h, waker.h, time.h                                 */
 /* ======================================================================= */
@@ -2213,7 +2348,8 @@ static const ch_test_t sched_tests[] = {{"sched", t_sched}, {NULL, NULL}};
 static const ch_test_t thread_tests[] = {
     {"thread", t_thread}, {"child_first", t_thread_child_first}, {NULL, NULL}};
 static const ch_test_t tasklet_tests[] = {{"tasklet", t_tasklet}, {NULL, NULL}};
-static const ch_test_t unit_tests[] = {{"unit", t_unit}, {NULL, NULL}};
+static const ch_test_t unit_tests[] = {
+    {"unit", t_unit}, {"data_revive", t_data_revive}, {NULL, NULL}};
 static const ch_test_t kwt_tests[] = {{"key_waker_time", t_key_waker_time},
                                       {NULL, NULL}};
 static const ch_test_t eventual_tests[] = {{"eventual_future", t_eventual},
