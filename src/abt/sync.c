@@ -141,18 +141,18 @@ int ABT_mutex_create_with_attr(ABT_mutex_attr attr, ABT_mutex *newmutex)
 {
     if (!newmutex)
         return ABT_ERR_INV_ARG;
-    ABT_mutex_memory *mem = malloc(sizeof(*mem));
+    /* Into the live set before its init, so that no initialised object is
+     * ever dropped for want of an entry (as in every create below). */
+    ABT_mutex_memory *mem = abtx_live_new(malloc(sizeof(*mem)), ABTX_L_MUTEX);
     if (!mem)
         return ABT_ERR_MEM;
     int rc = coexec_mutex_init((coexec_mutex_t *)(void *)mem,
                                attr && attr->recursive ? COEXEC_MUTEX_RECURSIVE
                                                        : COEXEC_MUTEX_PLAIN);
     if (rc) {
-        free(mem);
+        abtx_live_free(&mem, ABTX_L_MUTEX);
         return abtx_err(rc, ABT_ERR_INV_MUTEX, ABT_ERR_MUTEX);
     }
-    if (!abtx_live_new(mem, ABTX_L_MUTEX))
-        return ABT_ERR_MEM;
     *newmutex = ABT_MUTEX_MEMORY_GET_HANDLE(mem);
     return ABT_SUCCESS;
 }
@@ -276,16 +276,14 @@ int ABT_cond_create(ABT_cond *newcond)
 {
     if (!newcond)
         return ABT_ERR_INV_ARG;
-    ABT_cond_memory *mem = malloc(sizeof(*mem));
+    ABT_cond_memory *mem = abtx_live_new(malloc(sizeof(*mem)), ABTX_L_COND);
     if (!mem)
         return ABT_ERR_MEM;
     int rc = coexec_cond_init((coexec_cond_t *)(void *)mem);
     if (rc) {
-        free(mem);
+        abtx_live_free(&mem, ABTX_L_COND);
         return abtx_err(rc, ABT_ERR_INV_COND, ABT_ERR_COND);
     }
-    if (!abtx_live_new(mem, ABTX_L_COND))
-        return ABT_ERR_MEM;
     *newcond = ABT_COND_MEMORY_GET_HANDLE(mem);
     return ABT_SUCCESS;
 }
@@ -371,16 +369,14 @@ int ABT_rwlock_create(ABT_rwlock *newrwlock)
 {
     if (!newrwlock)
         return ABT_ERR_INV_ARG;
-    ABT_rwlock l = malloc(sizeof(*l));
+    ABT_rwlock l = abtx_live_new(malloc(sizeof(*l)), ABTX_L_RWLOCK);
     if (!l)
         return ABT_ERR_MEM;
     int rc = coexec_rwlock_init(&l->l);
     if (rc) {
-        free(l);
+        abtx_live_free(&l, ABTX_L_RWLOCK);
         return abtx_err(rc, ABT_ERR_INV_RWLOCK, ABT_ERR_RWLOCK);
     }
-    if (!abtx_live_new(l, ABTX_L_RWLOCK))
-        return ABT_ERR_MEM;
     *newrwlock = l;
     return ABT_SUCCESS;
 }
@@ -439,17 +435,15 @@ int ABT_barrier_create(uint32_t num_waiters, ABT_barrier *newbarrier)
 {
     if (!newbarrier)
         return ABT_ERR_INV_ARG;
-    ABT_barrier b = malloc(sizeof(*b));
+    ABT_barrier b = abtx_live_new(malloc(sizeof(*b)), ABTX_L_BARRIER);
     if (!b)
         return ABT_ERR_MEM;
     int rc = coexec_barrier_init(&b->b, num_waiters);
     if (rc) {
-        free(b);
+        abtx_live_free(&b, ABTX_L_BARRIER);
         return abtx_err(rc, ABT_ERR_INV_BARRIER, ABT_ERR_BARRIER);
     }
     b->n = num_waiters;
-    if (!abtx_live_new(b, ABTX_L_BARRIER))
-        return ABT_ERR_MEM;
     *newbarrier = b;
     return ABT_SUCCESS;
 }
@@ -539,15 +533,14 @@ int ABT_eventual_create(int nbytes, ABT_eventual *neweventual)
 {
     if (!neweventual || nbytes < 0)
         return ABT_ERR_INV_ARG;
-    ABT_eventual e = calloc(1, sizeof(ABT_eventual_memory));
+    ABT_eventual e = abtx_live_new(calloc(1, sizeof(ABT_eventual_memory)),
+                                   ABTX_L_EVENTUAL);
     if (!e)
         return ABT_ERR_MEM;
     if (coexec_eventual_init(&e->ev, (size_t)nbytes)) {
-        free(e);
+        abtx_live_free(&e, ABTX_L_EVENTUAL);
         return ABT_ERR_MEM;
     }
-    if (!abtx_live_new(e, ABTX_L_EVENTUAL))
-        return ABT_ERR_MEM;
     *neweventual = e;
     return ABT_SUCCESS;
 }
@@ -693,18 +686,16 @@ int ABT_future_create(uint32_t compartments, void (*cb_func)(void **arg),
 {
     if (!newfuture)
         return ABT_ERR_INV_ARG;
-    ABT_future f = malloc(sizeof(*f));
+    ABT_future f = abtx_live_new(malloc(sizeof(*f)), ABTX_L_FUTURE);
     if (!f)
         return ABT_ERR_MEM;
     f->cb = cb_func;
     int rc = coexec_future_init(&f->f, compartments, cb_func ? future_cb : NULL,
                                 f);
     if (rc) {
-        free(f);
+        abtx_live_free(&f, ABTX_L_FUTURE);
         return abtx_err(rc, ABT_ERR_INV_FUTURE, ABT_ERR_FUTURE);
     }
-    if (!abtx_live_new(f, ABTX_L_FUTURE))
-        return ABT_ERR_MEM;
     *newfuture = f;
     return ABT_SUCCESS;
 }

@@ -647,16 +647,14 @@ int ABT_xstream_barrier_create(uint32_t num_waiters,
 {
     if (!newbarrier || num_waiters == 0)
         return ABT_ERR_INV_ARG;
-    ABT_xstream_barrier b = malloc(sizeof(*b));
+    ABT_xstream_barrier b = abtx_live_new(malloc(sizeof(*b)), ABTX_L_XBARRIER);
     if (!b)
         return ABT_ERR_MEM;
     int rc = coexec_xstream_barrier_init(&b->b, num_waiters);
     if (rc) {
-        free(b);
+        abtx_live_free(&b, ABTX_L_XBARRIER);
         return abtx_err(rc, ABT_ERR_INV_XSTREAM_BARRIER, ABT_ERR_OTHER);
     }
-    if (!abtx_live_new(b, ABTX_L_XBARRIER))
-        return ABT_ERR_MEM;
     *newbarrier = b;
     return ABT_SUCCESS;
 }
