@@ -61,6 +61,24 @@ static void *batch_pop(atom_tagged_t *top, atom_ptr_t *(*link_of)(void *))
     }
 }
 
+/* Gives the chain from b (n entries) to the global stack; b may be NULL.
+ * A batch's length sits in its first entry (id, count). */
+static void desc_give(struct coexec_unit_rec *b, unsigned n)
+{
+    if (!b)
+        return;
+    b->id = n;
+    batch_push(&desc_batches, b, &b->batch_next);
+}
+
+static void stack_give(struct stack_node *b, unsigned n)
+{
+    if (!b)
+        return;
+    b->count = n;
+    batch_push(&stack_batches, b, &b->batch_next);
+}
+
 /* Slabs, for finalize. */
 struct slab {
     struct slab *next;
@@ -141,6 +159,12 @@ static bool desc_slab_new(struct unit_cache *c)
 
 static struct coexec_unit_rec *desc_take(struct unit_cache *c)
 {
+    if (!c->head && c->spare) {
+        c->head = c->spare;
+        c->count = c->spare_count;
+        c->spare = NULL;
+        c->spare_count = 0;
+    }
     if (!c->head) {
         struct coexec_unit_rec *b = batch_pop(&desc_batches, desc_link);
         if (b) {
@@ -177,25 +201,18 @@ struct coexec_unit_rec *coexec__unit_alloc_slow(struct unit_cache *c)
 
 void coexec__unit_free_slow(struct unit_cache *c, struct coexec_unit_rec *u)
 {
+    u->next = NULL;
     if (!c) {
-        u->next = NULL;
-        u->id = 1;
-        batch_push(&desc_batches, u, &u->batch_next);
+        desc_give(u, 1);
         return;
     }
-    u->next = c->head;
+    /* The head is full: it becomes the spare, the spare before it a
+     * global batch. */
+    desc_give(c->spare, c->spare_count);
+    c->spare = c->head;
+    c->spare_count = c->count;
     c->head = u;
-    if (UNLIKELY(++c->count >= 2 * BATCH)) {
-        /* Give the first BATCH entries back as one batch. */
-        struct coexec_unit_rec *b = c->head, *t = b;
-        for (unsigned i = 1; i < BATCH; i++)
-            t = t->next;
-        c->head = t->next;
-        t->next = NULL;
-        c->count -= BATCH;
-        b->id = BATCH;
-        batch_push(&desc_batches, b, &b->batch_next);
-    }
+    c->count = 1;
 }
 
 /* Every descriptor carved so far is looked at: slabs are carved from their
@@ -280,7 +297,14 @@ static bool stack_slab_new(struct stack_cache *c)
 
 void *coexec__stack_alloc_slow(struct stack_cache *c)
 {
-    struct stack_node *n;
+    struct stack_node *n = c->spare;
+    if (n) {
+        c->spare = NULL;
+        c->head = n->next;
+        c->count = c->spare_count - 1;
+        c->spare_count = 0;
+        return stack_of(n);
+    }
     if (!c->fresh_left) {
         n = batch_pop(&stack_batches, stack_link);
         if (n) {
@@ -297,18 +321,15 @@ void *coexec__stack_alloc_slow(struct stack_cache *c)
     return s;
 }
 
+/* The head is full: it becomes the spare, the spare before it a global
+ * batch; the head starts empty. */
 void coexec__stack_spill(struct stack_cache *c)
 {
-    {
-        struct stack_node *b = c->head, *t = b;
-        for (unsigned i = 1; i < BATCH; i++)
-            t = t->next;
-        c->head = t->next;
-        t->next = NULL;
-        c->count -= BATCH;
-        b->count = BATCH;
-        batch_push(&stack_batches, b, &b->batch_next);
-    }
+    stack_give(c->spare, c->spare_count);
+    c->spare = c->head;
+    c->spare_count = c->count;
+    c->head = NULL;
+    c->count = 0;
 }
 
 void *coexec__stack_map(size_t size)
@@ -336,12 +357,14 @@ void coexec__stack_unmap(void *stack, size_t size)
 
 void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc)
 {
-    if (uc->head) {
-        uc->head->id = uc->count;
-        batch_push(&desc_batches, uc->head, &uc->head->batch_next);
-        uc->head = NULL;
-        uc->count = 0;
-    }
+    desc_give(uc->spare, uc->spare_count);
+    desc_give(uc->head, uc->count);
+    stack_give(sc->spare, sc->spare_count);
+    stack_give(sc->head, sc->count);
+    uc->head = uc->spare = NULL;
+    uc->count = uc->spare_count = 0;
+    sc->head = sc->spare = NULL;
+    sc->count = sc->spare_count = 0;
     if (uc->fresh_left) {
         /* The rest of the slab serves external threads, or stays unused
          * (and not resident) until finalize. */
@@ -354,13 +377,6 @@ void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc)
         uc->fresh = NULL;
         uc->fresh_left = 0;
     }
-    if (sc->head) {
-        struct stack_node *n = sc->head;
-        n->count = sc->count;
-        batch_push(&stack_batches, n, &n->batch_next);
-        sc->head = NULL;
-        sc->count = 0;
-    }
     /* Fresh stacks never touched go back as a batch too. */
     while (sc->fresh_left) {
         void *s = sc->fresh;
@@ -368,8 +384,7 @@ void coexec__cache_flush(struct unit_cache *uc, struct stack_cache *sc)
         sc->fresh_left--;
         struct stack_node *n = node_of(s);
         n->next = NULL;
-        n->count = 1;
-        batch_push(&stack_batches, n, &n->batch_next);
+        stack_give(n, 1);
     }
 }
 

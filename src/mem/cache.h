@@ -24,11 +24,22 @@
 
 #define STACK_NODE_SIZE 64
 
+/*
+ * A stream's cache of descriptors or stacks is two chains, as in a
+ * magazine allocator: `head` (count entries, up to CACHE_BATCH), which
+ * the inline calls below pop and push, and `spare`, a whole chain kept
+ * aside (spare_count entries), or NULL. A free into a full head moves the
+ * head to the spare place (the spare there before goes to the global
+ * stack of batches); an allocation from an empty head takes the spare
+ * back before it looks further. Each move is O(1): no chain is walked.
+ */
 struct unit_cache {
     struct coexec_unit_rec *head;
     unsigned count;
     unsigned fresh_left;
     struct coexec_unit_rec *fresh; /* next never-used descriptor of a slab */
+    struct coexec_unit_rec *spare;
+    unsigned spare_count;
 };
 
 struct stack_cache {
@@ -36,12 +47,14 @@ struct stack_cache {
     unsigned count;
     char *fresh; /* next never-used stack of the current slab */
     unsigned fresh_left;
+    void *spare; /* a stack_node *, as head */
+    unsigned spare_count;
 };
 
 struct coexec_xstream_rec;
 
-/* Slow paths (src/mem/cache.c): refill an empty list, spill a long one,
- * and the external-thread case (c == NULL). */
+/* Slow paths (src/mem/cache.c): refill an empty head, set a full one
+ * aside, and the external-thread case (c == NULL). */
 struct coexec_unit_rec *coexec__unit_alloc_slow(struct unit_cache *c);
 void coexec__unit_free_slow(struct unit_cache *c, struct coexec_unit_rec *u);
 void *coexec__stack_alloc_slow(struct stack_cache *c);
@@ -71,7 +84,7 @@ coexec__unit_alloc(struct unit_cache *c)
 static ALWAYS_INLINE void coexec__unit_free(struct unit_cache *c,
                                             struct coexec_unit_rec *u)
 {
-    if (LIKELY(c && c->count < 2 * CACHE_BATCH - 1)) {
+    if (LIKELY(c && c->count < CACHE_BATCH)) {
         u->next = c->head;
         c->head = u;
         c->count++;
@@ -100,10 +113,11 @@ static ALWAYS_INLINE void coexec__stack_free(struct stack_cache *c,
 {
     struct stack_node *n =
         (struct stack_node *)((char *)stack + size - STACK_NODE_SIZE);
+    if (UNLIKELY(c->count >= CACHE_BATCH))
+        coexec__stack_spill(c);
     n->next = c->head;
     c->head = n;
-    if (UNLIKELY(++c->count >= 2 * CACHE_BATCH))
-        coexec__stack_spill(c);
+    c->count++;
 }
 
 /* Stacks of any other size: mapped one by one, with a guard of

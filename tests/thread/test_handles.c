@@ -20,6 +20,12 @@
  *   owner        a ULT that exits holding a mutex or a write lock does not
  *                pass ownership to the next ULT that reuses its
  *                descriptor: that one's unlock is COEXEC_EPERM
+ *   recycle      waves of ULTs and tasklets, created on one stream and
+ *                freed on another, of sizes around the streams' cache
+ *                batches: every live unit has a descriptor (and a running
+ *                ULT a stack) of its own, each runs once, and repeated
+ *                waves reuse what earlier ones gave back (the number of
+ *                distinct descriptors and stacks stays bounded)
  */
 #include "harness.h"
 
@@ -601,11 +607,190 @@ static void t_owner_reuse(void)
 static const ch_test_t owner_tests[] = {{"exited_owner", t_owner_reuse},
                                         {NULL, NULL}};
 
+/* ======================================================================= */
+/* recycle                                                                  */
+/* ======================================================================= */
+
+/* One wave: n units created by a ULT on stream 1 into the pools of streams
+ * 1..3, held live (the ULTs on their stacks) until all have started, then
+ * freed by a ULT on stream 2, so that descriptors and stacks leave one
+ * stream's cache and come back through another's. */
+typedef struct wave wave_t;
+typedef struct {
+    wave_t *w;
+    long i;
+} wave_slot_t;
+
+struct wave {
+    long n;
+    int tasklet;
+    wave_slot_t *slot;  /* each ULT's argument */
+    coexec_thread_t *t;
+    coexec_tasklet_t *k;
+    void **stack;       /* each ULT's stack base, seen by itself */
+    atomic_long started;
+    atomic_long ran;
+    atomic_int release; /* the ULTs may end */
+    atomic_int created, freed;
+    long bad;           /* create and free calls that failed */
+};
+
+static void wave_ult(void *arg)
+{
+    wave_slot_t *sl = arg;
+    wave_t *w = sl->w;
+    coexec_thread_t me;
+    coexec_stack_info_t si = {0};
+    if (coexec_thread_self(&me) == COEXEC_OK &&
+        coexec_thread_get_stack(me, &si) == COEXEC_OK)
+        w->stack[sl->i] = si.base;
+    atomic_fetch_add(&w->started, 1);
+    while (!atomic_load(&w->release))
+        if (coexec_yield() != COEXEC_OK)
+            sched_yield();
+    atomic_fetch_add(&w->ran, 1);
+}
+
+static coexec_poll_status_t wave_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    wave_t *w = arg;
+    atomic_fetch_add(&w->started, 1);
+    atomic_fetch_add(&w->ran, 1);
+    return COEXEC_READY;
+}
+
+static void wave_create(void *arg)
+{
+    wave_t *w = arg;
+    for (long i = 0; i < w->n; i++) {
+        coexec_pool_t p = ch_main_pool(1 + (int)(i % 3));
+        int rc = w->tasklet
+                     ? coexec_tasklet_create(p, wave_tasklet, w, &w->k[i])
+                     : coexec_thread_create(p, wave_ult, &w->slot[i], NULL,
+                                            &w->t[i]);
+        if (rc != COEXEC_OK)
+            w->bad++;
+    }
+    atomic_store(&w->created, 1);
+}
+
+static void wave_free(void *arg)
+{
+    wave_t *w = arg;
+    for (long i = 0; i < w->n; i++) {
+        int rc = w->tasklet ? coexec_tasklet_free(&w->k[i])
+                            : coexec_thread_free(&w->t[i]);
+        if (rc != COEXEC_OK)
+            w->bad++;
+    }
+    atomic_store(&w->freed, 1);
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts v[0..n) and returns how many distinct values it holds. */
+static long distinct(void **v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_ptr);
+    long d = 0;
+    for (long i = 0; i < n; i++)
+        d += i == 0 || v[i] != v[i - 1];
+    return d;
+}
+
+static void recycle_waves(int tasklet)
+{
+    ch_init(4);
+    /* Around the caches' batch (64), then larger waves, the largest three
+     * times (a unit lost on each would show as growth). */
+    long big = ch_iters(3000, 300);
+    long sizes[] = {1, 63, 64, 65, 127, 128, 129, 500, big, big, big};
+    int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+    long cap = 0;
+    for (int s = 0; s < nsizes; s++)
+        cap += sizes[s];
+    void **descs = calloc((size_t)cap, sizeof *descs);
+    void **stacks = calloc((size_t)cap, sizeof *stacks);
+    long nd = 0, ns = 0;
+    CH_ASSERT_EQ_FATAL(descs && stacks, 1);
+    for (int s = 0; s < nsizes; s++) {
+        wave_t w = {.n = sizes[s], .tasklet = tasklet};
+        w.t = calloc((size_t)w.n, sizeof *w.t);
+        w.k = calloc((size_t)w.n, sizeof *w.k);
+        w.stack = calloc((size_t)w.n, sizeof *w.stack);
+        w.slot = calloc((size_t)w.n, sizeof *w.slot);
+        CH_ASSERT_EQ_FATAL(w.t && w.k && w.stack && w.slot, 1);
+        for (long i = 0; i < w.n; i++)
+            w.slot[i] = (wave_slot_t){&w, i};
+        coexec_thread_t c, f;
+        ch_spawn_on(1, wave_create, &w, &c);
+        CH_WAIT(atomic_load(&w.created));
+        CH_WAIT(atomic_load(&w.started) == w.n);
+        /* All live at once: each its own descriptor, each running ULT its
+         * own stack. */
+        void **v = calloc((size_t)w.n, sizeof *v);
+        CH_ASSERT_EQ_FATAL(v != NULL, 1);
+        for (long i = 0; i < w.n; i++)
+            v[i] = tasklet ? (void *)w.k[i].p : (void *)w.t[i].p;
+        memcpy(descs + nd, v, (size_t)w.n * sizeof *v);
+        CH_ASSERT_EQ(distinct(v, w.n), w.n);
+        nd = distinct(descs, nd + w.n);
+        if (!tasklet) {
+            long seen = 0;
+            for (long i = 0; i < w.n; i++)
+                if (w.stack[i])
+                    v[seen++] = w.stack[i];
+            CH_ASSERT_EQ(seen, w.n);
+            memcpy(stacks + ns, v, (size_t)seen * sizeof *v);
+            CH_ASSERT_EQ(distinct(v, seen), w.n);
+            ns = distinct(stacks, ns + seen);
+        }
+        free(v);
+        atomic_store(&w.release, 1);
+        ch_spawn_on(2, wave_free, &w, &f);
+        CH_WAIT(atomic_load(&w.freed));
+        ch_free_threads(&c, 1);
+        ch_free_threads(&f, 1);
+        CH_ASSERT_EQ(w.bad, 0);
+        CH_ASSERT_EQ(atomic_load(&w.ran), w.n);
+        free(w.t);
+        free(w.k);
+        free(w.stack);
+        free(w.slot);
+    }
+    /* Reuse: the waves together needed no more descriptors or stacks than
+     * the largest wave plus what the four streams' caches may hold aside
+     * (two batches of 64 each) and the harness's own units. */
+    long bound = big + 4 * 2 * 64 + 64;
+    if (nd > bound)
+        ch_fail_at(__FILE__, __LINE__, "%ld distinct descriptors for waves "
+                   "of at most %ld units (bound %ld)", nd, big, bound);
+    if (!tasklet && ns > bound)
+        ch_fail_at(__FILE__, __LINE__, "%ld distinct stacks for waves of at "
+                   "most %ld ULTs (bound %ld)", ns, big, bound);
+    free(descs);
+    free(stacks);
+    ch_finalize();
+}
+
+static void t_recycle_ult(void) { recycle_waves(0); }
+static void t_recycle_tasklet(void) { recycle_waves(1); }
+
+static const ch_test_t recycle_tests[] = {{"ult", t_recycle_ult},
+                                          {"tasklet", t_recycle_tasklet},
+                                          {NULL, NULL}};
+
 static const ch_suite_t suites[] = {{"double_free", double_free_tests},
                                     {"join_free", join_free_tests},
                                     {"stale", stale_tests},
                                     {"timed_join", timed_join_tests},
                                     {"owner", owner_tests},
+                                    {"recycle", recycle_tests},
                                     {NULL, NULL}};
 
 int main(int argc, char **argv)
