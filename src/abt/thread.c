@@ -23,11 +23,13 @@
  * ABTX_FREED, so a stale handle is refused rather than read from freed
  * memory.
  *
- * Each OS thread keeps a free list without a cap (many outstanding units
- * recycle without malloc). A thread whose list grows past LOCAL_HIGH (it
- * frees what others allocated) hands chains of CHAIN_LEN records to a
- * global stack of chains, where a thread whose list is empty takes a chain
- * before carving a new slab; a thread that exits hands its whole list over.
+ * Each OS thread keeps two chains of free records, as a magazine
+ * allocator does: its list (head, up to CHAIN_LEN records), which
+ * allocations and frees pop and push, and a spare chain set aside. A free
+ * that fills the list moves it to the spare place, and the spare there
+ * before to a global stack of chains; an allocation from an empty list
+ * takes the spare back, else a chain of the global stack, else carves a
+ * new slab. No move walks a chain. A thread that exits hands both over.
  * In a free record, next links the chain, arg the next chain of the global
  * stack and id the chain's length (in its first record, cleared when the
  * chain is taken).
@@ -45,11 +47,12 @@ _Static_assert(offsetof(struct ABT_thread_opaque, pool) + sizeof(ABT_pool) <=
                "the fields of the common case share the first line");
 #define REC_PER_SLAB 64
 #define CHAIN_LEN 1024
-#define LOCAL_HIGH (4 * CHAIN_LEN)
 
 struct rec_cache {
     struct ABT_thread_opaque *head;
     long len;
+    struct ABT_thread_opaque *spare; /* a whole chain set aside, or NULL */
+    long spare_len;
     bool registered; /* its pthread key is set: the list is handed over
                         when the thread exits */
 };
@@ -76,16 +79,23 @@ static void chain_put(struct ABT_thread_opaque *first, long len)
     pthread_mutex_unlock(&g_lock);
 }
 
+/* Hands c's list and spare chain to the global stack. */
+static void cache_give_all(struct rec_cache *c)
+{
+    if (c->spare)
+        chain_put(c->spare, c->spare_len);
+    if (c->head)
+        chain_put(c->head, c->len);
+    c->head = c->spare = NULL;
+    c->len = c->spare_len = 0;
+}
+
 /* Runs when an OS thread that cached records exits. */
 static void cache_exit(void *unused)
 {
     (void)unused;
-    struct rec_cache *c = &cache;
-    if (c->head)
-        chain_put(c->head, c->len);
-    c->head = NULL;
-    c->len = 0;
-    c->registered = false;
+    cache_give_all(&cache);
+    cache.registered = false;
 }
 
 static void cache_setup(void)
@@ -100,11 +110,19 @@ static void cache_register(struct rec_cache *c)
     c->registered = pthread_setspecific(cache_key, c) == 0;
 }
 
-/* Refills an empty local list: a chain of the global stack, else a slab. */
+/* Refills an empty local list: the spare chain, else a chain of the
+ * global stack, else a slab. */
 __attribute__((noinline)) static bool cache_refill(struct rec_cache *c)
 {
     if (!c->registered)
         cache_register(c);
+    if (c->spare) {
+        c->head = c->spare;
+        c->len = c->spare_len;
+        c->spare = NULL;
+        c->spare_len = 0;
+        return true;
+    }
     pthread_mutex_lock(&g_lock);
     struct ABT_thread_opaque *first = g_chains;
     if (first) {
@@ -158,16 +176,16 @@ static inline __attribute__((always_inline)) ABT_thread rec_alloc(void)
     return t;
 }
 
-/* Hands the first CHAIN_LEN records of the local list to the global stack. */
+/* The local list is full: it becomes the spare chain, and the spare chain
+ * before it goes to the global stack. */
 __attribute__((noinline)) static void cache_spill(struct rec_cache *c)
 {
-    struct ABT_thread_opaque *first = c->head, *last = first;
-    for (long i = 1; i < CHAIN_LEN; i++)
-        last = last->next;
-    c->head = last->next;
-    c->len -= CHAIN_LEN;
-    last->next = NULL;
-    chain_put(first, CHAIN_LEN);
+    if (c->spare)
+        chain_put(c->spare, c->spare_len);
+    c->spare = c->head;
+    c->spare_len = c->len;
+    c->head = NULL;
+    c->len = 0;
 }
 
 /* Returns ABT_SUCCESS, so that a free may end with a tail call to it. */
@@ -177,7 +195,7 @@ __attribute__((noinline)) static int rec_put(ABT_thread t)
     t->magic = ABTX_FREED;
     t->next = c->head;
     c->head = t;
-    if (__builtin_expect(++c->len > LOCAL_HIGH, 0))
+    if (__builtin_expect(++c->len >= CHAIN_LEN, 0))
         cache_spill(c);
     if (__builtin_expect(!c->registered, 0))
         cache_register(c);
@@ -242,11 +260,7 @@ __attribute__((noinline)) static void rec_unfree(ABT_thread t)
  * stack; when every record carved is free, the slabs go back to the heap. */
 __attribute__((noinline)) void abtx_thread_cache_drain(void)
 {
-    struct rec_cache *c = &cache;
-    if (c->head)
-        chain_put(c->head, c->len);
-    c->head = NULL;
-    c->len = 0;
+    cache_give_all(&cache);
     pthread_mutex_lock(&g_lock);
     void **slabs = NULL;
     if (g_free == g_total) {
@@ -830,7 +844,7 @@ static inline __attribute__((always_inline)) int unit_free(ABT_thread *tp,
         t->magic = ABTX_FREED;
         t->next = c->head;
         c->head = t;
-        if (__builtin_expect(++c->len > LOCAL_HIGH, 0))
+        if (__builtin_expect(++c->len >= CHAIN_LEN, 0))
             cache_spill(c);
         return ABT_SUCCESS;
     }
