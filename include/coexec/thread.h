@@ -15,6 +15,11 @@
  *
  * Units keep their descriptor until freed: a joinable unit must be freed with
  * coexec_thread_free / coexec_tasklet_free (which join first if needed).
+ *
+ * A query through a handle (the get_ calls, coexec_unit_is_thread) may race
+ * with a free of the same unit on another thread, whose descriptor is then
+ * reused for another unit at once: it answers for the unit the handle names
+ * as it was during the call, or COEXEC_EHANDLE, never for the next unit.
  */
 #ifndef COEXEC_THREAD_H
 #define COEXEC_THREAD_H

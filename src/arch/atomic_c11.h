@@ -89,19 +89,21 @@ ATOM_DEFINE_ALL_(u32, uint32_t, ATOM_DEFINE_ARITH_)
 ATOM_DEFINE_ALL_(u64, uint64_t, ATOM_DEFINE_ARITH_)
 ATOM_DEFINE_ALL_(uptr, uintptr_t, ATOM_DEFINE_ARITH_)
 
-static inline void atom_fence_acq(void) { atomic_thread_fence(memory_order_acquire); }
-static inline void atom_fence_rel(void) { atomic_thread_fence(memory_order_release); }
 #ifdef COEXEC_TSAN
-/* TSan does not model fences: under it a full fence is a seq_cst exchange
- * on one shared word, which orders every fence user (a stronger, slower
- * stand-in that TSan understands). */
+/* TSan does not model fences: under it every fence is a seq_cst
+ * read-modify-write of one shared word, which orders every fence user (a
+ * stronger, slower stand-in that TSan understands). */
 __attribute__((weak, visibility("hidden"))) _Atomic unsigned
     coexec__tsan_fence_word;
 static inline void atom_fence_sc(void)
 {
     atomic_fetch_add_explicit(&coexec__tsan_fence_word, 1, memory_order_seq_cst);
 }
+static inline void atom_fence_acq(void) { atom_fence_sc(); }
+static inline void atom_fence_rel(void) { atom_fence_sc(); }
 #else
+static inline void atom_fence_acq(void) { atomic_thread_fence(memory_order_acquire); }
+static inline void atom_fence_rel(void) { atomic_thread_fence(memory_order_release); }
 static inline void atom_fence_sc(void) { atomic_thread_fence(memory_order_seq_cst); }
 #endif
 

@@ -120,6 +120,22 @@ static inline bool handle_epoch_ok(uint64_t gen)
                 ? COEXEC_EHANDLE                                               \
                 : 0))
 
+/*
+ * After a query through handle h, checked with CHECK_HANDLE, read fields
+ * of its record: whether the record was still h's when they were read. A
+ * free through another copy of h and a reuse of the record may have come
+ * between; the values may then be the next unit's, and the query answers
+ * COEXEC_EHANDLE. The acquire fence pairs with the release fence a reuse
+ * makes before its first write (unit_reset, tasklet_create_fast): a read
+ * that saw such a write sees the new generation here.
+ */
+static inline bool handle_still(atom_u64_t *gen, uint64_t want)
+{
+    atom_fence_acq();
+    return atom_load_rlx_u64(gen) == want;
+}
+#define HANDLE_STILL(h) handle_still(&(h).p->gen, (h).gen)
+
 #define RT_CHECK()                                                             \
     do {                                                                       \
         if (UNLIKELY(!rt_on()))                                                \

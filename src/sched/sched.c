@@ -473,9 +473,13 @@ COEXEC_API int coexec_unit_get_sched(coexec_unit_t unit, coexec_sched_t *out)
     int rc = CHECK_HANDLE(unit);
     if (rc)
         return rc;
-    if (!(unit.p->flags & UF_SCHED))
+    bool is_sched = (UNIT_GET(unit.p, flags) & UF_SCHED) != 0;
+    void *s = UNIT_GET(unit.p, arg);
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    if (!is_sched)
         return COEXEC_ENOENT;
-    set_out_sched(out, unit.p->arg);
+    set_out_sched(out, s);
     return COEXEC_OK;
 }
 

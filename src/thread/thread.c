@@ -99,7 +99,10 @@ COEXEC_API int coexec_thread_get_id(coexec_thread_t t, uint64_t *id)
     int rc = check_unit(t.p, t.gen, false);
     if (rc)
         return rc;
-    *id = t.p->id;
+    uint64_t v = UNIT_GET(t.p, id);
+    if (!HANDLE_STILL(t))
+        return COEXEC_EHANDLE;
+    *id = v;
     return COEXEC_OK;
 }
 
@@ -115,15 +118,19 @@ COEXEC_API int coexec_thread_get_stack(coexec_thread_t t,
     struct coexec_unit_rec *u = t.p;
     /* The runner writes stack (first run, finish) and stack_size (first
      * run of a cached-size stack): a moment's values from elsewhere. */
+    coexec_stack_info_t si;
     void *stack = __atomic_load_n(&u->stack, __ATOMIC_RELAXED);
-    info->size = __atomic_load_n(&u->stack_size, __ATOMIC_RELAXED);
-    info->user_stack = (u->flags & UF_USER_STACK) != 0;
-    info->guard_size = u->kind == UNIT_MAIN || info->user_stack
-                           ? 0
-                           : coexec__g.guard_size;
-    if (!info->user_stack && join_finished(atom_load_acq_uptr(&u->join)))
+    si.size = __atomic_load_n(&u->stack_size, __ATOMIC_RELAXED);
+    si.user_stack = (UNIT_GET(u, flags) & UF_USER_STACK) != 0;
+    si.guard_size = UNIT_GET(u, kind) == UNIT_MAIN || si.user_stack
+                        ? 0
+                        : coexec__g.guard_size;
+    if (!si.user_stack && join_finished(atom_load_acq_uptr(&u->join)))
         stack = NULL; /* given back, or about to be */
-    info->base = stack;
+    si.base = stack;
+    if (!HANDLE_STILL(t))
+        return COEXEC_EHANDLE;
+    *info = si;
     return COEXEC_OK;
 }
 
@@ -136,10 +143,13 @@ static int get_state(struct coexec_unit_rec *p, uint64_t gen, bool tasklet,
     int rc = check_unit(p, gen, tasklet);
     if (rc)
         return rc;
-    if (join_finished(atom_load_acq_uptr(&p->join)))
-        *s = COEXEC_UNIT_TERMINATED;
-    else
-        *s = (coexec_unit_state_t)atom_load_acq_u32(&p->state);
+    coexec_unit_state_t v =
+        join_finished(atom_load_acq_uptr(&p->join))
+            ? COEXEC_UNIT_TERMINATED
+            : (coexec_unit_state_t)atom_load_acq_u32(&p->state);
+    if (!handle_still(&p->gen, gen))
+        return COEXEC_EHANDLE;
+    *s = v;
     return COEXEC_OK;
 }
 
@@ -188,13 +198,13 @@ int coexec__sched_unit_new(struct coexec_sched_rec *s, size_t stack_size,
     if (UNLIKELY(!u))
         return COEXEC_ENOMEM;
     u->fn.thread = fn;
-    u->arg = s;
-    u->flags = UF_DETACHED | UF_SCHED | UF_BIG_STACK;
+    UNIT_SET(u, arg, s);
+    UNIT_SET(u, flags, UF_DETACHED | UF_SCHED | UF_BIG_STACK);
     size_t pg = coexec__g.page_size;
-    u->stack_size = (uint32_t)((stack_size + pg - 1) & ~(pg - 1));
+    UNIT_SET(u, stack_size, (stack_size + pg - 1) & ~(pg - 1));
     /* Mapped now, so that a level that cannot have one is refused here
      * rather than failing once queued. */
-    u->stack = coexec__stack_map(u->stack_size);
+    UNIT_SET(u, stack, coexec__stack_map(u->stack_size));
     if (UNLIKELY(!u->stack)) {
         coexec__unit_release(xs_self_entry(), u);
         return COEXEC_ENOMEM;
@@ -247,7 +257,10 @@ COEXEC_API int coexec_unit_get_pinned(coexec_unit_t unit, int *pinned)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    *pinned = (atom_load_rlx_u32(&unit.p->attrs) & UA_PINNED) != 0;
+    uint32_t a = atom_load_rlx_u32(&unit.p->attrs);
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    *pinned = (a & UA_PINNED) != 0;
     return COEXEC_OK;
 }
 
@@ -272,7 +285,10 @@ COEXEC_API int coexec_unit_get_priority(coexec_unit_t unit, int *priority)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    *priority = (int)unit_prio(unit.p);
+    int v = (int)unit_prio(unit.p);
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    *priority = v;
     return COEXEC_OK;
 }
 
@@ -285,9 +301,13 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
         return rc;
     /* A main ULT has no argument; a scheduler's unit has the runtime's
      * record, which is nobody's business (coexec_unit_get_sched). */
-    *arg = unit.p->kind == UNIT_MAIN || (unit.p->flags & UF_SCHED)
-               ? NULL
-               : unit.p->arg;
+    void *v = UNIT_GET(unit.p, kind) == UNIT_MAIN ||
+                      (UNIT_GET(unit.p, flags) & UF_SCHED)
+                  ? NULL
+                  : UNIT_GET(unit.p, arg);
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    *arg = v;
     return COEXEC_OK;
 }
 
@@ -295,7 +315,7 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
  * the program (no area configured, or a scheduler's unit). */
 static int unit_data_of(struct coexec_unit_rec *u, void **data)
 {
-    if (!coexec__g.unit_data || (u->flags & UF_SCHED))
+    if (!coexec__g.unit_data || (UNIT_GET(u, flags) & UF_SCHED))
         return COEXEC_ENOENT;
     *data = unit_data(u);
     return COEXEC_OK;
@@ -307,7 +327,14 @@ COEXEC_API int coexec_unit_get_data(coexec_unit_t unit, void **data)
         return COEXEC_EINVAL;
     *data = NULL;
     int rc = unit_handle(unit);
-    return rc ? rc : unit_data_of(unit.p, data);
+    if (rc)
+        return rc;
+    void *v = NULL;
+    rc = unit_data_of(unit.p, &v);
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    *data = v;
+    return rc;
 }
 
 COEXEC_API int coexec_self_get_data(void **data)
@@ -330,7 +357,10 @@ COEXEC_API int coexec_unit_get_id(coexec_unit_t unit, uint64_t *id)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    *id = unit.p->id;
+    uint64_t v = UNIT_GET(unit.p, id);
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    *id = v;
     return COEXEC_OK;
 }
 
@@ -341,8 +371,11 @@ COEXEC_API int coexec_unit_get_last_rank(coexec_unit_t unit, int *rank)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    *rank = __atomic_load_n(&unit.p->last_rank, __ATOMIC_RELAXED);
-    return *rank < 0 ? COEXEC_ESTATE : COEXEC_OK;
+    int v = __atomic_load_n(&unit.p->last_rank, __ATOMIC_RELAXED);
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    *rank = v;
+    return v < 0 ? COEXEC_ESTATE : COEXEC_OK;
 }
 
 COEXEC_API int coexec_unit_is_thread(coexec_unit_t unit, int *is_thread)
@@ -352,6 +385,9 @@ COEXEC_API int coexec_unit_is_thread(coexec_unit_t unit, int *is_thread)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    *is_thread = unit.p->kind != UNIT_TASKLET;
+    int v = UNIT_GET(unit.p, kind) != UNIT_TASKLET;
+    if (!HANDLE_STILL(unit))
+        return COEXEC_EHANDLE;
+    *is_thread = v;
     return COEXEC_OK;
 }

@@ -113,6 +113,19 @@ struct join_waiter {
     bool here;
 };
 
+/*
+ * The fields a query through a handle reads may change under it: stack
+ * and stack_size as the unit's runner takes and gives back its stack; and
+ * kind, flags, id, arg, stack and stack_size when the descriptor is reused
+ * for another unit after a free through another copy of the handle (the
+ * query then answers COEXEC_EHANDLE: HANDLE_STILL, base/global.h). Those
+ * writes and the queries' reads are relaxed atomics; the owner's own
+ * reads stay plain.
+ */
+#define UNIT_GET(u, f) __atomic_load_n(&(u)->f, __ATOMIC_RELAXED)
+#define UNIT_SET(u, f, v)                                                      \
+    __atomic_store_n(&(u)->f, (__typeof__((u)->f))(v), __ATOMIC_RELAXED)
+
 struct coexec_unit_rec {
     struct coexec_unit_rec *next;
     struct coexec_unit_rec *prev;

@@ -485,7 +485,7 @@ int coexec__primary_setup(void)
                                     primary_sched_entry, xs);
 
     /* The calling thread's code becomes the main ULT, bound here. */
-    m->flags = UF_NOSTEAL;
+    UNIT_SET(m, flags, UF_NOSTEAL);
     m->rflags = RF_STARTED; /* it runs already, on the thread's own stack */
     m->bound_rank = (int16_t)xs->rank;
     m->last_rank = (int16_t)xs->rank;
@@ -494,8 +494,8 @@ int coexec__primary_setup(void)
     void *lo;
     size_t size;
     stack_bounds_of_self(&lo, &size);
-    m->stack = lo;
-    m->stack_size = (uint32_t)(size > UINT32_MAX ? UINT32_MAX : size);
+    UNIT_SET(m, stack, lo);
+    UNIT_SET(m, stack_size, size > UINT32_MAX ? UINT32_MAX : size);
     m->tsan_fiber = tsan_fiber_current();
     m->sp = (void *)1; /* "has a context": it is running */
     coexec__g.main_unit = m;
@@ -889,8 +889,8 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     if (UNLIKELY(!u))
         return COEXEC_ENOMEM;
     u->fn.tasklet = fn;
-    u->arg = arg;
-    u->flags = UF_DETACHED | UF_NOSTEAL;
+    UNIT_SET(u, arg, arg);
+    UNIT_SET(u, flags, UF_DETACHED | UF_NOSTEAL);
     u->bound_rank = (int16_t)x->rank;
     atom_store_rlx_ptr(&u->pool, s->pools[0]);
     if (xs_self_entry() == x) {

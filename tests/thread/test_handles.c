@@ -11,7 +11,10 @@
  *                recycles the descriptor under the joiner, nothing hangs
  *   stale        a stale handle (a copy kept after the free) is refused by
  *                join and free, even once its descriptor serves a new
- *                unit, which it never joins, runs or releases
+ *                unit, which it never joins, runs or releases; queries
+ *                through copies of handles that are being freed, their
+ *                descriptors recycled at once for other units, answer for
+ *                their own unit or COEXEC_EHANDLE, never for the next
  *   timed_join   join_timed of ULTs and tasklets from ULTs and external
  *                threads: COEXEC_ETIMEDOUT leaves the unit alone (it runs
  *                on, once, and is joined later), a finish before the
@@ -385,8 +388,153 @@ static void t_stale(void)
     ch_finalize();
 }
 
-static const ch_test_t stale_tests[] = {{"stale_handle", t_stale},
-                                        {NULL, NULL}};
+/* Queries racing the free of the unit they name, whose descriptor the
+ * creator recycles at once (the stream's cache hands the freed descriptor
+ * out next): each answer is the queried unit's, or COEXEC_EHANDLE. Each
+ * unit's argument is its own token, so a query that read the next unit's
+ * fields shows. ULTs and tasklets alternate, so the kind changes too. */
+typedef struct {
+    long n;
+    coexec_thread_t *t;   /* unit i's handle (t or k), written before */
+    coexec_tasklet_t *k;  /* `published` passes i */
+    long *tok;            /* unit i's argument: &tok[i] */
+    atomic_long published; /* units 0..published-1 are handed out */
+    atomic_int done;
+    long creator_bad;
+} qr_t;
+
+static qr_t g_qr;
+
+static void qr_ult(void *arg) { (void)arg; }
+
+static coexec_poll_status_t qr_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    return COEXEC_READY;
+}
+
+static void qr_creator(void *arg)
+{
+    (void)arg;
+    qr_t *q = &g_qr;
+    coexec_pool_t pool = ch_main_pool(1);
+    for (long i = 0; i < q->n; i++) {
+        int rc = (i & 1) ? coexec_tasklet_create(pool, qr_tasklet,
+                                                 &q->tok[i], &q->k[i])
+                         : coexec_thread_create(pool, qr_ult, &q->tok[i],
+                                                NULL, &q->t[i]);
+        if (rc != COEXEC_OK) {
+            q->creator_bad++;
+            break;
+        }
+        atomic_store(&q->published, i + 1);
+        if (i % 3 == 0)
+            yield_once(); /* now and then, let it be queried live */
+        coexec_thread_t tc = q->t[i];
+        coexec_tasklet_t kc = q->k[i];
+        rc = (i & 1) ? coexec_tasklet_free(&kc) : coexec_thread_free(&tc);
+        if (rc != COEXEC_OK)
+            q->creator_bad++;
+    }
+    atomic_store(&q->done, 1);
+}
+
+typedef struct {
+    long answered, refused, wrong;
+    char first_wrong[160];
+} qr_seen_t;
+
+static void qr_note(qr_seen_t *s, int rc, bool right, const char *what,
+                    long i)
+{
+    if (rc == COEXEC_EHANDLE) {
+        s->refused++;
+    } else if (rc == COEXEC_OK && right) {
+        s->answered++;
+    } else if (s->wrong++ == 0) {
+        snprintf(s->first_wrong, sizeof s->first_wrong,
+                 "unit %ld: %s gave %s%s", i, what, coexec_err_name(rc),
+                 rc == COEXEC_OK ? " and another unit's answer" : "");
+    }
+}
+
+static void qr_reader(void *arg)
+{
+    qr_seen_t *s = arg;
+    qr_t *q = &g_qr;
+    while (!atomic_load(&q->done)) {
+        long i = atomic_load(&q->published) - 1;
+        if (i < 0) {
+            yield_once();
+            continue;
+        }
+        bool tk = i & 1;
+        coexec_unit_t u = tk ? coexec_tasklet_unit(q->k[i])
+                             : coexec_thread_unit(q->t[i]);
+        void *a = NULL;
+        int rc = coexec_unit_get_arg(u, &a);
+        qr_note(s, rc, a == &q->tok[i], "coexec_unit_get_arg", i);
+        coexec_unit_state_t st = COEXEC_UNIT_READY;
+        rc = tk ? coexec_tasklet_get_state(q->k[i], &st)
+                : coexec_thread_get_state(q->t[i], &st);
+        qr_note(s, rc, true, "get_state", i);
+        uint64_t id = 0;
+        rc = coexec_unit_get_id(u, &id);
+        qr_note(s, rc, id != 0, "coexec_unit_get_id", i);
+        int prio = -1;
+        rc = coexec_unit_get_priority(u, &prio);
+        qr_note(s, rc, prio == 0, "coexec_unit_get_priority", i);
+        if (!tk) {
+            coexec_stack_info_t si;
+            rc = coexec_thread_get_stack(q->t[i], &si);
+            qr_note(s, rc, !si.user_stack, "coexec_thread_get_stack", i);
+        }
+        if ((i & 7) == 0)
+            yield_once();
+    }
+}
+
+static void t_stale_queries(void)
+{
+    ch_init(3);
+    qr_t *q = &g_qr;
+    memset(q, 0, sizeof *q);
+    q->n = ch_iters(60000, 2000);
+    q->t = calloc((size_t)q->n, sizeof *q->t);
+    q->k = calloc((size_t)q->n, sizeof *q->k);
+    q->tok = calloc((size_t)q->n, sizeof *q->tok);
+    CH_ASSERT_EQ_FATAL(q->t && q->k && q->tok, 1);
+    qr_seen_t seen[2];
+    memset(seen, 0, sizeof seen);
+    coexec_thread_t r[2], c;
+    ch_spawn_on(0, qr_reader, &seen[0], &r[0]);
+    ch_spawn_on(2, qr_reader, &seen[1], &r[1]);
+    ch_spawn_on(1, qr_creator, NULL, &c);
+    CH_WAIT(atomic_load(&q->done));
+    ch_free_threads(&c, 1);
+    ch_free_threads(r, 2);
+    CH_ASSERT_EQ(q->creator_bad, 0);
+    for (int j = 0; j < 2; j++) {
+        if (seen[j].wrong)
+            ch_fail_at(__FILE__, __LINE__, "reader %d: %ld wrong answers "
+                       "of %ld; the first: %s", j, seen[j].wrong,
+                       seen[j].wrong + seen[j].answered + seen[j].refused,
+                       seen[j].first_wrong);
+    }
+    printf("\n    queries answered %ld, refused %ld\n",
+           seen[0].answered + seen[1].answered,
+           seen[0].refused + seen[1].refused);
+    free(q->t);
+    free(q->k);
+    free(q->tok);
+    ch_finalize();
+}
+
+static const ch_test_t stale_tests[] = {
+    {"stale_handle", t_stale},
+    {"queries_during_recycle", t_stale_queries},
+    {NULL, NULL}};
 
 /* ---- timed joins ------------------------------------------------------- */
 
