@@ -19,7 +19,10 @@
  * A query through a handle (the get_ calls, coexec_unit_is_thread) may race
  * with a free of the same unit on another thread, whose descriptor is then
  * reused for another unit at once: it answers for the unit the handle names
- * as it was during the call, or COEXEC_EHANDLE, never for the next unit.
+ * as it was during the call, or COEXEC_EHANDLE, never for the next unit. A
+ * call that changes a unit (the set_ calls, resume, migrate) must not race
+ * with its free: after the free it is COEXEC_EHANDLE, but during it the
+ * change may land on the descriptor's next unit.
  */
 #ifndef COEXEC_THREAD_H
 #define COEXEC_THREAD_H
