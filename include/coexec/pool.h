@@ -31,6 +31,11 @@
  * becomes the producer (consumer). In builds with COEXEC_CHECKS (Debug), a
  * push or pop from a thread the mode forbids returns COEXEC_EACCESS and
  * leaves the pool unchanged; without checks it is undefined.
+ *
+ * A query through a pool handle (the get_ calls) may race with the
+ * free of that pool on another thread and the reuse of its record: it
+ * answers for the pool the handle names, or COEXEC_EHANDLE, never for
+ * the next one.
  */
 #ifndef COEXEC_POOL_H
 #define COEXEC_POOL_H

@@ -34,6 +34,11 @@
  * every so often and returns once coexec_sched_has_to_stop says so. The
  * same run function works as a stream's main scheduler and stacked in a
  * pool (coexec_pool_add_sched).
+ *
+ * A query through a scheduler handle (the get_ calls) may race with the
+ * free of that scheduler on another thread and the reuse of its record: it
+ * answers for the scheduler the handle names, or COEXEC_EHANDLE, never for
+ * the next one.
  */
 #ifndef COEXEC_SCHED_H
 #define COEXEC_SCHED_H

@@ -21,6 +21,11 @@
  * is pinned too (to the first core); coexec_finalize gives the thread the
  * binding it had before coexec_init. With COEXEC_AFFINITY=0 no stream is
  * pinned.
+ *
+ * A query through a stream handle (the get_ calls) may race with the
+ * free of that stream on another thread and the reuse of its record: it
+ * answers for the stream the handle names, or COEXEC_EHANDLE, never for
+ * the next one.
  */
 #ifndef COEXEC_XSTREAM_H
 #define COEXEC_XSTREAM_H

@@ -25,6 +25,16 @@
 #endif
 
 /*
+ * A relaxed load or store of a plain field that a thread outside its
+ * owner's synchronization may read while it is written: the fields of
+ * unit, pool, scheduler and stream records that queries through handles
+ * read, re-checking the handle after (HANDLE_STILL, base/global.h).
+ */
+#define RLX_GET(lv) __atomic_load_n(&(lv), __ATOMIC_RELAXED)
+#define RLX_SET(lv, v)                                                         \
+    __atomic_store_n(&(lv), (__typeof__(lv))(v), __ATOMIC_RELAXED)
+
+/*
  * Derived from the backend's operations, once for both.
  *
  * A 16-byte {pointer, tag} word for ABA-safe lock-free stacks. The halves

@@ -66,10 +66,13 @@ COEXEC_API int coexec_xstream_get_stats(coexec_xstream_t xs,
     uint64_t v[S_N];
     pthread_mutex_lock(&coexec__g.lock);
     gather(xs.p, v);
+    int rank = xs.p->rank;
     pthread_mutex_unlock(&coexec__g.lock);
+    if (!HANDLE_STILL(xs))
+        return COEXEC_EHANDLE;
     coexec_xstream_stats_t o = {
         .size = st->size < sizeof o ? st->size : sizeof o,
-        .rank = xs.p->rank,
+        .rank = rank,
         .units_run = v[S_UNITS_RUN],
         .tasklets_run = v[XC_TASKLETS_RUN],
         .switches = v[S_SWITCHES],

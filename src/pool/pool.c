@@ -57,6 +57,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
         else
             pool_free = p->free_next;
         gen = gen_next(atom_load_rlx_u64(&p->gen));
+        atom_fence_rel(); /* before any write: see HANDLE_STILL */
     } else {
         p = aligned_alloc(CACHE_LINE, sizeof *p);
         if (!p) {
@@ -82,8 +83,8 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     /* Thieves may still look at a recycled record: they read `stealable`
      * and the list only under the lock, so reset them under it. */
     pool_lock(p);
-    p->kind = (uint8_t)kind;
-    p->access = (uint8_t)access;
+    RLX_SET(p->kind, kind); /* coexec_pool_get_info may be reading */
+    RLX_SET(p->access, access);
     p->shared = access != COEXEC_ACCESS_PRIV;
     p->stealable = 0;
     p->head = p->tail = NULL;
@@ -495,7 +496,7 @@ COEXEC_API int coexec_pool_create_user(const coexec_pool_ops_t *ops,
         coexec__pool_release(p);
         return rc;
     }
-    p->kind = COEXEC_POOL_USER;
+    RLX_SET(p->kind, COEXEC_POOL_USER);
     p->user_created = 1;
     *out = h;
     return COEXEC_OK;
@@ -509,7 +510,10 @@ COEXEC_API int coexec_pool_get_data(coexec_pool_t pool, void **out)
     int rc = CHECK_HANDLE(pool);
     if (rc)
         return rc;
-    *out = coexec__user_pool_data(pool.p);
+    void *v = coexec__user_pool_data(pool.p);
+    if (!HANDLE_STILL(pool))
+        return COEXEC_EHANDLE;
+    *out = v;
     return COEXEC_OK;
 }
 
@@ -729,7 +733,10 @@ COEXEC_API int coexec_pool_get_size(coexec_pool_t pool, size_t *size)
     int rc = CHECK_HANDLE(pool);
     if (rc)
         return rc;
-    *size = (size_t)pool_size(pool.p);
+    size_t v = (size_t)pool_size(pool.p);
+    if (!HANDLE_STILL(pool))
+        return COEXEC_EHANDLE;
+    *size = v;
     return COEXEC_OK;
 }
 
@@ -741,9 +748,13 @@ COEXEC_API int coexec_pool_get_info(coexec_pool_t pool,
     int rc = CHECK_HANDLE(pool);
     if (rc)
         return rc;
+    coexec_pool_kind_t k = (coexec_pool_kind_t)RLX_GET(pool.p->kind);
+    coexec_pool_access_t a = (coexec_pool_access_t)RLX_GET(pool.p->access);
+    if (!HANDLE_STILL(pool))
+        return COEXEC_EHANDLE;
     if (kind)
-        *kind = (coexec_pool_kind_t)pool.p->kind;
+        *kind = k;
     if (access)
-        *access = (coexec_pool_access_t)pool.p->access;
+        *access = a;
     return COEXEC_OK;
 }

@@ -68,6 +68,7 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
     if (s) {
         sched_free_list = s->free_next;
         gen = gen_next(atom_load_rlx_u64(&s->gen));
+        atom_fence_rel(); /* before any write: see HANDLE_STILL */
     } else {
         s = calloc(1, sizeof *s);
         if (!s) {
@@ -78,9 +79,10 @@ struct coexec_sched_rec *coexec__sched_new(int kind,
         sched_all = s;
         gen = gen_first();
     }
-    s->npools = npools;
+    /* Queries may be reading (coexec_sched_get_pool, ..._num_pools). */
+    RLX_SET(s->npools, npools);
     for (int i = 0; i < npools; i++) {
-        s->pools[i] = pools[i];
+        RLX_SET(s->pools[i], pools[i]);
         atom_fadd_rlx_u32(&pools[i]->nscheds, 1);
     }
     const struct sched_kind *d = &sched_kinds[kind];
@@ -370,7 +372,10 @@ COEXEC_API int coexec_sched_get_data(coexec_sched_t sched, void **out)
     int rc = CHECK_HANDLE(sched);
     if (rc)
         return rc;
-    *out = sched.p->has_ops ? sched.p->ustate : NULL;
+    void *v = sched.p->has_ops ? sched.p->ustate : NULL;
+    if (!HANDLE_STILL(sched))
+        return COEXEC_EHANDLE;
+    *out = v;
     return COEXEC_OK;
 }
 
@@ -409,7 +414,10 @@ COEXEC_API int coexec_sched_get_num_pools(coexec_sched_t sched, int *num)
     int rc = CHECK_HANDLE(sched);
     if (rc)
         return rc;
-    *num = sched.p->npools;
+    int v = RLX_GET(sched.p->npools);
+    if (!HANDLE_STILL(sched))
+        return COEXEC_EHANDLE;
+    *num = v;
     return COEXEC_OK;
 }
 
@@ -422,11 +430,17 @@ COEXEC_API int coexec_sched_get_pool(coexec_sched_t sched, int idx,
     int rc = CHECK_HANDLE(sched);
     if (rc)
         return rc;
-    if (idx < 0 || idx >= sched.p->npools)
+    int n = RLX_GET(sched.p->npools);
+    struct coexec_pool_rec *p = idx >= 0 && idx < n
+                                    ? RLX_GET(sched.p->pools[idx])
+                                    : NULL;
+    uint64_t gen = p ? atom_load_rlx_u64(&p->gen) : 0;
+    if (!HANDLE_STILL(sched))
+        return COEXEC_EHANDLE;
+    if (!p)
         return COEXEC_EINVAL;
-    struct coexec_pool_rec *p = sched.p->pools[idx];
     out->p = p;
-    out->gen = atom_load_rlx_u64(&p->gen);
+    out->gen = gen;
     return COEXEC_OK;
 }
 
@@ -473,8 +487,8 @@ COEXEC_API int coexec_unit_get_sched(coexec_unit_t unit, coexec_sched_t *out)
     int rc = CHECK_HANDLE(unit);
     if (rc)
         return rc;
-    bool is_sched = (UNIT_GET(unit.p, flags) & UF_SCHED) != 0;
-    void *s = UNIT_GET(unit.p, arg);
+    bool is_sched = (RLX_GET(unit.p->flags) & UF_SCHED) != 0;
+    void *s = RLX_GET(unit.p->arg);
     if (!HANDLE_STILL(unit))
         return COEXEC_EHANDLE;
     if (!is_sched)

@@ -100,7 +100,7 @@ static inline int check_unit(struct coexec_unit_rec *p, uint64_t gen, bool taskl
     int rc = CHECK_HANDLE(h);
     if (rc)
         return rc;
-    if ((UNIT_GET(p, kind) == UNIT_TASKLET) != tasklet)
+    if ((RLX_GET(p->kind) == UNIT_TASKLET) != tasklet)
         return COEXEC_EHANDLE;
     return COEXEC_OK;
 }
@@ -141,14 +141,14 @@ static ALWAYS_INLINE void unit_new_id(struct coexec_xstream_rec *xs,
                                       struct coexec_unit_rec *u)
 {
     if (UNLIKELY(!xs)) {
-        UNIT_SET(u, id, atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1));
+        RLX_SET(u->id, atom_fadd_rlx_u64(&coexec__g.next_unit_id, 1));
         return;
     }
     if (UNLIKELY(xs->id_next == xs->id_end)) {
         xs->id_next = atom_fadd_rlx_u64(&coexec__g.next_unit_id, 4096);
         xs->id_end = xs->id_next + 4096;
     }
-    UNIT_SET(u, id, xs->id_next++);
+    RLX_SET(u->id, xs->id_next++);
 }
 
 /* Gives u, made on stream xs, its id and counts it live there: ids and
@@ -177,13 +177,13 @@ static ALWAYS_INLINE void unit_reset(struct coexec_unit_rec *u, int kind,
      * sees the new generation (join_unit re-checks it). */
     atom_store_rel_uptr(&u->join, 0);
     if (u->kind != kind)
-        UNIT_SET(u, kind, kind);
+        RLX_SET(u->kind, kind);
     unit_inpool_set(u, 0);
     if (u->flags & ~keep)
-        UNIT_SET(u, flags, u->flags & keep);
+        RLX_SET(u->flags, u->flags & keep);
     __atomic_store_n(&u->rflags, 0, __ATOMIC_RELAXED); /* join_result */
     u->sp = NULL;
-    UNIT_SET(u, stack, NULL);
+    RLX_SET(u->stack, NULL);
     u->keys = NULL;
     u->bound_rank = -1;
     __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
@@ -255,19 +255,19 @@ static ALWAYS_INLINE bool ult_prepare(struct coexec_xstream_rec *xs,
     } else if (u->flags & UF_BIG_STACK) {
         /* A stacked scheduler's unit has its stack from its creation. */
         if (!u->stack) {
-            UNIT_SET(u, stack, coexec__stack_map(u->stack_size));
+            RLX_SET(u->stack, coexec__stack_map(u->stack_size));
             if (!u->stack)
                 return false;
         }
         usable = u->stack_size;
         vg_user_stack_start(u->stack, usable);
     } else {
-        UNIT_SET(u, stack,
-                 coexec__stack_alloc(&xs->scache, coexec__g.stack_size));
+        RLX_SET(u->stack,
+                coexec__stack_alloc(&xs->scache, coexec__g.stack_size));
         if (!u->stack)
             return false;
         usable = coexec__g.stack_size - STACK_NODE_SIZE;
-        UNIT_SET(u, stack_size, usable);
+        RLX_SET(u->stack_size, usable);
     }
     u->rflags |= RF_STARTED;
     san_stack_reuse(u->stack, usable);
@@ -452,21 +452,21 @@ static ALWAYS_INLINE int make_unit(struct coexec_pool_rec *p, int kind, void *fn
     } else {
         u->fn.thread = (coexec_thread_fn_t)fn;
         if (ustack) {
-            UNIT_SET(u, flags, u->flags | UF_USER_STACK);
-            UNIT_SET(u, stack, ustack);
-            UNIT_SET(u, stack_size, ss & ~(size_t)15);
+            RLX_SET(u->flags, u->flags | UF_USER_STACK);
+            RLX_SET(u->stack, ustack);
+            RLX_SET(u->stack_size, ss & ~(size_t)15);
             canary_set(ustack); /* no guard of ours below it */
         } else if (ss && ss != coexec__g.cfg.stack_size) {
             size_t pg = coexec__g.page_size;
-            UNIT_SET(u, flags, u->flags | UF_BIG_STACK);
-            UNIT_SET(u, stack_size, (ss + pg - 1) & ~(pg - 1));
+            RLX_SET(u->flags, u->flags | UF_BIG_STACK);
+            RLX_SET(u->stack_size, (ss + pg - 1) & ~(pg - 1));
         } else {
-            UNIT_SET(u, stack_size, coexec__g.stack_size - STACK_NODE_SIZE);
+            RLX_SET(u->stack_size, coexec__g.stack_size - STACK_NODE_SIZE);
         }
     }
-    UNIT_SET(u, arg, arg);
+    RLX_SET(u->arg, arg);
     if (detached)
-        UNIT_SET(u, flags, u->flags | UF_DETACHED);
+        RLX_SET(u->flags, u->flags | UF_DETACHED);
     /* Fields past an older caller's attr->size keep their defaults. */
     if (attr && attr->size >= ATTR_HAS(pinned)) {
         if (attr->priority < 0 || attr->priority > (int)UA_PRIO_MASK) {

@@ -478,8 +478,8 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
     atom_fence_rel(); /* before any write: see HANDLE_STILL */
     u->next = u->prev = NULL;
     atom_store_rel_uptr(&u->join, 0); /* as in unit_new */
-    UNIT_SET(u, kind, UNIT_TASKLET);
-    UNIT_SET(u, flags, out ? 0 : UF_DETACHED);
+    RLX_SET(u->kind, UNIT_TASKLET);
+    RLX_SET(u->flags, out ? 0 : UF_DETACHED);
     u->rflags = 0;
     atom_store_rlx_ptr(&u->tnode.who, NULL); /* on no wait list */
     __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
@@ -487,7 +487,7 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
     atom_store_rlx_uptr(&u->dest, 0);
     unit_count_new(xs, u);
     u->fn.tasklet = fn;
-    UNIT_SET(u, arg, arg);
+    RLX_SET(u->arg, arg);
     SET_OUT(out, u);
     if (init)
         init(unit_data(u), ctx);
@@ -800,7 +800,7 @@ static int revive_common(coexec_pool_t pool, void *fn, void *arg,
     unit_reset(u, u->kind, UF_USER_STACK | UF_BIG_STACK);
     atom_store_rlx_u32(&u->attrs, attrs);
     if (ustack) {
-        UNIT_SET(u, stack, ustack);
+        RLX_SET(u->stack, ustack);
         canary_set(ustack);
     }
     if (tasklet) {
@@ -809,7 +809,7 @@ static int revive_common(coexec_pool_t pool, void *fn, void *arg,
     } else {
         u->fn.thread = (coexec_thread_fn_t)fn;
     }
-    UNIT_SET(u, arg, arg);
+    RLX_SET(u->arg, arg);
     unit_new_id(xs_self_entry(), u);
     *gp = next;
     queue_new(pool.p, u);

@@ -84,10 +84,10 @@ static ALWAYS_INLINE void ult_release_stack(struct coexec_xstream_rec *xs,
             vg_user_stack_end(u->stack, u->stack_size);
             coexec__stack_unmap(u->stack, u->stack_size);
         }
-        UNIT_SET(u, stack, NULL);
+        RLX_SET(u->stack, NULL);
     } else if (u->stack) {
         coexec__stack_free(&xs->scache, u->stack, coexec__g.stack_size);
-        UNIT_SET(u, stack, NULL);
+        RLX_SET(u->stack, NULL);
     }
     tsan_fiber_free(u->tsan_fiber);
     u->tsan_fiber = NULL;

@@ -99,7 +99,7 @@ COEXEC_API int coexec_thread_get_id(coexec_thread_t t, uint64_t *id)
     int rc = check_unit(t.p, t.gen, false);
     if (rc)
         return rc;
-    uint64_t v = UNIT_GET(t.p, id);
+    uint64_t v = RLX_GET(t.p->id);
     if (!HANDLE_STILL(t))
         return COEXEC_EHANDLE;
     *id = v;
@@ -121,8 +121,8 @@ COEXEC_API int coexec_thread_get_stack(coexec_thread_t t,
     coexec_stack_info_t si;
     void *stack = __atomic_load_n(&u->stack, __ATOMIC_RELAXED);
     si.size = __atomic_load_n(&u->stack_size, __ATOMIC_RELAXED);
-    si.user_stack = (UNIT_GET(u, flags) & UF_USER_STACK) != 0;
-    si.guard_size = UNIT_GET(u, kind) == UNIT_MAIN || si.user_stack
+    si.user_stack = (RLX_GET(u->flags) & UF_USER_STACK) != 0;
+    si.guard_size = RLX_GET(u->kind) == UNIT_MAIN || si.user_stack
                         ? 0
                         : coexec__g.guard_size;
     if (!si.user_stack && join_finished(atom_load_acq_uptr(&u->join)))
@@ -198,13 +198,13 @@ int coexec__sched_unit_new(struct coexec_sched_rec *s, size_t stack_size,
     if (UNLIKELY(!u))
         return COEXEC_ENOMEM;
     u->fn.thread = fn;
-    UNIT_SET(u, arg, s);
-    UNIT_SET(u, flags, UF_DETACHED | UF_SCHED | UF_BIG_STACK);
+    RLX_SET(u->arg, s);
+    RLX_SET(u->flags, UF_DETACHED | UF_SCHED | UF_BIG_STACK);
     size_t pg = coexec__g.page_size;
-    UNIT_SET(u, stack_size, (stack_size + pg - 1) & ~(pg - 1));
+    RLX_SET(u->stack_size, (stack_size + pg - 1) & ~(pg - 1));
     /* Mapped now, so that a level that cannot have one is refused here
      * rather than failing once queued. */
-    UNIT_SET(u, stack, coexec__stack_map(u->stack_size));
+    RLX_SET(u->stack, coexec__stack_map(u->stack_size));
     if (UNLIKELY(!u->stack)) {
         coexec__unit_release(xs_self_entry(), u);
         return COEXEC_ENOMEM;
@@ -301,10 +301,10 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
         return rc;
     /* A main ULT has no argument; a scheduler's unit has the runtime's
      * record, which is nobody's business (coexec_unit_get_sched). */
-    void *v = UNIT_GET(unit.p, kind) == UNIT_MAIN ||
-                      (UNIT_GET(unit.p, flags) & UF_SCHED)
+    void *v = RLX_GET(unit.p->kind) == UNIT_MAIN ||
+                      (RLX_GET(unit.p->flags) & UF_SCHED)
                   ? NULL
-                  : UNIT_GET(unit.p, arg);
+                  : RLX_GET(unit.p->arg);
     if (!HANDLE_STILL(unit))
         return COEXEC_EHANDLE;
     *arg = v;
@@ -315,7 +315,7 @@ COEXEC_API int coexec_unit_get_arg(coexec_unit_t unit, void **arg)
  * the program (no area configured, or a scheduler's unit). */
 static int unit_data_of(struct coexec_unit_rec *u, void **data)
 {
-    if (!coexec__g.unit_data || (UNIT_GET(u, flags) & UF_SCHED))
+    if (!coexec__g.unit_data || (RLX_GET(u->flags) & UF_SCHED))
         return COEXEC_ENOENT;
     *data = unit_data(u);
     return COEXEC_OK;
@@ -357,7 +357,7 @@ COEXEC_API int coexec_unit_get_id(coexec_unit_t unit, uint64_t *id)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    uint64_t v = UNIT_GET(unit.p, id);
+    uint64_t v = RLX_GET(unit.p->id);
     if (!HANDLE_STILL(unit))
         return COEXEC_EHANDLE;
     *id = v;
@@ -385,7 +385,7 @@ COEXEC_API int coexec_unit_is_thread(coexec_unit_t unit, int *is_thread)
     int rc = unit_handle(unit);
     if (rc)
         return rc;
-    int v = UNIT_GET(unit.p, kind) != UNIT_TASKLET;
+    int v = RLX_GET(unit.p->kind) != UNIT_TASKLET;
     if (!HANDLE_STILL(unit))
         return COEXEC_EHANDLE;
     *is_thread = v;

@@ -199,7 +199,7 @@ int coexec__unit_name_set(struct coexec_unit_rec *u, const char *name)
     e->id = u->id;
     e->name = copy;
     spin_unlock(&names.lock);
-    UNIT_SET(u, flags, u->flags | UF_NAMED);
+    RLX_SET(u->flags, u->flags | UF_NAMED);
     return COEXEC_OK;
 }
 

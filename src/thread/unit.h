@@ -119,13 +119,9 @@ struct join_waiter {
  * kind, flags, id, arg, stack and stack_size when the descriptor is reused
  * for another unit after a free through another copy of the handle (the
  * query then answers COEXEC_EHANDLE: HANDLE_STILL, base/global.h). Those
- * writes and the queries' reads are relaxed atomics; the owner's own
- * reads stay plain.
+ * writes and the queries' reads are relaxed atomics (RLX_SET, RLX_GET);
+ * the owner's own reads stay plain.
  */
-#define UNIT_GET(u, f) __atomic_load_n(&(u)->f, __ATOMIC_RELAXED)
-#define UNIT_SET(u, f, v)                                                      \
-    __atomic_store_n(&(u)->f, (__typeof__((u)->f))(v), __ATOMIC_RELAXED)
-
 struct coexec_unit_rec {
     struct coexec_unit_rec *next;
     struct coexec_unit_rec *prev;

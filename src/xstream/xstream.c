@@ -37,6 +37,7 @@ static struct coexec_xstream_rec *xs_record_new(void)
     if (xs) {
         coexec__xsr.free = xs->free_next;
         gen = gen_next(atom_load_rlx_u64(&xs->gen));
+        atom_fence_rel(); /* before any write: see HANDLE_STILL */
     } else {
         if (coexec__xsr.num_all == MAX_XSTREAMS)
             return NULL;
@@ -57,6 +58,7 @@ static struct coexec_xstream_rec *xs_record_new(void)
         memset(wdir, 0, sizeof *wdir);
     xs->mb.wdir = wdir;
     if (fresh) {
+        atom_store_rlx_u32(&xs->thread_users, 0);
         memset(&xs->timers, 0, sizeof xs->timers);
         atom_store_rlx_u64(&xs->timers.next, UINT64_MAX);
         coexec__timerheap_register(&xs->timers);
@@ -336,6 +338,13 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
     atom_store_rel_u32(&xs->stop, 1);
     xs_kick(xs);
     wait_done(xs);
+    /* No caller may hold the thread's handle past its join (xs_thread_enter:
+     * each side's store, then the full fence, then its look at the other's
+     * word; one of the two sees the other). */
+    atom_store_rlx_u32(&xs->thread_gone, 1);
+    atom_fence_sc();
+    while (atom_load_acq_u32(&xs->thread_users) != 0)
+        sched_yield(); /* an affinity call: a system call long */
     pthread_join(xs->thread, NULL);
     pthread_mutex_lock(&coexec__g.lock);
     struct coexec_sched_rec *s = atom_load_acq_ptr(&xs->sched);
@@ -485,7 +494,7 @@ int coexec__primary_setup(void)
                                     primary_sched_entry, xs);
 
     /* The calling thread's code becomes the main ULT, bound here. */
-    UNIT_SET(m, flags, UF_NOSTEAL);
+    RLX_SET(m->flags, UF_NOSTEAL);
     m->rflags = RF_STARTED; /* it runs already, on the thread's own stack */
     m->bound_rank = (int16_t)xs->rank;
     m->last_rank = (int16_t)xs->rank;
@@ -494,8 +503,8 @@ int coexec__primary_setup(void)
     void *lo;
     size_t size;
     stack_bounds_of_self(&lo, &size);
-    UNIT_SET(m, stack, lo);
-    UNIT_SET(m, stack_size, size > UINT32_MAX ? UINT32_MAX : size);
+    RLX_SET(m->stack, lo);
+    RLX_SET(m->stack_size, size > UINT32_MAX ? UINT32_MAX : size);
     m->tsan_fiber = tsan_fiber_current();
     m->sp = (void *)1; /* "has a context": it is running */
     coexec__g.main_unit = m;
@@ -735,7 +744,10 @@ COEXEC_API int coexec_xstream_self_rank(int *rank)
 COEXEC_API int coexec_xstream_get_rank(coexec_xstream_t xs, int *rank)
 {
     XS_QUERY(rank);
-    *rank = xs.p->rank;
+    int v = xs.p->rank;
+    if (!HANDLE_STILL(xs))
+        return COEXEC_EHANDLE;
+    *rank = v;
     return COEXEC_OK;
 }
 
@@ -743,29 +755,53 @@ COEXEC_API int coexec_xstream_get_state(coexec_xstream_t xs,
                                         coexec_xstream_state_t *state)
 {
     XS_QUERY(state);
-    *state = (coexec_xstream_state_t)atom_load_acq_u32(&xs.p->state);
+    coexec_xstream_state_t v =
+        (coexec_xstream_state_t)atom_load_acq_u32(&xs.p->state);
+    if (!HANDLE_STILL(xs))
+        return COEXEC_EHANDLE;
+    *state = v;
     return COEXEC_OK;
 }
 
 COEXEC_API int coexec_xstream_get_cpu(coexec_xstream_t xs, int *cpu)
 {
     XS_QUERY(cpu);
-    *cpu = xs.p->cpu;
+    int v = xs.p->cpu;
+    if (!HANDLE_STILL(xs))
+        return COEXEC_EHANDLE;
+    *cpu = v;
     return COEXEC_OK;
 }
 
-/* xs's OS thread, while it has one: COEXEC_ESTATE once xs has stopped. */
-static int xs_thread(coexec_xstream_t xs, pthread_t *out)
+/* xs's OS thread, while it has one, for a call on it (affinity): held
+ * until xs_thread_leave, and the stream's join waits for it; COEXEC_ESTATE
+ * once xs has stopped, COEXEC_EHANDLE if the handle went stale. */
+static int xs_thread_enter(coexec_xstream_t xs, pthread_t *out)
 {
     RT_CHECK();
     int rc = CHECK_HANDLE(xs);
     if (rc)
         return rc;
-    if (xs.p->joined || atom_load_rlx_u32(&xs.p->join_claim) != 0 ||
-        atom_load_acq_u32(&xs.p->state) == COEXEC_XSTREAM_TERMINATED)
-        return COEXEC_ESTATE;
-    *out = xs.p->thread;
+    struct coexec_xstream_rec *x = xs.p;
+    atom_fadd_rlx_u32(&x->thread_users, 1);
+    atom_fence_sc();
+    if (!HANDLE_STILL(xs))
+        rc = COEXEC_EHANDLE;
+    else if (atom_load_rlx_u32(&x->thread_gone) ||
+             atom_load_rlx_u32(&x->join_claim) != 0 ||
+             atom_load_acq_u32(&x->state) == COEXEC_XSTREAM_TERMINATED)
+        rc = COEXEC_ESTATE;
+    if (rc) {
+        atom_fsub_rlx_u32(&x->thread_users, 1);
+        return rc;
+    }
+    *out = x->thread;
     return COEXEC_OK;
+}
+
+static void xs_thread_leave(coexec_xstream_t xs)
+{
+    atom_fsub_rel_u32(&xs.p->thread_users, 1);
 }
 
 COEXEC_API int coexec_xstream_set_cpus(coexec_xstream_t xs, const int *cpus,
@@ -773,10 +809,6 @@ COEXEC_API int coexec_xstream_set_cpus(coexec_xstream_t xs, const int *cpus,
 {
     if (!cpus || n <= 0)
         return COEXEC_EINVAL;
-    pthread_t t;
-    int rc = xs_thread(xs, &t);
-    if (rc)
-        return rc;
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int i = 0; i < n; i++) {
@@ -786,10 +818,15 @@ COEXEC_API int coexec_xstream_set_cpus(coexec_xstream_t xs, const int *cpus,
         if (cpus[i] < CPU_SETSIZE && coexec__affinity_may_use(cpus[i]))
             CPU_SET(cpus[i], &set);
     }
-    if (CPU_COUNT(&set) == 0)
-        return COEXEC_EINVAL;
-    return pthread_setaffinity_np(t, sizeof set, &set) == 0 ? COEXEC_OK
-                                                            : COEXEC_EINVAL;
+    pthread_t t;
+    int rc = xs_thread_enter(xs, &t);
+    if (rc)
+        return rc;
+    rc = CPU_COUNT(&set) == 0 || pthread_setaffinity_np(t, sizeof set, &set)
+             ? COEXEC_EINVAL
+             : COEXEC_OK;
+    xs_thread_leave(xs);
+    return rc;
 }
 
 COEXEC_API int coexec_xstream_get_cpus(coexec_xstream_t xs, int *cpus, int max,
@@ -798,11 +835,13 @@ COEXEC_API int coexec_xstream_get_cpus(coexec_xstream_t xs, int *cpus, int max,
     if (!n || max < 0 || (max > 0 && !cpus))
         return COEXEC_EINVAL;
     pthread_t t;
-    int rc = xs_thread(xs, &t);
+    int rc = xs_thread_enter(xs, &t);
     if (rc)
         return rc;
     cpu_set_t set;
-    if (pthread_getaffinity_np(t, sizeof set, &set) != 0)
+    rc = pthread_getaffinity_np(t, sizeof set, &set);
+    xs_thread_leave(xs);
+    if (rc != 0)
         return COEXEC_ESTATE;
     int k = 0;
     for (int c = 0; c < CPU_SETSIZE; c++) {
@@ -821,10 +860,13 @@ COEXEC_API int coexec_xstream_get_main_sched(coexec_xstream_t xs,
 {
     XS_QUERY(out);
     struct coexec_sched_rec *s = atom_load_acq_ptr(&xs.p->sched);
+    uint64_t gen = s ? atom_load_rlx_u64(&s->gen) : 0;
+    if (!HANDLE_STILL(xs))
+        return COEXEC_EHANDLE;
     if (!s)
         return COEXEC_ESTATE;
     out->p = s;
-    out->gen = atom_load_rlx_u64(&s->gen);
+    out->gen = gen;
     return COEXEC_OK;
 }
 
@@ -833,10 +875,14 @@ COEXEC_API int coexec_xstream_get_main_pool(coexec_xstream_t xs,
 {
     XS_QUERY(out);
     struct coexec_sched_rec *s = atom_load_acq_ptr(&xs.p->sched);
-    if (!s)
+    struct coexec_pool_rec *p = s ? s->pools[0] : NULL;
+    uint64_t gen = p ? atom_load_rlx_u64(&p->gen) : 0;
+    if (!HANDLE_STILL(xs))
+        return COEXEC_EHANDLE;
+    if (!p)
         return COEXEC_ESTATE;
-    out->p = s->pools[0];
-    out->gen = atom_load_rlx_u64(&s->pools[0]->gen);
+    out->p = p;
+    out->gen = gen;
     return COEXEC_OK;
 }
 
@@ -889,8 +935,8 @@ COEXEC_API int coexec_xstream_post(coexec_xstream_t xs, coexec_tasklet_fn_t fn,
     if (UNLIKELY(!u))
         return COEXEC_ENOMEM;
     u->fn.tasklet = fn;
-    UNIT_SET(u, arg, arg);
-    UNIT_SET(u, flags, UF_DETACHED | UF_NOSTEAL);
+    RLX_SET(u->arg, arg);
+    RLX_SET(u->flags, UF_DETACHED | UF_NOSTEAL);
     u->bound_rank = (int16_t)x->rank;
     atom_store_rlx_ptr(&u->pool, s->pools[0]);
     if (xs_self_entry() == x) {

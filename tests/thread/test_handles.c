@@ -14,7 +14,8 @@
  *                unit, which it never joins, runs or releases; queries
  *                through copies of handles that are being freed, their
  *                descriptors recycled at once for other units, answer for
- *                their own unit or COEXEC_EHANDLE, never for the next
+ *                their own unit or COEXEC_EHANDLE, never for the next;
+ *                the same for pools and schedulers freed and re-created
  *   timed_join   join_timed of ULTs and tasklets from ULTs and external
  *                threads: COEXEC_ETIMEDOUT leaves the unit alone (it runs
  *                on, once, and is joined later), a finish before the
@@ -454,16 +455,34 @@ static void qr_note(qr_seen_t *s, int rc, bool right, const char *what,
         s->answered++;
     } else if (s->wrong++ == 0) {
         snprintf(s->first_wrong, sizeof s->first_wrong,
-                 "unit %ld: %s gave %s%s", i, what, coexec_err_name(rc),
-                 rc == COEXEC_OK ? " and another unit's answer" : "");
+                 "handle %ld: %s gave %s%s", i, what, coexec_err_name(rc),
+                 rc == COEXEC_OK ? " and a wrong answer" : "");
     }
+}
+
+/* Fails for every reader that got a wrong answer; prints the counts. */
+static void qr_report(const qr_seen_t *seen, int n)
+{
+    long answered = 0, refused = 0;
+    for (int j = 0; j < n; j++) {
+        if (seen[j].wrong)
+            ch_fail_at(__FILE__, __LINE__, "reader %d: %ld wrong answers "
+                       "of %ld; the first: %s", j, seen[j].wrong,
+                       seen[j].wrong + seen[j].answered + seen[j].refused,
+                       seen[j].first_wrong);
+        answered += seen[j].answered;
+        refused += seen[j].refused;
+    }
+    printf("\n    queries answered %ld, refused %ld\n", answered, refused);
 }
 
 static void qr_reader(void *arg)
 {
     qr_seen_t *s = arg;
     qr_t *q = &g_qr;
-    while (!atomic_load(&q->done)) {
+    /* Yields every few rounds whatever i is: a reader stolen onto the
+     * creator's stream must let the creator run there. */
+    for (long round = 1; !atomic_load(&q->done); round++) {
         long i = atomic_load(&q->published) - 1;
         if (i < 0) {
             yield_once();
@@ -490,7 +509,7 @@ static void qr_reader(void *arg)
             rc = coexec_thread_get_stack(q->t[i], &si);
             qr_note(s, rc, !si.user_stack, "coexec_thread_get_stack", i);
         }
-        if ((i & 7) == 0)
+        if ((round & 7) == 0)
             yield_once();
     }
 }
@@ -515,25 +534,125 @@ static void t_stale_queries(void)
     ch_free_threads(&c, 1);
     ch_free_threads(r, 2);
     CH_ASSERT_EQ(q->creator_bad, 0);
-    for (int j = 0; j < 2; j++) {
-        if (seen[j].wrong)
-            ch_fail_at(__FILE__, __LINE__, "reader %d: %ld wrong answers "
-                       "of %ld; the first: %s", j, seen[j].wrong,
-                       seen[j].wrong + seen[j].answered + seen[j].refused,
-                       seen[j].first_wrong);
-    }
-    printf("\n    queries answered %ld, refused %ld\n",
-           seen[0].answered + seen[1].answered,
-           seen[0].refused + seen[1].refused);
+    qr_report(seen, 2);
     free(q->t);
     free(q->k);
     free(q->tok);
     ch_finalize();
 }
 
+/* Pools and schedulers: a thread frees them and creates others at once
+ * (their records are recycled), of other kinds, accesses and pool counts,
+ * while ULTs query copies of the handles: every answer is the queried
+ * object's, or COEXEC_EHANDLE. */
+typedef struct {
+    long n;
+    coexec_pool_t *p;    /* object i's handles, written before */
+    coexec_sched_t *s;   /* `published` passes i */
+    atomic_long published;
+    atomic_int done;
+    long bad;
+} oq_t;
+
+static oq_t g_oq;
+
+/* Object i: a pool of kind i % 2 (FIFO, LIFO) and access PRIV or MPMC, and
+ * a scheduler over 1 + i % 3 copies of it. */
+static coexec_pool_kind_t oq_kind(long i) { return (coexec_pool_kind_t)(i % 2); }
+static coexec_pool_access_t oq_access(long i)
+{
+    return (i / 2) % 2 ? COEXEC_ACCESS_MPMC : COEXEC_ACCESS_PRIV;
+}
+static int oq_npools(long i) { return 1 + (int)(i % 3); }
+
+static void *oq_creator(void *arg)
+{
+    (void)arg;
+    oq_t *q = &g_oq;
+    for (long i = 0; i < q->n; i++) {
+        coexec_pool_t pools[3];
+        int np = oq_npools(i);
+        if (coexec_pool_create(oq_kind(i), oq_access(i), &q->p[i]) !=
+            COEXEC_OK) {
+            q->bad++;
+            break;
+        }
+        for (int j = 0; j < np; j++)
+            pools[j] = q->p[i];
+        if (coexec_sched_create(COEXEC_SCHED_BASIC, pools, np, NULL,
+                                &q->s[i]) != COEXEC_OK) {
+            q->bad++;
+            break;
+        }
+        atomic_store(&q->published, i + 1);
+        coexec_sched_t sc = q->s[i];
+        coexec_pool_t pc = q->p[i];
+        if (coexec_sched_free(&sc) != COEXEC_OK ||
+            coexec_pool_free(&pc) != COEXEC_OK)
+            q->bad++;
+    }
+    atomic_store(&q->done, 1);
+    return NULL;
+}
+
+static void oq_reader(void *arg)
+{
+    qr_seen_t *s = arg;
+    oq_t *q = &g_oq;
+    for (long round = 1; !atomic_load(&q->done); round++) {
+        long i = atomic_load(&q->published) - 1;
+        if (i < 0) {
+            yield_once();
+            continue;
+        }
+        coexec_pool_kind_t k = COEXEC_POOL_PRIO;
+        coexec_pool_access_t a = COEXEC_ACCESS_SPSC;
+        int rc = coexec_pool_get_info(q->p[i], &k, &a);
+        qr_note(s, rc, k == oq_kind(i) && a == oq_access(i),
+                "coexec_pool_get_info", i);
+        int np = -1;
+        rc = coexec_sched_get_num_pools(q->s[i], &np);
+        qr_note(s, rc, np == oq_npools(i), "coexec_sched_get_num_pools", i);
+        coexec_pool_t p0 = {0};
+        rc = coexec_sched_get_pool(q->s[i], 0, &p0);
+        qr_note(s, rc, CH_SAME(p0, q->p[i]), "coexec_sched_get_pool", i);
+        size_t sz = 1;
+        rc = coexec_pool_get_size(q->p[i], &sz);
+        qr_note(s, rc, sz == 0, "coexec_pool_get_size", i);
+        if ((round & 7) == 0)
+            yield_once();
+    }
+}
+
+static void t_stale_object_queries(void)
+{
+    ch_init(3);
+    oq_t *q = &g_oq;
+    memset(q, 0, sizeof *q);
+    q->n = ch_iters(20000, 1000);
+    q->p = calloc((size_t)q->n, sizeof *q->p);
+    q->s = calloc((size_t)q->n, sizeof *q->s);
+    CH_ASSERT_EQ_FATAL(q->p && q->s, 1);
+    qr_seen_t seen[2];
+    memset(seen, 0, sizeof seen);
+    coexec_thread_t r[2];
+    ch_spawn_on(1, oq_reader, &seen[0], &r[0]);
+    ch_spawn_on(2, oq_reader, &seen[1], &r[1]);
+    ch_pthread_t c;
+    ch_pthread_start(&c, oq_creator, NULL);
+    ch_pthread_join(&c);
+    ch_free_threads(r, 2);
+    CH_ASSERT_EQ(q->bad, 0);
+    qr_report(seen, 2);
+    free(q->p);
+    free(q->s);
+    ch_finalize();
+}
+
 static const ch_test_t stale_tests[] = {
     {"stale_handle", t_stale},
     {"queries_during_recycle", t_stale_queries},
+    {"object_queries_during_recycle", t_stale_object_queries},
     {NULL, NULL}};
 
 /* ---- timed joins ------------------------------------------------------- */

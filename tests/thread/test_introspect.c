@@ -12,7 +12,8 @@
  *              run in place by its joiner, a migrated ULT; not started;
  *              bad arguments, stale handles, before init
  *   cpus       re-pinning a stream from another thread and from itself,
- *              CPUs the machine lacks left out, counts; errors
+ *              CPUs the machine lacks left out, counts; errors; calls
+ *              racing the stream's free and the reuse of its record
  *   data       units' data areas (coexec_config_t.unit_data_size): filled
  *              before the queue by data_init, the same to the unit and its
  *              creator wherever it runs, never overlapping; another size
@@ -22,6 +23,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <stdlib.h>
@@ -749,7 +751,77 @@ static const ch_test_t last_rank_tests[] = {
     {"errors", t_last_rank_errors},
     {NULL, NULL}};
 
-static const ch_test_t cpus_tests[] = {{"set_get", t_cpus}, {NULL, NULL}};
+/* Affinity calls on copies of a stream's handle while the stream is freed
+ * (its OS thread joined) and another takes its record: every call is
+ * COEXEC_OK, COEXEC_ESTATE or COEXEC_EHANDLE, and none touches a joined
+ * thread (the free waits for a call in progress). */
+static struct {
+    coexec_xstream_t cur; /* the stream being churned, under `lock` */
+    pthread_mutex_t lock;
+    atomic_int done;
+    long ok, refused, bad;
+    int bad_rc;
+} g_ar = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *affinity_racer(void *arg)
+{
+    (void)arg;
+    int cpus[CPU_SETSIZE];
+    while (!atomic_load(&g_ar.done)) {
+        pthread_mutex_lock(&g_ar.lock);
+        coexec_xstream_t x = g_ar.cur;
+        pthread_mutex_unlock(&g_ar.lock);
+        int n = 0, zero = 0;
+        int rcs[2] = {coexec_xstream_get_cpus(x, cpus, CPU_SETSIZE, &n),
+                      coexec_xstream_set_cpus(x, &zero, 1)};
+        for (int j = 0; j < 2; j++) {
+            if (rcs[j] == COEXEC_OK)
+                g_ar.ok++;
+            else if (rcs[j] == COEXEC_ESTATE || rcs[j] == COEXEC_EHANDLE)
+                g_ar.refused++;
+            else if (g_ar.bad++ == 0)
+                g_ar.bad_rc = rcs[j];
+        }
+    }
+    return NULL;
+}
+
+static void t_cpus_free_race(void)
+{
+    ch_init(1);
+    long rounds = ch_iters(300, 30);
+    ch_pthread_t th;
+    CH_ASSERT_OK(coexec_xstream_create(NULL, &g_ar.cur));
+    ch_pthread_start(&th, affinity_racer, NULL);
+    for (long r = 0; r < rounds; r++) {
+        coexec_xstream_t next;
+        CH_ASSERT_OK(coexec_xstream_create(NULL, &next));
+        pthread_mutex_lock(&g_ar.lock);
+        coexec_xstream_t old = g_ar.cur;
+        if (r % 2)
+            g_ar.cur = next; /* half the time the racer holds the old one */
+        pthread_mutex_unlock(&g_ar.lock);
+        CH_ASSERT_OK(coexec_xstream_free(&old));
+        if (!(r % 2)) {
+            pthread_mutex_lock(&g_ar.lock);
+            g_ar.cur = next;
+            pthread_mutex_unlock(&g_ar.lock);
+        }
+    }
+    atomic_store(&g_ar.done, 1);
+    ch_pthread_join(&th);
+    CH_ASSERT_OK(coexec_xstream_free(&g_ar.cur));
+    if (g_ar.bad)
+        ch_fail_at(__FILE__, __LINE__, "%ld affinity calls gave neither OK, "
+                   "ESTATE nor EHANDLE (the first: %s)", g_ar.bad,
+                   coexec_err_name(g_ar.bad_rc));
+    CH_CHECK(g_ar.ok > 0);
+    ch_finalize();
+}
+
+static const ch_test_t cpus_tests[] = {{"set_get", t_cpus},
+                                        {"free_race", t_cpus_free_race},
+                                        {NULL, NULL}};
 static const ch_test_t data_tests[] = {{"areas", t_data_areas},
                                        {"resize", t_data_resize},
                                        {"errors", t_data_errors},
