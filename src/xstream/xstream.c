@@ -287,9 +287,10 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     atom_store_rlx_u32(&xs->mb.park, 1);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_CREATED);
     if (own_setup) {
-        pool_lock(sched->pools[0]);
-        sched->pools[0]->stealable = 1;
-        pool_unlock(sched->pools[0]);
+        struct coexec_pool_rec *p0 = sched->pools[0];
+        enum pool_hold hold = pool_lock(p0);
+        p0->stealable = 1;
+        pool_unlock(p0, hold);
         steal_pool_add(sched->pools[0]);
     }
     pthread_mutex_unlock(&coexec__g.lock);
@@ -463,9 +464,10 @@ int coexec__primary_setup(void)
     if (xs->cpu >= 0 && coexec__affinity_bind_primary(xs->cpu) != 0)
         xs->cpu = -1;
     atom_store_rlx_u32(&xs->mb.park, 1);
-    pool_lock(s->pools[0]);
-    s->pools[0]->stealable = 1;
-    pool_unlock(s->pools[0]);
+    struct coexec_pool_rec *p0 = s->pools[0];
+    enum pool_hold hold = pool_lock(p0);
+    p0->stealable = 1;
+    pool_unlock(p0, hold);
     steal_pool_add(s->pools[0]);
     coexec__g.primary = xs;
     pthread_mutex_unlock(&coexec__g.lock);
@@ -822,9 +824,12 @@ COEXEC_API int coexec_xstream_set_cpus(coexec_xstream_t xs, const int *cpus,
     int rc = xs_thread_enter(xs, &t);
     if (rc)
         return rc;
-    rc = CPU_COUNT(&set) == 0 || pthread_setaffinity_np(t, sizeof set, &set)
-             ? COEXEC_EINVAL
-             : COEXEC_OK;
+    if (CPU_COUNT(&set) == 0)
+        rc = COEXEC_EINVAL;
+    else if ((rc = pthread_setaffinity_np(t, sizeof set, &set)) != 0)
+        /* ESRCH: the thread has ended (the stream stopped, its join not
+         * done yet), as get_cpus reports it. */
+        rc = rc == ESRCH ? COEXEC_ESTATE : COEXEC_EINVAL;
     xs_thread_leave(xs);
     return rc;
 }
