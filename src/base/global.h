@@ -67,6 +67,7 @@ struct coexec__global {
     size_t unit_data;      /* cfg.unit_data_size rounded up to 64: the data
                               area after each unit descriptor */
     uint64_t idle_spin_ns; /* cfg.idle_spin_us in ns */
+    bool pool_bias;        /* shared list pools may be biased (pool.h) */
     /* Guards the stream registry (src/xstream/), the lists of pool and
      * scheduler records, the key table and stacking checks; never taken
      * on a hot path. */

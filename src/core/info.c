@@ -50,10 +50,17 @@ static const char *name_of(const char *const *names, size_t n, unsigned i)
 
 NO_TSAN static void print_pool(FILE *f, struct coexec_pool_rec *p, int i)
 {
-    fprintf(f, "    pool %d: %s %s, %llu queued%s\n", i, NAME(pool_kinds, LD(p->kind)),
-            NAME(accesses, LD(p->access)),
+    /* Its lock's bias (pool.h): stream records are never freed, so the
+     * owner's rank can be read even if it is going. */
+    void *b = atom_load_rlx_ptr(&p->bias);
+    char bias[40] = "";
+    if (b && b != POOL_BIAS_OFF)
+        snprintf(bias, sizeof bias, ", lock biased to stream %d",
+                 xs_rank_of((struct coexec_xstream_rec *)b));
+    fprintf(f, "    pool %d: %s %s, %llu queued%s%s\n", i,
+            NAME(pool_kinds, LD(p->kind)), NAME(accesses, LD(p->access)),
             (unsigned long long)atom_load_rlx_u64(&p->size),
-            LD(p->stealable) ? ", others steal from it" : "");
+            LD(p->stealable) ? ", others steal from it" : "", bias);
 }
 
 NO_TSAN static void print_stream(FILE *f, struct coexec_xstream_rec *xs)
@@ -231,7 +238,9 @@ COEXEC_API int coexec_info_print(void *fp, unsigned flags)
     if (!flags)
         flags = COEXEC_INFO_DEFAULT;
     FILE *f = fp ? (FILE *)fp : stderr;
-    fprintf(f, "coexec %s: state of the runtime\n", coexec_version_string());
+    fprintf(f, "coexec %s: state of the runtime (pool lock bias %s)\n",
+            coexec_version_string(),
+            coexec__g.pool_bias ? "available" : "unavailable");
     if (flags & COEXEC_INFO_STREAMS) {
         pthread_mutex_lock(&coexec__g.lock);
         for (int r = 0; r < MAX_XSTREAMS; r++)

@@ -163,6 +163,7 @@ COEXEC_API int coexec_init(const coexec_config_t *cfg_in)
     coexec__g.guard_size = (cfg.guard_size + page - 1) & ~(page - 1);
     coexec__g.unit_data = (cfg.unit_data_size + 63) & ~(size_t)63;
     coexec__g.idle_spin_ns = (uint64_t)cfg.idle_spin_us * 1000;
+    coexec__pool_bias_setup();
     memset(coexec__xsr.by_rank, 0, sizeof coexec__xsr.by_rank);
     coexec__xsr.num = 0;
     atom_store_rlx_u32(&coexec__steal.num, 0);

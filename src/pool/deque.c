@@ -108,11 +108,11 @@ static void side_unlink(struct deque *d, struct coexec_unit_rec *u)
 static void side_park(struct coexec_pool_rec *p, struct deque *d,
                       struct coexec_unit_rec *u)
 {
-    pool_lock(p);
+    impl_lock(p);
     side_link(d, u);
     if (UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_for(p, u);
-    pool_unlock(p);
+    impl_unlock(p);
 }
 
 /*
@@ -127,7 +127,7 @@ static struct coexec_unit_rec *side_take(struct coexec_pool_rec *p,
 {
     if (atom_load_rlx_u64(&d->side_n) == 0)
         return NULL;
-    pool_lock(p);
+    impl_lock(p);
     struct coexec_unit_rec *u = d->side_head;
     for (int n = 0; u; u = u->next, n++) {
         if (thief ? pool_may_steal(u, xs) : pool_may_take(u, xs))
@@ -139,7 +139,7 @@ static struct coexec_unit_rec *side_take(struct coexec_pool_rec *p,
     }
     if (u)
         side_unlink(d, u);
-    pool_unlock(p);
+    impl_unlock(p);
     return u;
 }
 
@@ -155,10 +155,10 @@ static struct dq_array *grow(struct coexec_pool_rec *p, struct deque *d,
     for (uint64_t i = t; i != b; i++)
         atom_store_rlx_ptr(&na->slot[i & na->mask],
                            atom_load_rlx_ptr(&a->slot[i & a->mask]));
-    pool_lock(p);
+    impl_lock(p);
     a->older = d->retired;
     d->retired = a;
-    pool_unlock(p);
+    impl_unlock(p);
     /* Release: a thief that reads the new array (acquire) sees its slots. */
     atom_store_rel_ptr(&d->array, na);
     return na;
@@ -236,11 +236,11 @@ static bool dq_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
         }
         /* Out of memory for a bigger array: the side queue needs none. */
     }
-    pool_lock(p);
+    impl_lock(p);
     side_link(d, u);
     if (UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_for(p, u);
-    pool_unlock(p);
+    impl_unlock(p);
     return mine;
 }
 
@@ -306,7 +306,7 @@ static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
      * joiner usually wants the newest or the oldest unit; false is always
      * a correct answer, the joiner then waits instead). */
     bool ok = false;
-    pool_lock(p);
+    impl_lock(p);
     struct coexec_unit_rec *h = d->side_head, *t = d->side_tail;
     for (int n = 0; n < SIDE_SCAN && h && !ok; n++) {
         ok = h == u || t == u;
@@ -319,7 +319,7 @@ static bool dq_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
         side_unlink(d, u);
     else
         ok = false;
-    pool_unlock(p);
+    impl_unlock(p);
     return ok;
 }
 
@@ -373,7 +373,7 @@ static struct coexec_unit_rec *dq_drain(struct coexec_pool_rec *p)
         last = u;
         n++;
     }
-    pool_lock(p);
+    impl_lock(p);
     for (struct coexec_unit_rec *u = d->side_head; u; u = u->next) {
         unit_inpool_set(u, 0);
         n++;
@@ -384,7 +384,7 @@ static struct coexec_unit_rec *dq_drain(struct coexec_pool_rec *p)
         first = d->side_head;
     d->side_head = d->side_tail = NULL;
     atom_store_rlx_u64(&d->side_n, 0);
-    pool_unlock(p);
+    impl_unlock(p);
     return first;
 }
 
@@ -411,10 +411,10 @@ static void dq_foreach(struct coexec_pool_rec *p,
                        void *ctx)
 {
     struct deque *d = dq_of(p);
-    pool_lock(p);
+    impl_lock(p);
     for (struct coexec_unit_rec *u = d->side_head; u; u = u->next)
         visit(ctx, u);
-    pool_unlock(p);
+    impl_unlock(p);
 }
 
 /* The count: the deque's span plus the side queue (see the plaque). */
@@ -458,7 +458,7 @@ bool coexec__deque_set_owner(struct coexec_pool_rec *p,
     struct deque *d = dq_of(p);
     /* Under p's lock, which the last owner's release took too: the new
      * owner's bottom operations come after all of that owner's. */
-    pool_lock(p);
+    impl_lock(p);
     struct coexec_xstream_rec *o = atom_load_rlx_ptr(&d->owner);
     bool counted = !o || o == xs;
     if (!o) {
@@ -467,7 +467,7 @@ bool coexec__deque_set_owner(struct coexec_pool_rec *p,
     } else if (o == xs) {
         d->owner_uses++;
     }
-    pool_unlock(p);
+    impl_unlock(p);
     return counted;
 }
 
@@ -475,8 +475,8 @@ void coexec__deque_drop_owner(struct coexec_pool_rec *p,
                               struct coexec_xstream_rec *xs)
 {
     struct deque *d = dq_of(p);
-    pool_lock(p);
+    impl_lock(p);
     if (atom_load_rlx_ptr(&d->owner) == xs && --d->owner_uses == 0)
         atom_store_rel_ptr(&d->owner, NULL);
-    pool_unlock(p);
+    impl_unlock(p);
 }

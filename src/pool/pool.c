@@ -2,8 +2,14 @@
  * src/pool/pool.c: pools: the public API, the access-mode checks, and the
  * shared-pool operations (locking, stealing, waking parked schedulers).
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "base/global.h"
 #include "pool/pool.h"
@@ -45,6 +51,17 @@ static void impl_fini(struct coexec_pool_rec *p)
     }
 }
 
+/* pool_new's hold of a record: its lock itself, with the bias of its last
+ * life revoked (even the caller's own, which it is not using), so that a
+ * thread looking at the record meanwhile (a thief) waits for the reset
+ * and sees the new bias. (A biased hold would not do: a thread seeing the
+ * new bias off would take the lock while the owner's hold goes on.) */
+static void pool_lock_hard(struct coexec_pool_rec *p)
+{
+    spin_lock(&p->lock);
+    coexec__pool_bias_settle(p, NULL);
+}
+
 static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
                                         const coexec_pool_config_t *cfg)
 {
@@ -82,7 +99,7 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     }
     /* Thieves may still look at a recycled record: they read `stealable`
      * and the list only under the lock, so reset them under it. */
-    pool_lock(p);
+    pool_lock_hard(p);
     RLX_SET(p->kind, kind); /* coexec_pool_get_info may be reading */
     RLX_SET(p->access, access);
     p->shared = access != COEXEC_ACCESS_PRIV;
@@ -95,7 +112,11 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     p->thief_mark.linked = false;
     atom_store_rlx_u32(&p->has_sleepers, 0);
     atom_store_rlx_ptr(&p->forward, NULL);
-    pool_unlock(p);
+    /* No grant to anyone yet, or none ever. */
+    atom_store_rlx_ptr(&p->bias, p->shared && !p->impl && coexec__g.pool_bias
+                                     ? NULL
+                                     : POOL_BIAS_OFF);
+    spin_unlock(&p->lock);
     atom_store_rlx_u32(&p->nscheds, 0);
     atom_store_rlx_u32(&p->nrun, 0);
     atom_store_rlx_u32(&p->home_cpu, 0);
@@ -109,6 +130,72 @@ static struct coexec_pool_rec *pool_new(int kind, int access, bool dflt,
     atom_store_rel_u64(&p->gen, gen);
     pthread_mutex_unlock(&coexec__g.lock);
     return p;
+}
+
+/* ---- owner bias (pool.h) ------------------------------------------------ */
+
+#if defined(__linux__) && defined(SYS_membarrier)
+static long membarrier_cmd(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
+#define BIAS_CMDS (MEMBARRIER_CMD_PRIVATE_EXPEDITED | MEMBARRIER_CMD_GLOBAL)
+#endif
+
+void coexec__pool_bias_setup(void)
+{
+    coexec__g.pool_bias = false;
+    const char *v = getenv("COEXEC_POOL_BIAS");
+    if (v && v[0] == '0' && v[1] == '\0')
+        return;
+#if defined(__linux__) && defined(SYS_membarrier)
+    /* Registering again (a forked child's init) is harmless. */
+    long cmds = membarrier_cmd(MEMBARRIER_CMD_QUERY);
+    coexec__g.pool_bias =
+        cmds >= 0 && (cmds & BIAS_CMDS) == BIAS_CMDS &&
+        membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+#endif
+}
+
+/* A memory barrier on every running thread of the process: the side of
+ * the bias's Dekker pair that its owner leaves out. Only called once
+ * coexec__pool_bias_setup found both commands (a bias is never granted
+ * otherwise): the process-wide one if the expedited one is refused. */
+static void bias_barrier(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    if (membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+        return;
+    (void)membarrier_cmd(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+    if (membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+        return;
+    (void)membarrier_cmd(MEMBARRIER_CMD_GLOBAL);
+#endif
+}
+
+void coexec__pool_bias_settle(struct coexec_pool_rec *p,
+                              struct coexec_xstream_rec *xs)
+{
+    void *b = atom_load_rlx_ptr(&p->bias);
+    if (b == POOL_BIAS_OFF || b == (void *)xs)
+        return;
+    if (!b) {
+        /* The first stream to hold it: granted (an external thread gets
+         * nothing and leaves it grantable). */
+        if (xs)
+            atom_store_rlx_ptr(&p->bias, xs);
+        return;
+    }
+    /* Another stream's: off for good. After the barrier, the owner either
+     * sees it off at its next hold, or is inside a hold we wait out. */
+    atom_store_rlx_ptr(&p->bias, POOL_BIAS_OFF);
+    bias_barrier();
+    for (unsigned spins = 0; atom_load_acq_u32(&p->bias_in) != 0; spins++) {
+        if (spins < 64)
+            cpu_relax();
+        else
+            sched_yield(); /* a preempted owner */
+    }
 }
 
 struct coexec_pool_rec *coexec__pool_new(int kind, int access)
@@ -128,14 +215,14 @@ static struct coexec_unit_rec *pool_take_all(struct coexec_pool_rec *p)
 {
     if (p->impl)
         return p->impl->drain(p);
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     struct coexec_unit_rec *u = p->head;
     for (struct coexec_unit_rec *v = u; v; v = v->next)
         unit_inpool_set(v, 0);
     p->head = p->tail = NULL;
     atom_store_rlx_u64(&p->size, 0);
     atom_store_rlx_u64(&p->nbound, 0);
-    pool_unlock(p);
+    pool_unlock(p, hold);
     return u;
 }
 
@@ -151,10 +238,10 @@ static void push_chain(struct coexec_unit_rec *u, struct coexec_pool_rec *to)
 
 void coexec__pool_forward(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     /* seq_cst: an impl pusher re-checks forward after its push (below). */
     atom_store_sc_ptr(&p->forward, to);
-    pool_unlock(p);
+    pool_unlock(p, hold);
     /* Units still queued (woken after the stream stopped) move on. */
     push_chain(pool_take_all(p), to);
 }
@@ -173,23 +260,23 @@ void coexec__pool_forward(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
  */
 void coexec__pool_run_begin(struct coexec_pool_rec *p)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     atom_fadd_ar_u32(&p->nrun, 1);
     if (atom_load_rlx_ptr(&p->forward) != NULL)
         atom_store_sc_ptr(&p->forward, NULL);
-    pool_unlock(p);
+    pool_unlock(p, hold);
 }
 
 bool coexec__pool_run_end(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     bool last = atom_fsub_ar_u32(&p->nrun, 1) == 1;
     bool fwd = last && to && p != to;
     /* seq_cst: an impl pusher re-checks forward after its push
      * (coexec__pool_push_slow). */
     if (fwd)
         atom_store_sc_ptr(&p->forward, to);
-    pool_unlock(p);
+    pool_unlock(p, hold);
     /* Units still queued (woken after the last server stopped) move on. */
     if (fwd)
         push_chain(pool_take_all(p), to);
@@ -226,9 +313,9 @@ void coexec__pool_senders_wait(struct coexec_pool_rec *p)
 
 void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     p->stealable = 0;
-    pool_unlock(p);
+    pool_unlock(p, hold);
     coexec__pool_forward(p, to);
     pthread_mutex_lock(&coexec__g.lock);
     atom_store_rel_u64(&p->gen, gen_next(atom_load_rlx_u64(&p->gen)));
@@ -240,9 +327,9 @@ void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
 
 void coexec__pool_release(struct coexec_pool_rec *p)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     p->stealable = 0;
-    pool_unlock(p);
+    pool_unlock(p, hold);
     /* Outside the runtime's lock: a user pool's free may call the API
      * (free the pools it wraps, for instance). */
     impl_fini(p);
@@ -326,10 +413,10 @@ struct coexec_unit_rec *coexec__pool_steal(struct coexec_pool_rec *p,
      * nothing to take, and no lock held over a walk through them. */
     if (pool_size(p) <= atom_load_rlx_u64(&p->nbound))
         return NULL;
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     struct coexec_unit_rec *u =
         !registered || p->stealable ? list_steal(p, xs) : NULL;
-    pool_unlock(p);
+    pool_unlock(p, hold);
     return u;
 }
 
@@ -557,7 +644,7 @@ static int push_keep_home(struct coexec_pool_rec *p, struct coexec_unit_rec *u)
         pool_wake_sleepers(p);
         return COEXEC_OK;
     }
-    bool lock;
+    enum pool_hold lock;
     if (!pool_list_enter(p, coexec__xs_self(), &lock))
         return COEXEC_EACCESS; /* another stream's private pool now */
     list_push_head(p, u);
@@ -715,7 +802,7 @@ COEXEC_API int coexec_pool_foreach(coexec_pool_t pool,
     }
     /* In the order pops take them: a FIFO from its tail. */
     bool fifo = p->kind == COEXEC_POOL_FIFO;
-    bool lock;
+    enum pool_hold lock;
     if (!pool_list_enter(p, coexec__xs_self(), &lock))
         return COEXEC_EACCESS; /* another stream's private pool now */
     for (struct coexec_unit_rec *u = fifo ? p->tail : p->head; u;

@@ -50,16 +50,23 @@ struct coexec_pool_rec {
     uint8_t access;    /* coexec_pool_access_t */
     uint8_t shared;    /* takes the lock (every mode but PRIV) */
     uint8_t stealable; /* a default pool other streams may steal from */
+    /* The owner bias of a shared list pool (pool_lock): the stream that
+     * takes the lock's place without an atomic read-modify-write, NULL
+     * while none has been granted, POOL_BIAS_OFF for a pool that always
+     * locks (other kinds, private pools, a revoked bias, bias disabled);
+     * and the owner's flag of a hold in progress. */
+    atom_u32_t bias_in;
+    atom_ptr_t bias;
     struct coexec_unit_rec *head;
     struct coexec_unit_rec *tail;
     atom_u64_t size;
     struct sleeper *sleepers;
-    /* A retired pool: pushes go here instead (set under the lock; list
-     * pools read it under the lock or, private, on the owner's thread). */
-    atom_ptr_t forward;
     /* Kinds that are not a plain list (PRIO, DEQUE, USER): their operations
      * and state; NULL for FIFO and LIFO. */
     const struct pool_impl *impl;
+    /* A retired pool: pushes go here instead (set under the lock; list
+     * pools read it under the lock or, private, on the owner's thread). */
+    atom_ptr_t forward;
     void *istate;
     /* Cold fields. */
     atom_u64_t gen CACHE_ALIGNED;
@@ -235,14 +242,110 @@ bool coexec__deque_set_owner(struct coexec_pool_rec *p,
 void coexec__deque_drop_owner(struct coexec_pool_rec *p,
                               struct coexec_xstream_rec *xs);
 
-static ALWAYS_INLINE void pool_lock(struct coexec_pool_rec *p)
+/*
+ * The lock of every pool (what a list pool's list, size, sleepers and
+ * forward are used under), biased towards one stream.
+ *
+ * An uncontended spin lock still costs an atomic read-modify-write per
+ * hold, and a stream pushing into and taking from its own pool pays it
+ * twice per unit while nobody else ever looks. So a shared list pool's
+ * lock is granted, at the first hold by a stream, to that stream (its
+ * bias): the owner then holds it by raising bias_in and checking that
+ * the bias is still its own, with plain stores and loads; every other
+ * thread revokes the bias once, for good, under the lock: it turns the
+ * bias off, makes every running thread of the process execute a memory
+ * barrier (membarrier(2), expedited), and waits for bias_in to fall. The
+ * barrier is what the owner's side leaves out: after it, either the owner
+ * sees the bias off and takes the lock like everyone else, or its raised
+ * bias_in is visible to the revoker, which waits. A pool thus costs at
+ * most one such barrier (a few microseconds) in its life; a pool used by
+ * one stream, as a stream's own pool often is, never takes its lock.
+ *
+ * Off (the pool always locks) for impl kinds, private pools, and when the
+ * runtime could not register for membarrier or COEXEC_POOL_BIAS is 0
+ * (coexec__pool_bias_setup, at init).
+ *
+ * impl_lock/impl_unlock: the plain lock, for the impl kinds, whose bias is
+ * always off.
+ */
+#define POOL_BIAS_OFF ((void *)1)
+
+enum pool_hold { HOLD_NONE, HOLD_LOCK, HOLD_BIAS };
+
+/* At init: whether new shared list pools may be biased (membarrier
+ * registered, COEXEC_POOL_BIAS not 0). Called again in a forked child's
+ * init. */
+void coexec__pool_bias_setup(void);
+/* With p's lock held by stream xs (NULL: none): grants p's bias to xs if
+ * none was granted yet, or revokes another stream's (pool.c). */
+void coexec__pool_bias_settle(struct coexec_pool_rec *p,
+                              struct coexec_xstream_rec *xs);
+
+static ALWAYS_INLINE void impl_lock(struct coexec_pool_rec *p)
 {
     spin_lock(&p->lock);
 }
 
-static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
+static ALWAYS_INLINE void impl_unlock(struct coexec_pool_rec *p)
 {
     spin_unlock(&p->lock);
+}
+
+/* Holds p's lock for the caller, on stream xs (NULL: not known; looked up
+ * when it matters). xs must be the calling OS thread's stream. */
+static ALWAYS_INLINE enum pool_hold pool_lock_as(struct coexec_pool_rec *p,
+                                                 struct coexec_xstream_rec *xs)
+{
+    void *b = atom_load_rlx_ptr(&p->bias);
+    if (LIKELY(b == POOL_BIAS_OFF)) {
+        spin_lock(&p->lock);
+        return HOLD_LOCK;
+    }
+    if (!xs)
+        xs = coexec__xs_self();
+    if (b == (void *)xs && xs) {
+        atom_store_rlx_u32(&p->bias_in, 1);
+        /* Compiler only: the revoker's membarrier orders the CPU. */
+        compiler_barrier();
+        if (LIKELY(atom_load_rlx_ptr(&p->bias) == (void *)xs))
+            return HOLD_BIAS;
+        atom_store_rel_u32(&p->bias_in, 0);
+    }
+    spin_lock(&p->lock);
+    coexec__pool_bias_settle(p, xs);
+    return HOLD_LOCK;
+}
+
+static ALWAYS_INLINE enum pool_hold pool_lock(struct coexec_pool_rec *p)
+{
+    return pool_lock_as(p, NULL);
+}
+
+static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p,
+                                      enum pool_hold h)
+{
+    if (h == HOLD_BIAS)
+        atom_store_rel_u32(&p->bias_in, 0); /* the revoker's acquire */
+    else if (h == HOLD_LOCK)
+        spin_unlock(&p->lock);
+}
+
+/* A try of pool_lock that never revokes (HOLD_NONE: not held). */
+static ALWAYS_INLINE enum pool_hold pool_trylock(struct coexec_pool_rec *p)
+{
+    void *b = atom_load_rlx_ptr(&p->bias);
+    if (b != POOL_BIAS_OFF && b != NULL) {
+        struct coexec_xstream_rec *xs = coexec__xs_self();
+        return b == (void *)xs ? pool_lock_as(p, xs) : HOLD_NONE;
+    }
+    if (!spin_trylock(&p->lock))
+        return HOLD_NONE;
+    if (UNLIKELY(atom_load_rlx_ptr(&p->bias) != POOL_BIAS_OFF) &&
+        atom_load_rlx_ptr(&p->bias) != NULL) {
+        spin_unlock(&p->lock); /* granted meanwhile: not ours to revoke */
+        return HOLD_NONE;
+    }
+    return HOLD_LOCK;
 }
 
 /* What caller xs needs to touch p's list (or an impl's lists): nothing
@@ -251,25 +354,25 @@ static ALWAYS_INLINE void pool_unlock(struct coexec_pool_rec *p)
  * (coexec__sched_activate, under this lock) is that owner's alone: false,
  * with the lock released. *locked: whether pool_list_leave releases it. */
 static ALWAYS_INLINE bool pool_list_enter(struct coexec_pool_rec *p,
-                                          const struct coexec_xstream_rec *xs,
-                                          bool *locked)
+                                          struct coexec_xstream_rec *xs,
+                                          enum pool_hold *hold)
 {
-    *locked = pool_must_lock(p, xs);
-    if (!*locked)
+    if (!pool_must_lock(p, xs)) {
+        *hold = HOLD_NONE;
         return true;
-    pool_lock(p);
+    }
+    *hold = pool_lock_as(p, xs);
     if (LIKELY(pool_list_locked_ok(p)))
         return true;
-    pool_unlock(p);
-    *locked = false;
+    pool_unlock(p, *hold);
+    *hold = HOLD_NONE;
     return false;
 }
 
 static ALWAYS_INLINE void pool_list_leave(struct coexec_pool_rec *p,
-                                          bool locked)
+                                          enum pool_hold hold)
 {
-    if (locked)
-        pool_unlock(p);
+    pool_unlock(p, hold);
 }
 
 /* List operations; the caller holds the lock (or owns a private pool). */
@@ -416,10 +519,10 @@ static ALWAYS_INLINE bool pool_may_steal(struct coexec_unit_rec *u,
  * sees the sleeper or the sleeper sees the unit). */
 static ALWAYS_INLINE void pool_wake_sleepers_slow(struct coexec_pool_rec *p)
 {
-    pool_lock(p);
+    enum pool_hold h = pool_lock(p);
     if (p->sleepers)
         coexec__pool_wake_sleepers_locked(p);
-    pool_unlock(p);
+    pool_unlock(p, h);
 }
 
 static ALWAYS_INLINE void pool_wake_sleepers(struct coexec_pool_rec *p)
@@ -483,19 +586,20 @@ static ALWAYS_INLINE void push_owned(struct coexec_pool_rec *p,
  * p over since). */
 static ALWAYS_INLINE bool pool_lock_to_push(struct coexec_pool_rec *p,
                                             struct coexec_unit_rec *u,
-                                            struct coexec_xstream_rec *self)
+                                            struct coexec_xstream_rec *self,
+                                            enum pool_hold *hold)
 {
     if (p->shared) {
-        pool_lock(p);
+        *hold = pool_lock_as(p, self);
         return false;
     }
     (void)pool_send_begin(p);
-    pool_lock(p);
+    *hold = pool_lock_as(p, self);
     struct coexec_xstream_rec *o =
         __atomic_load_n(&p->owner_xs, __ATOMIC_SEQ_CST);
     if (o && o != self) {
         struct mailbox *mb = p->owner_mb;
-        pool_unlock(p);
+        pool_unlock(p, *hold);
         atom_store_rlx_ptr(&u->pool, p);
         coexec__mb_push(mb, u);
         pool_send_end(p);
@@ -523,7 +627,7 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
         coexec__pool_push_slow(p, u, how);
         return;
     }
-    struct coexec_xstream_rec *self = NULL;
+    struct coexec_xstream_rec *self = xs;
     if (!p->shared) {
         self = xs ? xs : xs_self_entry();
         if (LIKELY(pool_owner(p) == self && self)) {
@@ -533,11 +637,12 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
     }
     /* Shared; or private with no owner at the look above, or not us: a
      * private pool of another stream by now gets u through its mailbox. */
-    if (pool_lock_to_push(p, u, self))
+    enum pool_hold h;
+    if (pool_lock_to_push(p, u, self, &h))
         return;
     if (UNLIKELY(atom_load_rlx_ptr(&p->forward) != NULL)) {
         /* The stream this pool served is gone: follow it. */
-        pool_unlock(p);
+        pool_unlock(p, h);
         coexec__pool_push_slow(p, u, how);
         return;
     }
@@ -549,7 +654,7 @@ static ALWAYS_INLINE void coexec__pool_push_as(struct coexec_pool_rec *p,
         list_push_head(p, u);
     if (UNLIKELY(p->sleepers != NULL))
         coexec__pool_wake_sleepers_for(p, u);
-    pool_unlock(p);
+    pool_unlock(p, h);
 }
 
 static ALWAYS_INLINE void coexec__pool_push(struct coexec_pool_rec *p,
@@ -605,7 +710,7 @@ coexec__pool_pop(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs)
     }
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
-    bool locked;
+    enum pool_hold locked;
     if (!pool_list_enter(p, xs, &locked))
         return NULL; /* another stream's private pool is not ours to pop */
     struct coexec_unit_rec *u =
@@ -628,7 +733,7 @@ static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
                                            struct coexec_xstream_rec *xs,
                                            bool started_ok, uint64_t gen)
 {
-    bool locked;
+    enum pool_hold locked;
     if (!pool_list_enter(p, xs, &locked))
         return false; /* another stream's private pool now */
     bool ok = unit_inpool(u) && unit_pool(u) == p &&

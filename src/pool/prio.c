@@ -63,7 +63,8 @@ static ALWAYS_INLINE struct prio_state *st_of(struct coexec_pool_rec *p)
 
 /* These calls never switch, so the inline thread-local read is the
  * caller's stream throughout (pool_list_enter). */
-static ALWAYS_INLINE bool prio_enter(struct coexec_pool_rec *p, bool *locked)
+static ALWAYS_INLINE bool prio_enter(struct coexec_pool_rec *p,
+                                       enum pool_hold *locked)
 {
     return pool_list_enter(p, xs_self_entry(), locked);
 }
@@ -120,8 +121,8 @@ static bool prio_push(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
      * private pool that a stream took over since the look is its owner's,
      * and u goes to that owner's mailbox. */
     struct coexec_xstream_rec *self = xs_self_entry();
-    bool locked = pool_must_lock(p, self);
-    if (locked && pool_lock_to_push(p, u, self))
+    enum pool_hold locked = HOLD_NONE;
+    if (pool_must_lock(p, self) && pool_lock_to_push(p, u, self, &locked))
         return true;
     struct prio_level *lv = &st->lv[l];
     bool was_empty = lv->head == NULL;
@@ -216,7 +217,7 @@ static struct coexec_unit_rec *prio_pop(struct coexec_pool_rec *p,
     if (atom_load_rlx_u64(&p->size) == 0)
         return NULL;
     struct prio_state *st = st_of(p);
-    bool locked;
+    enum pool_hold locked;
     if (!prio_enter(p, &locked))
         return NULL; /* another stream's private pool now */
     struct coexec_unit_rec *u = take(p, st, xs);
@@ -228,7 +229,7 @@ static bool prio_remove(struct coexec_pool_rec *p, struct coexec_unit_rec *u,
                         bool started_ok)
 {
     struct prio_state *st = st_of(p);
-    bool locked;
+    enum pool_hold locked;
     if (!prio_enter(p, &locked))
         return false; /* another stream's private pool now */
     /* RF_STARTED is read under the lock that the runner's later push
@@ -252,7 +253,7 @@ static struct coexec_unit_rec *prio_steal(struct coexec_pool_rec *p,
         return NULL;
     struct prio_state *st = st_of(p);
     struct coexec_unit_rec *u = NULL;
-    pool_lock(p);
+    impl_lock(p);
     for (uint64_t m = st->nonempty; m && !u;) {
         int l = top_level(m);
         m &= ~(1ull << l);
@@ -261,7 +262,7 @@ static struct coexec_unit_rec *prio_steal(struct coexec_pool_rec *p,
         if (u)
             level_unlink(p, st, l, u);
     }
-    pool_unlock(p);
+    impl_unlock(p);
     return u;
 }
 
@@ -269,7 +270,7 @@ static struct coexec_unit_rec *prio_drain(struct coexec_pool_rec *p)
 {
     struct prio_state *st = st_of(p);
     struct coexec_unit_rec *first = NULL, *last = NULL;
-    bool locked;
+    enum pool_hold locked;
     if (!prio_enter(p, &locked))
         return NULL; /* another stream's private pool now */
     /* Most urgent first, FIFO within a level: the order pop would give
@@ -298,7 +299,7 @@ static void prio_foreach(struct coexec_pool_rec *p,
                          void *ctx)
 {
     struct prio_state *st = st_of(p);
-    bool locked;
+    enum pool_hold locked;
     if (!prio_enter(p, &locked))
         return; /* another stream's private pool now */
     /* Most urgent first, oldest first within a level (as prio_drain). */

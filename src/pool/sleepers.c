@@ -126,11 +126,11 @@ static void mark_link(struct coexec_pool_rec *p)
 
 bool coexec__pool_thief_mark(struct coexec_pool_rec *p)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     bool empty = pool_size(p) == 0;
     if (empty && !p->thief_mark.linked)
         mark_link(p);
-    pool_unlock(p);
+    pool_unlock(p, hold);
     if (empty && p->impl) {
         /* As in coexec__pool_sleep_register: an impl may push without the
          * lock. A mark left behind is dropped by the next push. */
@@ -157,11 +157,12 @@ static void thief_sweep(void)
          * sweep that waited could starve behind an owner that keeps
          * retaking the lock while its thread holds the CPU (valgrind runs
          * one thread at a time). */
-        if (!spin_trylock(&p->lock))
+        enum pool_hold hold = pool_trylock(p);
+        if (hold == HOLD_NONE)
             continue;
         if (p->thief_mark.linked && !thieves_parked())
             sleeper_unlink(p, &p->thief_mark);
-        pool_unlock(p);
+        pool_unlock(p, hold);
     }
 }
 
@@ -230,13 +231,13 @@ void coexec__pool_wake_sleepers_for(struct coexec_pool_rec *p,
 
 bool coexec__pool_sleep_register(struct coexec_pool_rec *p, struct sleeper *s)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     bool empty = pool_size(p) == 0;
     if (empty) {
         slist_push(&p->sleepers, s);
         atom_store_rlx_u32(&p->has_sleepers, 1);
     }
-    pool_unlock(p);
+    pool_unlock(p, hold);
     if (empty && p->impl) {
         /* An impl may push without the lock: pairs with the fence of
          * pool_wake_sleepers (either it sees us or we see its unit). */
@@ -252,9 +253,9 @@ bool coexec__pool_sleep_register(struct coexec_pool_rec *p, struct sleeper *s)
 void coexec__pool_sleep_unregister(struct coexec_pool_rec *p,
                                    struct sleeper *s)
 {
-    pool_lock(p);
+    enum pool_hold hold = pool_lock(p);
     sleeper_unlink(p, s);
-    pool_unlock(p);
+    pool_unlock(p, hold);
 }
 
 /* fork, in the child: the parked thieves were the parent's other threads. */

@@ -189,9 +189,9 @@ void coexec__sched_activate(struct coexec_sched_rec *s,
         if (!p->shared) {
             /* Under the lock that everyone but the owner takes to use
              * the pool's list (pool_must_lock). */
-            pool_lock(p);
+            enum pool_hold hold = pool_lock(p);
             pool_owner_set(p, xs, &xs->mb);
-            pool_unlock(p);
+            pool_unlock(p, hold);
         }
         coexec__pool_bind_owner(p, true);
         atom_store_rlx_u32(&p->home_cpu, (uint32_t)(xs->cpu + 1));

@@ -255,11 +255,11 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
     if (!xs && atom_load_acq_u32(&u->state) == COEXEC_UNIT_READY) {
         struct coexec_pool_rec *p = atom_load_acq_ptr(&u->pool);
         if (p && p->shared && !p->impl) {
-            pool_lock(p);
+            enum pool_hold hold = pool_lock(p);
             bool ok = unit_inpool(u) && unit_pool(u) == p;
             if (ok)
                 list_unlink(p, u);
-            pool_unlock(p);
+            pool_unlock(p, hold);
             if (ok) {
                 atom_store_rel_uptr(&u->dest, req);
                 coexec__enqueue(u, false);

@@ -359,8 +359,7 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
     case POST_REQUEUE_LOCKED: {
         struct coexec_pool_rec *p = xs->post_pool;
         pool_push_locked(p, u, true);
-        if (pool_must_lock(p, xs))
-            pool_unlock(p);
+        pool_list_leave(p, (enum pool_hold)xs->post_hold);
         break;
     }
     case POST_PARK:
@@ -531,7 +530,7 @@ COEXEC_API int coexec_yield(void)
         /* One lock hold for both halves: take the next unit now, and queue
          * ourselves behind the others once our context is saved (the next
          * unit does it, then unlocks). */
-        bool locked;
+        enum pool_hold locked;
         if (!pool_list_enter(p, xs, &locked))
             goto through_sched; /* another stream's private pool now */
         struct coexec_unit_rec *n =
@@ -540,6 +539,7 @@ COEXEC_API int coexec_yield(void)
             ((n->rflags & RF_STARTED) || ult_prepare(xs, n))) {
             atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
             xs->post_pool = p;
+            xs->post_hold = (uint8_t)locked;
             leave_to(xs, u, n, POST_REQUEUE_LOCKED, 0);
             return COEXEC_OK;
         }

@@ -52,6 +52,8 @@ struct coexec_xstream_rec {
     int post_op;
     struct coexec_unit_rec *post_unit;
     struct coexec_pool_rec *post_pool;
+    uint8_t post_hold; /* POST_REQUEUE_LOCKED: how post_pool is held
+                          (enum pool_hold) */
     struct coexec_unit_rec *run_next; /* run before popping */
     unsigned direct_yields;
     /* Set by a yield that went through the scheduler after event_freq

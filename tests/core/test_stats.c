@@ -218,17 +218,6 @@ static void t_errors(void)
 
 /* ---- coexec_info_print ------------------------------------------------------ */
 
-/* What coexec_info_print(flags) prints now, in a malloc'ed string. */
-static char *dump(unsigned flags)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    CU_ASSERT_FATAL(f != NULL);
-    CH_ASSERT_OK(coexec_info_print(f, flags));
-    fclose(f);
-    return buf;
-}
 
 static void wait_blocked(coexec_thread_t t)
 {
@@ -279,7 +268,7 @@ static void t_dump_blocked(void)
     for (int i = 0; i < 3; i++)
         CH_ASSERT_OK(coexec_thread_get_id(t[i], &id[i]));
 
-    char *s = dump(0);
+    char *s = ch_info_dump(0);
     char want[128];
     snprintf(want, sizeof want, "unit %llu (ULT): blocked on mutex %p",
              (unsigned long long)id[0], (void *)&dmx);
@@ -299,13 +288,13 @@ static void t_dump_blocked(void)
     free(s);
 
     /* With call stacks: at least the frame the switch saved. */
-    s = dump(COEXEC_INFO_BLOCKED | COEXEC_INFO_BACKTRACE);
+    s = ch_info_dump(COEXEC_INFO_BLOCKED | COEXEC_INFO_BACKTRACE);
     CU_ASSERT(strstr(s, "      #0 ") ||
               strstr(s, "not shown with this context switch"));
     CU_ASSERT_PTR_NULL(strstr(s, "stream 0:"));
     free(s);
     /* Every live unit: the main ULT runs. */
-    s = dump(COEXEC_INFO_UNITS);
+    s = ch_info_dump(COEXEC_INFO_UNITS);
     CU_ASSERT_PTR_NOT_NULL(strstr(s, "(main ULT): running"));
     free(s);
 
@@ -337,7 +326,7 @@ static void t_dump_sleep(void)
     do {
         free(s);
         CH_ASSERT_OK(coexec_yield());
-        s = dump(COEXEC_INFO_BLOCKED);
+        s = ch_info_dump(COEXEC_INFO_BLOCKED);
     } while (!strstr(s, "blocked on sleep, ") &&
              ch_now() - t0 < CH_WAIT_LIMIT_S);
     CU_ASSERT_PTR_NOT_NULL(strstr(s, "blocked on sleep, "));

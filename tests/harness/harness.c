@@ -876,3 +876,14 @@ int ch_count_lines(const char *s, const char *needle)
     }
     return n;
 }
+
+char *ch_info_dump(unsigned flags)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CU_ASSERT_FATAL(f != NULL);
+    CH_ASSERT_OK(coexec_info_print(f, flags));
+    fclose(f);
+    return buf;
+}

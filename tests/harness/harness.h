@@ -162,6 +162,9 @@ int ch_stream_free(ch_stream_t *s);
 int ch_run_ult_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
 int ch_run_tasklet_in(coexec_pool_t pool, void (*fn)(void *), void *arg);
 
+/* What coexec_info_print(flags) prints now, in a malloc'ed string. */
+char *ch_info_dump(unsigned flags);
+
 /* The state of a unit (a coexec_unit_state_t), or the error code of the
  * query (a negative COEXEC_E*). */
 int ch_thread_state(coexec_thread_t t);

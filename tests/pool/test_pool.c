@@ -8,7 +8,8 @@
  * coexec_pool_remove (list and PRIO pools of every mode, errors, removes
  * racing a stream's pops, units that ran and yielded, in every kind);
  * coexec_pool_foreach (the pop order of every kind, errors, listings
- * while a stream runs the units).
+ * while a stream runs the units); the lock's owner bias, revoked while its
+ * owner works, and turned off.
  *
  * Most tests use pools no scheduler serves: units created into them stay
  * queued until popped. A unit popped out belongs to no pool; freeing it
@@ -2422,6 +2423,177 @@ static const ch_test_t busy_tests[] = {
     {"free_home_of_running_ebusy", t_free_home_of_running},
     {"free_home_of_parked_ebusy", t_free_home_of_parked},
     {NULL, NULL}};
+/* ======================================================================= */
+/* the lock's owner bias                                                     */
+/* ======================================================================= */
+
+/*
+ * A shared list pool's lock is biased to the first stream that holds it:
+ * that stream then pushes, takes, claims and yields through the pool
+ * without an atomic read-modify-write, and the first other thread to hold
+ * it revokes the bias. Each round: stream S serves [Q, P]; a driver ULT on
+ * S (in Q) creates batches of tasklets in P and frees them (claimed in
+ * place), and ULTs in P yield through it, so S holds P's lock in every way
+ * it can; once S has worked a while (and, where the bias is available,
+ * holds P's), the main ULT and an external thread push tasklets into P
+ * while S goes on: their first holds revoke S's bias in the middle of its
+ * work. Every unit runs exactly once, and the dump shows the bias before
+ * and not after. With COEXEC_POOL_BIAS=0 the same holds, with no bias.
+ */
+static struct {
+    coexec_pool_t pool;
+    atomic_long owner_made, owner_runs, foreign_runs, yielders, yields_done;
+    atomic_int started, stop;
+    long foreign;
+} g_bias;
+
+static coexec_poll_status_t bias_count(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    atomic_fetch_add((atomic_long *)arg, 1);
+    return COEXEC_READY;
+}
+
+static void bias_yielder(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 6; i++)
+        CH_CHECK_RC(coexec_yield(), COEXEC_OK);
+    atomic_fetch_add(&g_bias.yields_done, 1);
+}
+
+static void bias_driver(void *arg)
+{
+    (void)arg;
+    for (long r = 0; !atomic_load(&g_bias.stop) && r < 1000000; r++) {
+        coexec_tasklet_t t[16];
+        for (int i = 0; i < 16; i++)
+            CH_CHECK_RC(coexec_tasklet_create(g_bias.pool, bias_count,
+                                              &g_bias.owner_runs, &t[i]),
+                        COEXEC_OK);
+        atomic_fetch_add(&g_bias.owner_made, 16);
+        if (r % 4 == 0) {
+            atomic_fetch_add(&g_bias.yielders, 1);
+            CH_CHECK_RC(coexec_thread_create(g_bias.pool, bias_yielder, NULL,
+                                             NULL, NULL),
+                        COEXEC_OK);
+        }
+        for (int i = 0; i < 16; i++)
+            CH_CHECK_RC(coexec_tasklet_free(&t[i]), COEXEC_OK);
+        if (r == 16)
+            atomic_store(&g_bias.started, 1);
+        if (r % 2)
+            CH_CHECK_RC(coexec_yield(), COEXEC_OK); /* the yielders run */
+    }
+}
+
+static void *bias_foreign_thread(void *arg)
+{
+    (void)arg;
+    for (long i = 0; i < g_bias.foreign; i++)
+        CH_CHECK_RC(coexec_tasklet_create(g_bias.pool, bias_count,
+                                          &g_bias.foreign_runs, NULL),
+                    COEXEC_OK);
+    return NULL;
+}
+
+/* Whether the line starting at line holds needle. */
+static bool line_has(const char *line, const char *needle)
+{
+    const char *end = strchr(line, '\n');
+    const char *at = strstr(line, needle);
+    return at && (!end || at < end);
+}
+
+/* The dump's line of S's pool P (its second), in buf. */
+static void bias_dump(char **buf, const char **pline)
+{
+    *buf = ch_info_dump(COEXEC_INFO_STREAMS);
+    *pline = NULL;
+    /* Streams are printed by rank: S is the last one. */
+    const char *s = strstr(*buf, "stream 1:");
+    if (s)
+        *pline = strstr(s, "pool 1:");
+}
+
+static void bias_round(bool available)
+{
+    memset(&g_bias, 0, sizeof g_bias);
+    g_bias.foreign = ch_iters(2000, 200);
+    coexec_pool_t pools[2];
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                          &pools[0]));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC,
+                                          &pools[1]));
+    g_bias.pool = pools[1];
+    coexec_sched_t sched;
+    CH_ASSERT_OK_FATAL(
+        coexec_sched_create(COEXEC_SCHED_BASIC, pools, 2, NULL, &sched));
+    coexec_xstream_attr_t a;
+    CH_ASSERT_OK(coexec_xstream_attr_init(&a));
+    a.sched = sched;
+    coexec_xstream_t xs;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&a, &xs));
+    coexec_thread_t driver;
+    CH_ASSERT_OK_FATAL(
+        coexec_thread_create(pools[0], bias_driver, NULL, NULL, &driver));
+    CH_WAIT(atomic_load(&g_bias.started));
+    char *buf = NULL;
+    const char *line;
+    bias_dump(&buf, &line);
+    CU_ASSERT_FATAL(line != NULL);
+    /* Before any other thread held P: S's, where there is a bias. */
+    CH_ASSERT_EQ(line_has(line, "lock biased to stream 1"), available);
+    free(buf);
+    ch_pthread_t th;
+    ch_pthread_start(&th, bias_foreign_thread, NULL);
+    for (long i = 0; i < g_bias.foreign; i++)
+        CH_ASSERT_OK(coexec_tasklet_create(g_bias.pool, bias_count,
+                                           &g_bias.foreign_runs, NULL));
+    ch_pthread_join(&th);
+    atomic_store(&g_bias.stop, 1);
+    CH_ASSERT_OK(coexec_thread_free(&driver));
+    CH_WAIT(atomic_load(&g_bias.foreign_runs) == 2 * g_bias.foreign &&
+            atomic_load(&g_bias.yields_done) ==
+                atomic_load(&g_bias.yielders));
+    CH_ASSERT_EQ(atomic_load(&g_bias.owner_runs),
+                 atomic_load(&g_bias.owner_made));
+    bias_dump(&buf, &line);
+    CU_ASSERT_FATAL(line != NULL);
+    CU_ASSERT(!line_has(line, "lock biased")); /* revoked */
+    free(buf);
+    CH_ASSERT_OK(coexec_xstream_free(&xs));
+    CH_ASSERT_OK(coexec_sched_free(&sched));
+    CH_ASSERT_OK(coexec_pool_free(&pools[0]));
+    CH_ASSERT_OK(coexec_pool_free(&pools[1]));
+}
+
+static void t_bias_revoked_while_owner_works(void)
+{
+    long rounds = ch_iters(12, 2);
+    for (int off = 0; off < 2; off++) {
+        if (off)
+            CH_ASSERT_EQ(setenv("COEXEC_POOL_BIAS", "0", 1), 0);
+        ch_init(1);
+        char *buf = ch_info_dump(COEXEC_INFO_STREAMS);
+        bool available = strstr(buf, "pool lock bias available") != NULL;
+        /* Off when asked; on where the kernel allows it (a process under
+         * valgrind may not be allowed membarrier). */
+        if (off)
+            CU_ASSERT(!available);
+        free(buf);
+        for (long r = 0; r < rounds; r++)
+            bias_round(available);
+        ch_finalize();
+        if (off)
+            CH_ASSERT_EQ(unsetenv("COEXEC_POOL_BIAS"), 0);
+    }
+}
+
+static const ch_test_t bias_tests[] = {
+    {"revoked_while_owner_works", t_bias_revoked_while_owner_works},
+    {NULL, NULL}};
+
 static const ch_test_t conc_tests[] = {
     {"mpmc_4_pthreads_push_pop", t_mpmc},
     {"mpmc_producers_consumers", t_mpmc_roles},
@@ -2459,6 +2631,6 @@ static const ch_suite_t suites[] = {
     {"access", access_tests}, {"push_state", push_state_tests},
     {"errors", errors_tests}, {"prio", prio_tests},
     {"deque", deque_tests},   {"remove", remove_tests},
-    {"foreach", foreach_tests}, {NULL, NULL}};
+    {"foreach", foreach_tests}, {"bias", bias_tests}, {NULL, NULL}};
 
 int main(int argc, char **argv) { return ch_main(argc, argv, suites); }
