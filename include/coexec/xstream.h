@@ -77,8 +77,9 @@ coexec_xstream_create(const coexec_xstream_attr_t *attr, coexec_xstream_t *out);
  * Asks xs to stop once its main scheduler's pools are empty and waits until
  * it has terminated. Units still queued are run first, by xs or by a stream
  * that steals them; a unit another stream took may still be running there
- * when the join returns (it is not lost). Units parked with xs's default
- * pool as their home go to the primary's pool when woken.
+ * when the join returns (it is not lost), and the units it creates on xs
+ * once xs has stopped go to the primary's pool. Units parked with xs's
+ * default pool as their home go to the primary's pool when woken.
  * Context: a ULT or an external thread not running on xs. Switches: a ULT
  * caller yields while it waits; an external thread sleeps.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM for the primary;
