@@ -163,7 +163,9 @@ COEXEC_API COEXEC_NODISCARD int coexec_future_init(coexec_future_t *f,
 
 /*
  * Destroys f. Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EBUSY (waiters).
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EAGAIN (the
+ * set that completed f still runs the callback: call again once it has
+ * returned); COEXEC_EBUSY (waiters).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_future_destroy(coexec_future_t *f);
 
@@ -223,8 +225,10 @@ COEXEC_API COEXEC_NODISCARD int coexec_future_get(coexec_future_t *f,
  * Empties every compartment, for the next round; the callback will run
  * again on the next completion.
  * Context: any thread. Switches: never.
- * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EBUSY (a
- * waiter is still registered).
+ * Returns: COEXEC_OK; COEXEC_EINVAL; COEXEC_EHANDLE; COEXEC_EAGAIN (the
+ * set that completed f still runs the callback: call again once it has
+ * returned, as it then releases the waiters); COEXEC_EBUSY (f is not
+ * complete and a waiter is registered).
  */
 COEXEC_API COEXEC_NODISCARD int coexec_future_reset(coexec_future_t *f);
 

@@ -700,11 +700,23 @@ int ABT_future_create(uint32_t compartments, void (*cb_func)(void **arg),
     return ABT_SUCCESS;
 }
 
+/* As in Argobots, whose free and reset wait on the future's lock while
+ * the set that completed it runs the callback, they wait for the callback
+ * to return: a ULT yields meanwhile, other callers give up the CPU. */
+static void future_yield(void)
+{
+    if (coexec_yield() != COEXEC_OK)
+        sched_yield();
+}
+
 int ABT_future_free(ABT_future *future)
 {
     if (!future || !abtx_live_remove(*future, ABTX_L_FUTURE))
         return ABT_ERR_INV_FUTURE;
-    if (coexec_future_destroy(&(*future)->f) == COEXEC_EBUSY) {
+    int rc;
+    while ((rc = coexec_future_destroy(&(*future)->f)) == COEXEC_EAGAIN)
+        future_yield(); /* the callback still runs */
+    if (rc == COEXEC_EBUSY) {
         (void)abtx_live_add(*future, ABTX_L_FUTURE);
         return ABT_ERR_FUTURE;
     }
@@ -760,5 +772,8 @@ int ABT_future_reset(ABT_future future)
 {
     if (!future)
         return ABT_ERR_INV_FUTURE;
-    return future_error(coexec_future_reset(&future->f));
+    int rc;
+    while ((rc = coexec_future_reset(&future->f)) == COEXEC_EAGAIN)
+        future_yield(); /* the callback still runs */
+    return future_error(rc);
 }

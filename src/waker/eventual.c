@@ -244,11 +244,15 @@ struct future {
 };
 OBJ_CAST(coexec_future_t, struct future, fut_of)
 
-/* Waiters, or the completing set still runs the callback (lock held). */
-static bool fut_busy(struct future *x)
+/* Whether f may be reset, re-initialised or destroyed (lock held): 0;
+ * COEXEC_EAGAIN while the set that completed it still runs the callback
+ * (which reads the values; the set then releases the waiters): a
+ * moment's state; COEXEC_EBUSY while waiters wait for a completion. */
+static int fut_in_use(struct future *x)
 {
-    return !wlist_empty(&x->waiters) ||
-           (x->count == x->n && !atom_load_rlx_u32(&x->ready));
+    if (x->count == x->n && !atom_load_rlx_u32(&x->ready))
+        return COEXEC_EAGAIN;
+    return wlist_empty(&x->waiters) ? 0 : COEXEC_EBUSY;
 }
 
 COEXEC_API int coexec_future_init(coexec_future_t *f, size_t n,
@@ -265,7 +269,7 @@ COEXEC_API int coexec_future_init(coexec_future_t *f, size_t n,
      * unless busy. */
     if (x->magic_ == OBJ_MAGIC_FUTURE && x->waiters.lock == &x->lock) {
         spin_lock(&x->lock);
-        if (fut_busy(x)) {
+        if (fut_in_use(x)) {
             spin_unlock(&x->lock);
             free(values);
             return COEXEC_EBUSY;
@@ -297,7 +301,9 @@ COEXEC_API int coexec_future_destroy(coexec_future_t *f)
     struct future *x = fut_of(f);
     OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
     spin_lock(&x->lock);
-    int rc_ = obj_retire(&x->magic_, !wlist_empty(&x->waiters));
+    int rc_ = fut_in_use(x);
+    if (!rc_)
+        rc_ = obj_retire(&x->magic_, false);
     spin_unlock(&x->lock);
     if (rc_)
         return rc_;
@@ -410,9 +416,10 @@ COEXEC_API int coexec_future_reset(coexec_future_t *f)
     struct future *x = fut_of(f);
     OBJ_CHECK(x, OBJ_MAGIC_FUTURE);
     spin_lock(&x->lock);
-    if (fut_busy(x)) {
+    int rc = fut_in_use(x);
+    if (rc) {
         spin_unlock(&x->lock);
-        return COEXEC_EBUSY;
+        return rc;
     }
     x->count = 0;
     memset(x->values, 0, x->n * sizeof *x->values);

@@ -13,6 +13,7 @@
  *             others at once, the destructors, freed keys
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -210,8 +211,56 @@ static void test_future_all(void)
     at_down();
 }
 
-const ch_test_t abt_future_tests[] = {{"all", test_future_all},
-                                      {NULL, NULL}};
+/* A reset while the set that completed the future still runs the
+ * callback (on another ES): as in Argobots, it waits for the callback to
+ * return, and succeeds. */
+static atomic_int slow_in, slow_go;
+
+static void slow_future_cb(void **values)
+{
+    (void)values;
+    atomic_store(&slow_in, 1);
+    while (!atomic_load(&slow_go))
+        sched_yield();
+}
+
+static void *release_slow_cb(void *arg)
+{
+    (void)arg;
+    struct timespec d = {0, 20 * 1000 * 1000}; /* while the reset waits */
+    nanosleep(&d, NULL);
+    atomic_store(&slow_go, 1);
+    return NULL;
+}
+
+static void test_future_reset_during_callback(void)
+{
+    at_up();
+    atomic_store(&slow_in, 0);
+    atomic_store(&slow_go, 0);
+    AT_OK(ABT_future_create(1, slow_future_cb, &fut));
+    ABT_thread setter;
+    AT_OK(ABT_thread_create_on_xstream(at_xs, future_setter, NULL,
+                                       ABT_THREAD_ATTR_NULL, &setter));
+    CH_WAIT(atomic_load(&slow_in));
+    /* An external thread lets the callback return while we are in reset. */
+    pthread_t th;
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, release_slow_cb, NULL) == 0);
+    AT_OK(ABT_future_reset(fut));
+    CU_ASSERT_EQUAL(atomic_load(&slow_go), 1);
+    pthread_join(th, NULL);
+    AT_OK(ABT_thread_free(&setter));
+    ABT_bool ready = ABT_TRUE;
+    AT_OK(ABT_future_test(fut, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_FALSE);
+    AT_OK(ABT_future_free(&fut));
+    at_down();
+}
+
+const ch_test_t abt_future_tests[] = {
+    {"all", test_future_all},
+    {"reset_during_callback", test_future_reset_during_callback},
+    {NULL, NULL}};
 
 /* ---- mutex ------------------------------------------------------------------ */
 

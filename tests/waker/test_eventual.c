@@ -1066,6 +1066,24 @@ typedef struct {
     atomic_int rc;
 } fbusy_t;
 
+/* A callback that holds the completing set until released. */
+static atomic_int fl_in_cb, fl_release;
+
+static void fl_slow_cb(void **values, size_t n, void *arg)
+{
+    (void)values;
+    (void)n;
+    (void)arg;
+    atomic_store(&fl_in_cb, 1);
+    while (!atomic_load(&fl_release))
+        ch_relax();
+}
+
+static void fl_set(void *arg)
+{
+    CH_CHECK_RC(coexec_future_set(arg, (void *)7), COEXEC_OK);
+}
+
 static void fbusy_ult(void *arg)
 {
     fbusy_t *b = arg;
@@ -1146,6 +1164,24 @@ static void t_future_errors(void)
     CH_ASSERT_RC(coexec_future_get(&g_fut, 0, &v), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_future_reset(&g_fut), COEXEC_EHANDLE);
     CH_ASSERT_RC(coexec_future_destroy(&g_fut), COEXEC_EHANDLE);
+
+    /* completed, the callback still running (it reads the values): reset
+     * and destroy say try again, and succeed once it has returned (a
+     * re-init is busy, as documented) */
+    atomic_store(&fl_in_cb, 0);
+    atomic_store(&fl_release, 0);
+    CH_ASSERT_OK_FATAL(coexec_future_init(&g_fut, 1, fl_slow_cb, NULL));
+    CH_ASSERT_OK_FATAL(coexec_thread_create(s.pool, fl_set, &g_fut, NULL, &t));
+    CH_WAIT(atomic_load(&fl_in_cb));
+    CH_ASSERT_RC(coexec_future_reset(&g_fut), COEXEC_EAGAIN);
+    CH_ASSERT_RC(coexec_future_destroy(&g_fut), COEXEC_EAGAIN);
+    CH_ASSERT_RC(coexec_future_init(&g_fut, 1, NULL, NULL), COEXEC_EBUSY);
+    atomic_store(&fl_release, 1);
+    CH_ASSERT_OK(coexec_thread_free(&t)); /* the set has returned */
+    CH_ASSERT_OK(coexec_future_test(&g_fut, &is_ready));
+    CH_ASSERT_EQ(is_ready, 1);
+    CH_ASSERT_OK(coexec_future_reset(&g_fut));
+    CH_ASSERT_OK(coexec_future_destroy(&g_fut));
     CH_ASSERT_OK(ch_stream_free(&s));
     ch_finalize();
 }
@@ -1299,24 +1335,6 @@ static coexec_poll_status_t fl_poll(coexec_poll_t *cx, void *arg)
     w->rc = rc;
     atomic_store(&w->done, 1);
     return COEXEC_READY;
-}
-
-/* A callback that holds the completing set until released. */
-static atomic_int fl_in_cb, fl_release;
-
-static void fl_slow_cb(void **values, size_t n, void *arg)
-{
-    (void)values;
-    (void)n;
-    (void)arg;
-    atomic_store(&fl_in_cb, 1);
-    while (!atomic_load(&fl_release))
-        ch_relax();
-}
-
-static void fl_set(void *arg)
-{
-    CH_CHECK_RC(coexec_future_set(arg, (void *)7), COEXEC_OK);
 }
 
 static void t_future_init_live(void)
