@@ -25,6 +25,7 @@
 #define COEXEC_ABT_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -233,6 +234,14 @@ static inline ABT_thread abtx_cur_here(void)
 static inline void abtx_cur_set_here(ABT_thread t)
 {
     abtx_cur_tls = t;
+}
+
+/* One turn of a wait for another unit's progress: a ULT yields, any other
+ * caller (a tasklet, an external thread) gives up the CPU. */
+static inline void abtx_wait_turn(void)
+{
+    if (coexec_yield() != COEXEC_OK)
+        sched_yield();
 }
 
 /* Is the caller a tasklet of the layer (at a call's entry)? Argobots 1.x

@@ -16,7 +16,6 @@
  * scheduler's run function polls an eventual or a future, and runs its
  * other waits in a ULT (abtx_sched_block).
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -702,20 +701,14 @@ int ABT_future_create(uint32_t compartments, void (*cb_func)(void **arg),
 
 /* As in Argobots, whose free and reset wait on the future's lock while
  * the set that completed it runs the callback, they wait for the callback
- * to return: a ULT yields meanwhile, other callers give up the CPU. */
-static void future_yield(void)
-{
-    if (coexec_yield() != COEXEC_OK)
-        sched_yield();
-}
-
+ * to return (abtx_wait_turn). */
 int ABT_future_free(ABT_future *future)
 {
     if (!future || !abtx_live_remove(*future, ABTX_L_FUTURE))
         return ABT_ERR_INV_FUTURE;
     int rc;
     while ((rc = coexec_future_destroy(&(*future)->f)) == COEXEC_EAGAIN)
-        future_yield(); /* the callback still runs */
+        abtx_wait_turn(); /* the callback still runs */
     if (rc == COEXEC_EBUSY) {
         (void)abtx_live_add(*future, ABTX_L_FUTURE);
         return ABT_ERR_FUTURE;
@@ -774,6 +767,6 @@ int ABT_future_reset(ABT_future future)
         return ABT_ERR_INV_FUTURE;
     int rc;
     while ((rc = coexec_future_reset(&future->f)) == COEXEC_EAGAIN)
-        future_yield(); /* the callback still runs */
+        abtx_wait_turn(); /* the callback still runs */
     return future_error(rc);
 }

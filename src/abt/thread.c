@@ -714,8 +714,7 @@ unit_wait_plain(ABT_thread t, ABT_thread self)
          * goes stale only so). A record without a unit (a revive that
          * failed) reports the error. */
         while (!abtx_unit_joined(t))
-            if (coexec_yield() != COEXEC_OK)
-                sched_yield();
+            abtx_wait_turn();
         rc = COEXEC_OK;
     }
     abtx_cur_set(self);

@@ -311,11 +311,16 @@ void coexec__pool_senders_wait(struct coexec_pool_rec *p)
         sched_yield();
 }
 
-void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
+void coexec__pool_set_stealable(struct coexec_pool_rec *p, int on)
 {
     enum pool_hold hold = pool_lock(p);
-    p->stealable = 0;
+    p->stealable = (uint8_t)on;
     pool_unlock(p, hold);
+}
+
+void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
+{
+    coexec__pool_set_stealable(p, 0);
     coexec__pool_forward(p, to);
     pthread_mutex_lock(&coexec__g.lock);
     atom_store_rel_u64(&p->gen, gen_next(atom_load_rlx_u64(&p->gen)));
@@ -327,9 +332,7 @@ void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to)
 
 void coexec__pool_release(struct coexec_pool_rec *p)
 {
-    enum pool_hold hold = pool_lock(p);
-    p->stealable = 0;
-    pool_unlock(p, hold);
+    coexec__pool_set_stealable(p, 0);
     /* Outside the runtime's lock: a user pool's free may call the API
      * (free the pools it wraps, for instance). */
     impl_fini(p);

@@ -340,8 +340,8 @@ static ALWAYS_INLINE enum pool_hold pool_trylock(struct coexec_pool_rec *p)
     }
     if (!spin_trylock(&p->lock))
         return HOLD_NONE;
-    if (UNLIKELY(atom_load_rlx_ptr(&p->bias) != POOL_BIAS_OFF) &&
-        atom_load_rlx_ptr(&p->bias) != NULL) {
+    b = atom_load_rlx_ptr(&p->bias);
+    if (UNLIKELY(b != POOL_BIAS_OFF && b != NULL)) {
         spin_unlock(&p->lock); /* granted meanwhile: not ours to revoke */
         return HOLD_NONE;
     }
@@ -465,6 +465,9 @@ void coexec__pool_retire(struct coexec_pool_rec *p, struct coexec_pool_rec *to);
  * seen that owner has put what it sends in its mailbox (pool_send_end). */
 void coexec__pool_senders_wait(struct coexec_pool_rec *p);
 void coexec__pool_release(struct coexec_pool_rec *p);
+/* Marks p as a default pool thieves may take from (1), or not (0), under
+ * its lock: thieves read the mark only under it. */
+void coexec__pool_set_stealable(struct coexec_pool_rec *p, int on);
 int coexec__pool_check_access(struct coexec_pool_rec *p, bool push);
 /* Access checks: a scheduler starting on the calling stream's thread takes
  * the single-consumer side of p (and a PRIV pool's producer side too),

@@ -287,10 +287,7 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     atom_store_rlx_u32(&xs->mb.park, 1);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_CREATED);
     if (own_setup) {
-        struct coexec_pool_rec *p0 = sched->pools[0];
-        enum pool_hold hold = pool_lock(p0);
-        p0->stealable = 1;
-        pool_unlock(p0, hold);
+        coexec__pool_set_stealable(sched->pools[0], 1);
         steal_pool_add(sched->pools[0]);
     }
     pthread_mutex_unlock(&coexec__g.lock);
@@ -464,10 +461,7 @@ int coexec__primary_setup(void)
     if (xs->cpu >= 0 && coexec__affinity_bind_primary(xs->cpu) != 0)
         xs->cpu = -1;
     atom_store_rlx_u32(&xs->mb.park, 1);
-    struct coexec_pool_rec *p0 = s->pools[0];
-    enum pool_hold hold = pool_lock(p0);
-    p0->stealable = 1;
-    pool_unlock(p0, hold);
+    coexec__pool_set_stealable(s->pools[0], 1);
     steal_pool_add(s->pools[0]);
     coexec__g.primary = xs;
     pthread_mutex_unlock(&coexec__g.lock);
