@@ -557,6 +557,28 @@ COEXEC_API COEXEC_NODISCARD int coexec_tasklet_create(coexec_pool_t pool,
                                                       coexec_tasklet_t *out);
 
 /*
+ * Creates a detached tasklet running fn(cx, arg) in pool, as
+ * coexec_tasklet_create with out NULL (its descriptor goes back to the
+ * runtime when it ends; nobody joins or frees it), and, if watch is not
+ * NULL, writes before it is queued a handle that observes it while it
+ * lives: coexec_tasklet_get_state, the coexec_unit_* queries and settings
+ * of coexec_tasklet_unit(*watch), coexec_pool_remove and coexec_pool_push
+ * of that unit, coexec_sched_run_unit. Once the tasklet has ended the
+ * handle is stale (those calls return COEXEC_EHANDLE, and a handle of a
+ * later unit in the same descriptor never matches it). Joining or freeing
+ * through it returns COEXEC_EINVAL, reviving COEXEC_ESTATE, while the
+ * tasklet lives (it is detached). For a runtime built on top that marks the
+ * end itself, from the tasklet's function, and so needs no join: the end
+ * costs no atomic read-modify-write (a joinable tasklet's end publishes
+ * itself to its joiner with one).
+ * Context: any thread the pool's access mode allows to push. Switches: never.
+ * Returns: as coexec_tasklet_create.
+ */
+COEXEC_API COEXEC_NODISCARD int
+coexec_tasklet_create_watched(coexec_pool_t pool, coexec_tasklet_fn_t fn,
+                              void *arg, coexec_tasklet_t *watch);
+
+/*
  * coexec_tasklet_create, with init(data, ctx) called on the new tasklet's
  * data area (coexec_unit_get_data) before it is queued.
  * Context: any thread the pool's access mode allows to push. Switches: never.

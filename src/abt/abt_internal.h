@@ -61,9 +61,14 @@ struct ABT_thread_opaque {
      * push by the program...). Set by that call before it pushes, cleared
      * by the push or after it. */
     uint8_t has_push_ctx;
-    /* 1 once a join has released its coexec unit (coexec_*_wait_free): the
-     * record alone stands for the finished unit from then on, with the
-     * rank of the stream it ended on (last_crank, written as it ends). */
+    /* 1 once its coexec unit is gone or going: a ULT's once a join has
+     * released it (coexec_thread_wait_free); a tasklet's as its function
+     * returns (its trampoline, init.c: coexec runs it detached and
+     * releases it just after, so its end costs no atomic read-modify-
+     * write and a join only waits for this flag). The record alone stands
+     * for the finished unit from then on, with the rank of the stream it
+     * ended on (last_crank, written before). Release, read with acquire:
+     * whoever sees it sees what the unit did. */
     _Atomic uint8_t joined;
     int16_t last_crank;
     atomic_flag klock;   /* guards keys (src/abt/key.c) */
@@ -87,6 +92,9 @@ struct ABT_thread_opaque {
      * a record with 0 here is taken and given back without touching that
      * line. Cleared with those fields when the record is freed. */
     _Atomic uint8_t cold;
+    /* With a tool callback registered: the scheduler depth a tasklet's RUN
+     * was told at, which its FINISH, told by its trampoline, repeats. */
+    int8_t tool_depth;
     union {              /* the coexec ULT or tasklet, written by its
                             creation call before the unit is queued (a
                             detached one: at its first push) */
@@ -345,11 +353,13 @@ static inline bool abtx_cancelled(ABT_thread t)
 /* Argobots' tool events (src/abt/tool.c): abtx_tool_on while a program's
  * callback is registered; abtx_tool tells it the event ev of t, from the
  * calling thread; an unnamed unit's FINISH and FREE are told as its
- * record goes (abtx_tool_unnamed_end); abtx_tool_release drops every
+ * record goes (abtx_tool_unnamed_end), a tasklet's FINISH by its
+ * trampoline (abtx_tool_task_end); abtx_tool_release drops every
  * registration (the last ABT_finalize). */
 extern ABTX_HIDDEN _Atomic int abtx_tool_on;
 void abtx_tool_emit(ABT_thread t, uint64_t ev);
 void abtx_tool_unnamed_end(ABT_thread t);
+void abtx_tool_task_end(ABT_thread t);
 void abtx_tool_release(void);
 static inline void abtx_tool(ABT_thread t, uint64_t ev)
 {

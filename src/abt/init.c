@@ -59,8 +59,11 @@ __attribute__((noinline)) int abtx_self_crank(void)
 /* The coexec function of every tasklet of the layer (its argument is the
  * record). A tasklet never switches: its function runs with this OS
  * thread's current unit set to t, and the thread-locals are read once
- * each, here. It keeps the stream it ended on, for queries after its
- * join; a detached one's record goes now. */
+ * each, here. Its coexec unit is detached (coexec_tasklet_create_watched):
+ * the end of one with a handle is told here, in the record (the stream
+ * it ended on, its FINISH to a tool, then joined), which a join waits
+ * for; t may be freed as soon as joined is set. A detached one's record
+ * goes now. */
 coexec_poll_status_t abtx_task_main(coexec_poll_t *cx, void *a)
 {
     (void)cx;
@@ -70,10 +73,15 @@ coexec_poll_status_t abtx_task_main(coexec_poll_t *cx, void *a)
     if (__builtin_expect(!abtx_cancelled(t), 1))
         t->fn(t->arg);
     abtx_cur_tls = prev;
-    if (__builtin_expect(t->detached, 0))
+    if (__builtin_expect(t->detached, 0)) {
         abtx_detached_end(t);
-    else
-        t->last_crank = (int16_t)abtx_self_crank_here();
+        return COEXEC_READY;
+    }
+    t->last_crank = (int16_t)abtx_self_crank_here();
+    if (__builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                              memory_order_relaxed), 0))
+        abtx_tool_task_end(t);
+    atomic_store_explicit(&t->joined, 1, memory_order_release);
     return COEXEC_READY;
 }
 

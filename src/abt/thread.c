@@ -559,8 +559,10 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
                                       detached ? NULL : &t->th);
         }
     } else {
-        rc = coexec_tasklet_create(pool->cp, abtx_task_main, t,
-                                   detached ? NULL : &t->tk);
+        /* Detached in coexec either way: the trampoline tells the end
+         * (joined), t->tk only watches the unit while it lives. */
+        rc = coexec_tasklet_create_watched(pool->cp, abtx_task_main, t,
+                                           detached ? NULL : &t->tk);
     }
     if (rc) {
         if (fresh)
@@ -676,36 +678,64 @@ bool abtx_thread_set_home(ABT_thread t, ABT_pool p)
     return true;
 }
 
-/* coexec's state of t's unit; TERMINATED once a join released it. */
+/* coexec's state of t's unit; TERMINATED once it is gone (joined: a
+ * join released a ULT's, a tasklet's ended). */
 static int unit_state(ABT_thread t, coexec_unit_state_t *st)
 {
     if (abtx_unit_joined(t)) {
         *st = COEXEC_UNIT_TERMINATED;
         return COEXEC_OK;
     }
-    return t->is_ult ? coexec_thread_get_state(t->th, st)
-                     : coexec_tasklet_get_state(t->tk, st);
+    int rc = t->is_ult ? coexec_thread_get_state(t->th, st)
+                       : coexec_tasklet_get_state(t->tk, st);
+    if (rc == COEXEC_EHANDLE && abtx_unit_joined(t)) {
+        *st = COEXEC_UNIT_TERMINATED; /* a tasklet ended meanwhile */
+        return COEXEC_OK;
+    }
+    return rc;
 }
 
-/* Waits for t's unit and releases it (both joins and frees do: the record
- * then stands for the finished unit, so a free after a join costs coexec
- * nothing). As in Argobots, t runs on a stream that serves its pool (and
- * sees that stream's rank): the joiner runs it only if its own stream
- * does. When another caller is joining t already, this one waits for that
- * join to be done. The caller's record self is restored after the call,
- * which may have switched. Inlined into the joins and frees, so that a
- * unit run in place returns through as few frames as possible. */
+/* Waits for the end of tasklet t (not joined yet), which its trampoline
+ * tells by setting joined: a ULT yields meanwhile, an external thread
+ * gives up its CPU, as Argobots' join of a tasklet does; a tasklet or a
+ * scheduler's loop cannot wait (COEXEC_ECONTEXT, COEXEC_EDEADLK for t
+ * itself, as coexec's joins answer). */
+static __attribute__((noinline)) int tasklet_wait(ABT_thread t)
+{
+    switch (coexec_self_caller()) {
+    case COEXEC_CALLER_TASKLET:
+        return t == abtx_cur_get() ? COEXEC_EDEADLK : COEXEC_ECONTEXT;
+    case COEXEC_CALLER_SCHED:
+        return COEXEC_ECONTEXT;
+    default:
+        while (!abtx_unit_joined(t))
+            abtx_wait_turn();
+        return COEXEC_OK;
+    }
+}
+
+/* Waits for t's unit and, for a ULT, releases it (both joins and frees
+ * do: the record then stands for the finished unit, so a free after a
+ * join costs coexec nothing; a tasklet's unit went as it ended). As in
+ * Argobots, t runs on a stream that serves its pool (and sees that
+ * stream's rank): a ULT joiner runs a ULT in place only if its own stream
+ * does, and waits for a tasklet (tasklet_wait) while its stream's
+ * scheduler runs what is queued. When another caller is joining a ULT
+ * already, this one waits for that join to be done. The caller's record
+ * self is restored after the call, which may have switched. Inlined into
+ * the joins and frees, so that a unit run in place returns through as few
+ * frames as possible. */
 static inline __attribute__((always_inline)) int
 unit_wait_plain(ABT_thread t, ABT_thread self)
 {
     int rc;
-    if (t->is_ult) {
-        coexec_thread_t h = t->th;
-        rc = coexec_thread_wait_free(&h);
-    } else {
-        coexec_tasklet_t h = t->tk;
-        rc = coexec_tasklet_wait_free(&h);
+    if (!t->is_ult) {
+        rc = abtx_unit_joined(t) ? COEXEC_OK : tasklet_wait(t);
+        abtx_cur_set(self);
+        return rc;
     }
+    coexec_thread_t h = t->th;
+    rc = coexec_thread_wait_free(&h);
     if (__builtin_expect(rc == COEXEC_OK || rc == COEXEC_ENOMEM, 1)) {
         user_stack_unguard(t);
         atomic_store_explicit(&t->joined, 1, memory_order_release);
@@ -1592,7 +1622,7 @@ static ABT_xstream last_xstream(ABT_thread t)
     if (abtx_unit_joined(t))
         crank = t->last_crank;
     else if (!t->u.p || coexec_unit_get_last_rank(t->u, &crank) != COEXEC_OK)
-        crank = -1;
+        crank = abtx_unit_joined(t) ? t->last_crank : -1; /* ended now */
     ABT_xstream x = abtx_xstream_of_crank(crank);
     return abtx_xstream(x) ? x : ABT_XSTREAM_NULL;
 }

@@ -13,14 +13,17 @@
  * events only the layer sees it emits itself: THREAD_JOIN and
  * THREAD_FREE (the joins and frees of named
  * units), THREAD_REVIVE (a revive's new coexec unit is reported as that
- * instead of a creation), and an unnamed unit's FINISH and FREE, which are
- * emitted just before its record goes (coexec's own FINISH of it comes
- * after, when the record is free, and is dropped).
+ * instead of a creation), an unnamed unit's FINISH and FREE, which are
+ * emitted just before its record goes, and a named tasklet's FINISH,
+ * emitted by its trampoline just before its record may go (coexec's own
+ * FINISH of a tasklet comes after, when the record may be free, and is
+ * dropped unread).
  *
  * A program callback's context answers ABT_tool_query_thread while the
  * callback runs: the unit's pool, the depth of the scheduler stack (for
- * RUN, YIELD, SUSPEND and FINISH as coexec tells them: 1 under a stream's
- * main scheduler; 0 for the events the layer tells itself),
+ * RUN, YIELD, SUSPEND and FINISH as coexec tells them, a tasklet's FINISH
+ * at its RUN's: 1 under a stream's main scheduler; 0 for the other events
+ * the layer tells itself),
  * the caller that caused the event (the unit itself for its RUN, YIELD,
  * SUSPEND and FINISH; otherwise the ULT, tasklet or external thread that
  * made the call) and, for a YIELD or a SUSPEND, what the unit waits on:
@@ -125,6 +128,19 @@ void abtx_tool_unnamed_end(ABT_thread t)
     abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FREE);
 }
 
+/* The FINISH of tasklet t (not unnamed), told by its trampoline on its
+ * stream just before it marks t joined: t may be freed at once after
+ * that, so coexec's own FINISH of the unit, which comes later, is not
+ * used for tasklets. Its depth is the one its RUN was told at. */
+void abtx_tool_task_end(ABT_thread t)
+{
+    struct tool_reg *r = atomic_load_explicit(&reg, memory_order_acquire);
+    if (r && (r->mask & ABT_TOOL_EVENT_THREAD_FINISH) &&
+        atomic_load(&t->cancel) != 2) /* else told as CANCEL */
+        deliver(r, t, abtx_xstream_self(), ABT_TOOL_EVENT_THREAD_FINISH, t,
+                t->tool_depth);
+}
+
 /* The layer's unit behind a coexec event, or NULL. */
 static ABT_thread unit_of_event(const coexec_tool_info_t *in)
 {
@@ -144,7 +160,9 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
 {
     (void)unused;
     struct tool_reg *r = atomic_load_explicit(&reg, memory_order_acquire);
-    if (!r)
+    /* A tasklet's FINISH was told by its trampoline (abtx_tool_task_end),
+     * and its record may be gone already. */
+    if (!r || (in->event == COEXEC_TOOL_UNIT_FINISH && in->unit_is_tasklet))
         return;
     ABT_thread t = unit_of_event(in);
     if (!t)
@@ -169,6 +187,8 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
         ev = ends && atomic_compare_exchange_strong(&t->cancel, &asked, 2)
                  ? ABT_TOOL_EVENT_THREAD_CANCEL
                  : ABT_TOOL_EVENT_THREAD_RUN;
+        if (in->unit_is_tasklet)
+            t->tool_depth = (int8_t)in->sched_depth;
         break;
     }
     case COEXEC_TOOL_UNIT_YIELD:
@@ -182,8 +202,8 @@ static void on_coexec_event(const coexec_tool_info_t *in, void *unused)
         caller = abtx_cur_get();
         break;
     case COEXEC_TOOL_UNIT_FINISH:
-        /* An unnamed unit's end was told as its record went; a cancelled
-         * one's as CANCEL. */
+        /* A ULT's. An unnamed unit's end was told as its record went; a
+         * cancelled one's as CANCEL. */
         if (t->detached || atomic_load(&t->cancel) == 2)
             return;
         ev = ABT_TOOL_EVENT_THREAD_FINISH;

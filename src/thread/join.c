@@ -449,7 +449,7 @@ COEXEC_API int coexec_thread_create_on(coexec_xstream_t xs,
 static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
                                         coexec_tasklet_fn_t fn, void *arg,
                                         coexec_data_init_fn init, void *ctx,
-                                        coexec_tasklet_t *out);
+                                        coexec_tasklet_t *out, bool detached);
 
 /*
  * coexec_tasklet_create's common case, with every test of the general way
@@ -457,14 +457,16 @@ static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
  * function, a good handle of a list pool, a descriptor in the calling
  * stream's cache, no tool callback. The descriptor is set up as unit_new
  * does, less what the push sets (home, state, in_pool) and what is a
- * ULT's only (stack, context, binding). Returns false for the general
- * way.
+ * ULT's only (stack, context, binding). detached: the descriptor goes
+ * back when the tasklet ends (out, if given, then only watches it).
+ * Returns false for the general way.
  */
 static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
                                               coexec_tasklet_fn_t fn,
                                               void *arg,
                                               coexec_data_init_fn init,
-                                              void *ctx, coexec_tasklet_t *out)
+                                              void *ctx, coexec_tasklet_t *out,
+                                              bool detached)
 {
     struct coexec_pool_rec *p = pool.p;
     struct coexec_xstream_rec *xs = xs_self_entry();
@@ -479,7 +481,7 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
     u->next = u->prev = NULL;
     atom_store_rel_uptr(&u->join, 0); /* as in unit_new */
     RLX_SET(u->kind, UNIT_TASKLET);
-    RLX_SET(u->flags, out ? 0 : UF_DETACHED);
+    RLX_SET(u->flags, detached ? UF_DETACHED : 0);
     u->rflags = 0;
     atom_store_rlx_ptr(&u->tnode.who, NULL); /* on no wait list */
     __atomic_store_n(&u->last_rank, (int16_t)-1, __ATOMIC_RELAXED);
@@ -498,9 +500,20 @@ static ALWAYS_INLINE bool tasklet_create_fast(coexec_pool_t pool,
 COEXEC_API int coexec_tasklet_create(coexec_pool_t pool, coexec_tasklet_fn_t fn,
                                      void *arg, coexec_tasklet_t *out)
 {
-    if (LIKELY(tasklet_create_fast(pool, fn, arg, NULL, NULL, out)))
+    if (LIKELY(tasklet_create_fast(pool, fn, arg, NULL, NULL, out,
+                                   out == NULL)))
         return COEXEC_OK;
-    return tasklet_create_slow(pool, fn, arg, NULL, NULL, out);
+    return tasklet_create_slow(pool, fn, arg, NULL, NULL, out, out == NULL);
+}
+
+COEXEC_API int coexec_tasklet_create_watched(coexec_pool_t pool,
+                                             coexec_tasklet_fn_t fn,
+                                             void *arg,
+                                             coexec_tasklet_t *watch)
+{
+    if (LIKELY(tasklet_create_fast(pool, fn, arg, NULL, NULL, watch, true)))
+        return COEXEC_OK;
+    return tasklet_create_slow(pool, fn, arg, NULL, NULL, watch, true);
 }
 
 COEXEC_API int coexec_tasklet_create_init(coexec_pool_t pool,
@@ -509,20 +522,21 @@ COEXEC_API int coexec_tasklet_create_init(coexec_pool_t pool,
                                           coexec_tasklet_t *out)
 {
     if (LIKELY(init && coexec__g.unit_data &&
-               tasklet_create_fast(pool, fn, arg, init, ctx, out)))
+               tasklet_create_fast(pool, fn, arg, init, ctx, out,
+                                   out == NULL)))
         return COEXEC_OK;
     RT_CHECK();
     if (!init)
         return COEXEC_EINVAL;
     if (!coexec__g.unit_data)
         return COEXEC_ENOENT;
-    return tasklet_create_slow(pool, fn, arg, init, ctx, out);
+    return tasklet_create_slow(pool, fn, arg, init, ctx, out, out == NULL);
 }
 
 static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
                                         coexec_tasklet_fn_t fn, void *arg,
                                         coexec_data_init_fn init, void *ctx,
-                                        coexec_tasklet_t *out)
+                                        coexec_tasklet_t *out, bool detached)
 {
     RT_CHECK();
     if (!fn)
@@ -531,7 +545,7 @@ static NOINLINE int tasklet_create_slow(coexec_pool_t pool,
     if (rc)
         return rc;
     struct coexec_unit_rec *u;
-    rc = make_unit(pool.p, UNIT_TASKLET, (void *)fn, arg, NULL, out == NULL,
+    rc = make_unit(pool.p, UNIT_TASKLET, (void *)fn, arg, NULL, detached,
                    &u);
     if (rc)
         return rc;
