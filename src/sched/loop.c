@@ -170,7 +170,10 @@ static enum loop_end builtin_loop(struct coexec_xstream_rec *xs,
         if (u) {
             if (UNLIKELY(idle_t0 != 0))
                 idle_t0 = idle_end(xs, idle_t0);
-            coexec__run_unit(xs, u);
+            if (u->kind == UNIT_TASKLET)
+                coexec__run_tasklet_unit(xs, u);
+            else
+                coexec__run_unit(xs, u);
             idle_since = 0;
             if (UNLIKELY(pollers_hot()))
                 coexec__pollers_run_busy(xs);

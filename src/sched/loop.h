@@ -52,8 +52,10 @@ next_unit(struct coexec_xstream_rec *xs, struct coexec_sched_rec *s)
     if (UNLIKELY(s->pick != NULL)) {
         u = s->pick(xs, s);
     } else {
-        for (int i = 0; i < s->npop && !u; i++)
+        int i = 0; /* npop >= 1: sched_make takes 1 pool or more */
+        do
             u = coexec__pool_pop(s->pools[i], xs);
+        while (!u && ++i < s->npop);
     }
     return u || !s->steal_empty ? u : coexec__sched_steal_one(xs, s);
 }

@@ -24,6 +24,9 @@ void coexec__unit_release(struct coexec_xstream_rec *xs,
                           struct coexec_unit_rec *u);
 void coexec__run_unit(struct coexec_xstream_rec *xs,
                       struct coexec_unit_rec *u);
+/* coexec__run_unit of a tasklet (the scheduler's loop calls it directly). */
+void coexec__run_tasklet_unit(struct coexec_xstream_rec *xs,
+                              struct coexec_unit_rec *u);
 void coexec__post_switch(struct coexec_xstream_rec *xs);
 void coexec__enqueue(struct coexec_unit_rec *u, bool yield_end);
 /* Queues u, woken, in its home pool (or the pool a migration asked for). */
