@@ -270,18 +270,26 @@ out:
     return failed ? -1 : 0;
 }
 
-static int run_tasklet_create_join(int reps, int warmups)
+/* sched: the main ULT yields once, so ES0's scheduler runs every tasklet,
+ * and then frees each (finished) one; else it joins and frees each. */
+static int run_tasklet_create_join(int sched, int reps, int warmups)
 {
     ABT_task *t = calloc(N_CREATE, sizeof *t);
     if (!t || rt_start(1) != 0)
         goto out;
-    setup_add("tasklets into ES0's main pool, ABT_task_join + ABT_task_free");
+    setup_add(sched ? "tasklets into ES0's main pool, one ABT_self_yield, "
+                      "ABT_task_free"
+                    : "tasklets into ES0's main pool, ABT_task_join + "
+                      "ABT_task_free");
     for (int r = 0; r < warmups + reps; r++) {
         double t0 = now_ns();
         for (int i = 0; i < N_CREATE; i++)
             CK(ABT_task_create(pools[0], empty_fn, NULL, &t[i]));
+        if (sched)
+            CK(ABT_self_yield());
         for (int i = 0; i < N_CREATE; i++) {
-            CK(ABT_task_join(t[i]));
+            if (!sched)
+                CK(ABT_task_join(t[i]));
             CK(ABT_task_free(&t[i]));
         }
         double t1 = now_ns();
@@ -621,6 +629,10 @@ static const row_t rows[] = {
      1, 0},
     {"abt_tasklet_create_join_1es", "ns/op",
      "1 ES: create 10,000 empty tasklets, then join+free each", 1, 0},
+    {"abt_tasklet_sched_free_1es", "ns/op",
+     "1 ES: create 10,000 empty tasklets, yield once (the scheduler runs "
+     "them), then free each",
+     1, 0},
     {"abt_eventual_pingpong_2es", "ns/roundtrip",
      "a ULT on each of 2 ES, 100,000 round trips through two eventuals", 0, 0},
     {"abt_fib_1es", "ms",
@@ -676,7 +688,9 @@ static int worker(const char *name, int reps, int warmups)
     else if (!strcmp(name, "abt_yield_2es"))
         rc = run_yield(2, reps, warmups);
     else if (!strcmp(name, "abt_tasklet_create_join_1es"))
-        rc = run_tasklet_create_join(reps, warmups);
+        rc = run_tasklet_create_join(0, reps, warmups);
+    else if (!strcmp(name, "abt_tasklet_sched_free_1es"))
+        rc = run_tasklet_create_join(1, reps, warmups);
     else if (!strcmp(name, "abt_eventual_pingpong_2es"))
         rc = run_eventual_pingpong(reps, warmups);
     else if (!strcmp(name, "abt_fib_1es"))

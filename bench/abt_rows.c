@@ -101,6 +101,10 @@ const bench_def_t bench_abt_defs[] = {
     {"abt_tasklet_create_join_1es", "ns/op",
      "Argobots API, 1 ES: create 10,000 empty tasklets, then join+free each",
      bench_abt, 1, 0, ABT_REF("tasklet_create_join_1es")},
+    {"abt_tasklet_sched_free_1es", "ns/op",
+     "Argobots API, 1 ES: create 10,000 empty tasklets, yield once (the "
+     "scheduler runs them), then free each",
+     bench_abt, 1, 0, NULL},
     {"abt_eventual_pingpong_2es", "ns/roundtrip",
      "Argobots API: a ULT on each of 2 ES, 100,000 round trips through two "
      "ABT_eventuals",
