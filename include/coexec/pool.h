@@ -241,7 +241,8 @@ COEXEC_API COEXEC_NODISCARD int coexec_pool_steal(coexec_pool_t pool,
  * Returns: COEXEC_OK; COEXEC_ESTATE (unit is not queued in pool: running,
  * parked, finished, queued elsewhere or taken meanwhile); COEXEC_ENOSYS (a
  * user-defined pool without ops.remove); COEXEC_EHANDLE (bad pool or
- * unit); COEXEC_EACCESS; COEXEC_ENOTINIT.
+ * unit, or a watched tasklet's unit that ended meanwhile: a later unit in
+ * its descriptor is never taken for it); COEXEC_EACCESS; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_pool_remove(coexec_pool_t pool,
                                                    coexec_unit_t unit);

@@ -565,9 +565,13 @@ COEXEC_API COEXEC_NODISCARD int coexec_tasklet_create(coexec_pool_t pool,
  * of coexec_tasklet_unit(*watch), coexec_pool_remove and coexec_pool_push
  * of that unit, coexec_sched_run_unit. Once the tasklet has ended the
  * handle is stale (those calls return COEXEC_EHANDLE, and a handle of a
- * later unit in the same descriptor never matches it). Joining or freeing
- * through it returns COEXEC_EINVAL, reviving COEXEC_ESTATE, while the
- * tasklet lives (it is detached). For a runtime built on top that marks the
+ * later unit in the same descriptor never matches it). A setting through
+ * it (coexec_unit_set_priority, coexec_unit_set_pinned) must not race with
+ * the tasklet's end: make it while the tasklet cannot run (queued in a
+ * pool no scheduler serves, or taken out with coexec_pool_remove), or a
+ * later unit in the descriptor may get it. Joining or freeing through it
+ * returns COEXEC_EINVAL, reviving COEXEC_ESTATE, while the tasklet lives
+ * (it is detached). For a runtime built on top that marks the
  * end itself, from the tasklet's function, and so needs no join: the end
  * costs no atomic read-modify-write (a joinable tasklet's end publishes
  * itself to its joiner with one).

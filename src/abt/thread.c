@@ -476,6 +476,18 @@ int ABT_thread_attr_set_migratable(ABT_thread_attr attr, ABT_bool is_migratable)
 
 /* ---- creation ---------------------------------------------------------- */
 
+/* A creation that failed: a new record goes back; a revived one stands
+ * for its finished unit again. A tasklet's then reads joined, as its end
+ * left it (its joins wait for that flag alone); a ULT's, with no coexec
+ * unit, has its join report the error. */
+static void start_failed(ABT_thread t, bool fresh)
+{
+    if (fresh)
+        rec_free(t);
+    else if (!t->is_ult)
+        atomic_store_explicit(&t->joined, 1, memory_order_release);
+}
+
 /* Queues a new ULT (ult) or tasklet into pool; *t is reused when given
  * (revive), else a record is taken from the cache. */
 /* Creates (or, with t, revives) a unit in pool. child_first: a ULT that
@@ -511,11 +523,11 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
     atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
     t->tool_revive = !fresh;
     t->last_crank = -1;
+    t->tool_depth = 0;
     memset(&t->u, 0, sizeof(t->u));
     if (__builtin_expect(attr && attr->cb, 0) &&
         abtx_mig_cb_set(t, attr->cb, attr->cb_arg) != ABT_SUCCESS) {
-        if (fresh)
-            rec_free(t);
+        start_failed(t, fresh);
         return ABT_ERR_MEM;
     }
     if (out)
@@ -565,8 +577,7 @@ static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
                                            detached ? NULL : &t->tk);
     }
     if (rc) {
-        if (fresh)
-            rec_free(t);
+        start_failed(t, fresh);
         if (out)
             *out = ABT_THREAD_NULL;
         return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
@@ -1690,7 +1701,11 @@ int ABT_thread_set_migratable(ABT_thread thread, ABT_bool migratable)
     if (thread->is_main)
         return ABT_SUCCESS; /* bound to the primary in coexec */
     thread->migratable = migratable ? 1 : 0;
-    if (thread->u.p)
+    /* A ULT's pinning follows; a tasklet is created unpinned whatever its
+     * flag (as its creation does), and its coexec handle only watches a
+     * unit that may end and be reused at any time (no setting through
+     * it). */
+    if (thread->is_ult && thread->u.p)
         ABTX_IGNORE(coexec_unit_set_pinned(thread->u, !thread->migratable));
     return ABT_SUCCESS;
 }

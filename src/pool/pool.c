@@ -763,8 +763,8 @@ COEXEC_API int coexec_pool_remove(coexec_pool_t pool, coexec_unit_t unit)
     if (pool_foreign(p, xs))
         return COEXEC_EACCESS;
     struct coexec_unit_rec *u = unit.p;
-    if (!coexec__pool_remove_as(p, u, xs, true))
-        return COEXEC_ESTATE;
+    if (!coexec__pool_remove_as(p, u, xs, true, unit.gen))
+        return HANDLE_STILL(unit) ? COEXEC_ESTATE : COEXEC_EHANDLE;
     handed_out(p, u);
     return COEXEC_OK;
 }

@@ -750,21 +750,32 @@ static ALWAYS_INLINE bool pool_list_remove(struct coexec_pool_rec *p,
 
 /* Removes u from p if it is still queued there and, unless started_ok,
  * has never run (a join in place), for stream xs (as in
- * coexec__pool_push_as). */
+ * coexec__pool_push_as). gen (0: any) is the incarnation the caller
+ * means: a list pool checks it under its lock; the other kinds take the
+ * unit out and, if a later incarnation was taken (the one meant ended
+ * and its descriptor was reused meanwhile: possible only through the
+ * handle of a unit that ends on its own, coexec_tasklet_create_watched),
+ * queue it again and answer false. */
 static ALWAYS_INLINE bool coexec__pool_remove_as(struct coexec_pool_rec *p,
                                                  struct coexec_unit_rec *u,
                                                  struct coexec_xstream_rec *xs,
-                                                 bool started_ok)
+                                                 bool started_ok, uint64_t gen)
 {
-    if (UNLIKELY(p->impl != NULL)) {
-        if (xs && p->kind == COEXEC_POOL_DEQUE) {
-            int r = dq_owner_remove(p, u, xs, started_ok);
-            if (r >= 0)
-                return r;
-        }
-        return p->impl->remove && p->impl->remove(p, u, started_ok);
+    if (LIKELY(p->impl == NULL))
+        return pool_list_remove(p, u, xs, started_ok, gen);
+    bool ok = false;
+    int r = -1;
+    if (xs && p->kind == COEXEC_POOL_DEQUE)
+        r = dq_owner_remove(p, u, xs, started_ok);
+    if (r >= 0)
+        ok = r;
+    else
+        ok = p->impl->remove && p->impl->remove(p, u, started_ok);
+    if (ok && gen && atom_load_acq_u64(&u->gen) != gen) {
+        coexec__pool_push_as(p, u, PUSH_NEW, xs);
+        return false;
     }
-    return pool_list_remove(p, u, xs, started_ok, 0);
+    return ok;
 }
 
 /* fork, in the child (src/core/process.c): forgets every pool. */

@@ -320,7 +320,7 @@ static ALWAYS_INLINE int join_unit(struct coexec_unit_rec *u, uint64_t gen,
             may_run_here(u, xs)) {
             if (p) {
                 claimed = may_claim_from(p, xs, run) &&
-                          coexec__pool_remove_as(p, u, xs, false);
+                          coexec__pool_remove_as(p, u, xs, false, 0);
             } else if (unit_held_by(u, self) && !unit_inpool(u) &&
                        !(u->rflags & RF_STARTED)) {
                 /* We popped it out of its pool: ours to run. Anyone else
