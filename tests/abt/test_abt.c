@@ -9,7 +9,10 @@
  *   thread    create/join/free on streams, yield order, revive, cancel, unnamed
  *             ULTs, attributes, migration, stale handles, guard pages
  *             under ABT_STACK_OVERFLOW_CHECK
- *   task      tasklets: run, join, revive, state, self inside one
+ *   task      tasklets: run, join, revive, state, self inside one; joins
+ *             and frees of tasklets that end on other streams (from the
+ *             main ULT, an external thread, a tasklet), frees after the
+ *             scheduler ran them, queries while they end
  *   self      self queries from the main ULT, a ULT, a tasklet, a pthread
  *   pool      built-in pools: push/pop/remove of units, listings (print_all,
  *             stacks in a pool), sizes, ids, data, errors
@@ -1161,9 +1164,443 @@ static void test_task_record_reuse(void)
     AT_OK(ABT_finalize());
 }
 
-static const ch_test_t task_tests[] = {{"run", test_task_run},
-                                       {"record_reuse", test_task_record_reuse},
-                                       {NULL, NULL}};
+/* Four streams for the tasklets below, besides the primary: es[0] and
+ * es[1] serve one shared pool, es[2] and es[3] each their own main pool.
+ * pools[0] is the shared one, pools[1] and pools[2] those of es[2] and
+ * es[3]. No stream steals, and the primary serves none of them. */
+enum { TK_ES = 4, TK_POOLS = 3 };
+typedef struct {
+    ABT_xstream es[TK_ES];
+    ABT_pool pools[TK_POOLS];
+} tk_streams_t;
+
+static void tk_streams_start(tk_streams_t *s)
+{
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_TRUE,
+                                &s->pools[0]));
+    for (int i = 0; i < 2; i++)
+        AT_OK(ABT_xstream_create_basic(ABT_SCHED_BASIC, 1, &s->pools[0],
+                                       ABT_SCHED_CONFIG_NULL, &s->es[i]));
+    for (int i = 2; i < TK_ES; i++) {
+        AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &s->es[i]));
+        AT_OK(ABT_xstream_get_main_pools(s->es[i], 1, &s->pools[i - 1]));
+    }
+}
+
+static void tk_streams_stop(tk_streams_t *s)
+{
+    for (int i = 0; i < TK_ES; i++)
+        AT_OK(ABT_xstream_free(&s->es[i]));
+}
+
+/* Does x serve pools[p]? */
+static bool tk_serves(const tk_streams_t *s, int p, ABT_xstream x)
+{
+    if (x == ABT_XSTREAM_NULL)
+        return false;
+    return p == 0 ? x == s->es[0] || x == s->es[1] : x == s->es[p + 1];
+}
+
+/* What a tasklet saw of itself; runs is counted last, so that whoever
+ * sees it (or the tasklet's end) sees the rest. */
+typedef struct {
+    atomic_int runs;
+    ABT_xstream ran_on;
+    ABT_unit_id id;
+} tk_slot_t;
+
+static void tk_body(void *arg)
+{
+    tk_slot_t *s = arg;
+    ABT_xstream x = ABT_XSTREAM_NULL;
+    AT_CHECK_OK(ABT_xstream_self(&x));
+    s->ran_on = x;
+    AT_CHECK_OK(ABT_task_self_id(&s->id));
+    atomic_fetch_add(&s->runs, 1);
+}
+
+/* Rounds of tasklets into the pools of s, from the caller (the main ULT
+ * or an external thread): each round creates TK_N of them, joins half
+ * (by ABT_task_join or ABT_thread_join) and checks what a joined tasklet
+ * answers, then frees all, the other half without a join (the free waits
+ * for the end). Checked with CH_CHECK, valid on any thread. */
+enum { TK_N = 16 };
+typedef struct {
+    tk_streams_t *s;
+    int rounds;
+} tk_rounds_t;
+
+static void tk_rounds(tk_rounds_t *r)
+{
+    for (int round = 0; round < r->rounds; round++) {
+        tk_slot_t slot[TK_N];
+        ABT_task k[TK_N];
+        ABT_unit_id ids[TK_N];
+        for (int i = 0; i < TK_N; i++) {
+            atomic_init(&slot[i].runs, 0);
+            slot[i].ran_on = ABT_XSTREAM_NULL;
+            slot[i].id = 0;
+            AT_CHECK_OK(ABT_task_create(r->s->pools[i % TK_POOLS], tk_body,
+                                        &slot[i], &k[i]));
+            ids[i] = 0;
+            AT_CHECK_OK(ABT_task_get_id(k[i], &ids[i]));
+        }
+        for (int i = 0; i < TK_N; i += 2) {
+            CH_CHECK_EQ(i % 4 ? ABT_thread_join(k[i]) : ABT_task_join(k[i]),
+                        ABT_SUCCESS);
+            CH_CHECK_EQ(atomic_load(&slot[i].runs), 1);
+            ABT_task_state st = ABT_TASK_STATE_READY;
+            AT_CHECK_OK(ABT_task_get_state(k[i], &st));
+            CH_CHECK_EQ(st, ABT_TASK_STATE_TERMINATED);
+            ABT_xstream last = ABT_XSTREAM_NULL, kx = ABT_XSTREAM_NULL;
+            AT_CHECK_OK(ABT_thread_get_last_xstream(k[i], &last));
+            CH_CHECK(last == slot[i].ran_on);
+            CH_CHECK(tk_serves(r->s, i % TK_POOLS, last));
+            AT_CHECK_OK(ABT_task_get_xstream(k[i], &kx));
+            CH_CHECK(kx == last);
+            ABT_unit_id id = 0;
+            AT_CHECK_OK(ABT_thread_get_id(k[i], &id));
+            CH_CHECK(id != 0 && id == ids[i] && id == slot[i].id);
+            CH_CHECK_EQ(ABT_task_join(k[i]), ABT_SUCCESS); /* again: done */
+        }
+        for (int i = 0; i < TK_N; i++) {
+            CH_CHECK_EQ(i % 3 ? ABT_task_free(&k[i]) : ABT_thread_free(&k[i]),
+                        ABT_SUCCESS);
+            CH_CHECK(k[i] == ABT_TASK_NULL);
+            CH_CHECK_EQ(atomic_load(&slot[i].runs), 1);
+            CH_CHECK(tk_serves(r->s, i % TK_POOLS, slot[i].ran_on));
+            CH_CHECK(slot[i].id == ids[i]);
+        }
+    }
+}
+
+static void *tk_rounds_pthread(void *arg)
+{
+    tk_rounds(arg);
+    return NULL;
+}
+
+/* Joins and frees of tasklets that run on other streams (four, more than
+ * the CPUs), from the main ULT and from an external thread at once, many
+ * rounds: each function ran exactly once, each join and free succeeds,
+ * and a joined tasklet names the stream it ran on (one that serves its
+ * pool), its state TERMINATED and its id. A join does not run a tasklet in
+ * place: it waits for a stream of its pool to run it. */
+static void test_task_join_free_other_streams(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    tk_streams_t s;
+    tk_streams_start(&s);
+    int rounds = (int)ch_iters(1000, 10);
+    tk_rounds_t main_r = {&s, rounds}, ext_r = {&s, rounds};
+    ch_pthread_t th;
+    ch_pthread_start(&th, tk_rounds_pthread, &ext_r);
+    tk_rounds(&main_r);
+    ch_pthread_join(&th);
+    CH_ASSERT_EQ(ch_remote_failures(), 0);
+    tk_streams_stop(&s);
+    AT_OK(ABT_finalize());
+}
+
+/* Frees without a join of tasklets the schedulers ran: the main ULT
+ * yields until its own stream's scheduler (then another stream's) has run
+ * them all, sees them TERMINATED on that stream, and frees them (by
+ * ABT_task_free and ABT_thread_free): each free succeeds at once, and no
+ * function runs again. */
+static void test_task_free_after_sched_run(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream self, es1;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    ABT_pool where[2] = {at_main_pool(), ABT_POOL_NULL};
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &where[1]));
+    ABT_xstream ran_on[2] = {self, es1};
+    enum { N = 32 };
+    for (int w = 0; w < 2; w++) {
+        for (int round = 0; round < (int)ch_iters(50, 3); round++) {
+            tk_slot_t slot[N];
+            ABT_task k[N];
+            for (int i = 0; i < N; i++) {
+                atomic_init(&slot[i].runs, 0);
+                AT_OK(ABT_task_create(where[w], tk_body, &slot[i], &k[i]));
+            }
+            int yrc = ABT_SUCCESS;
+            for (int i = 0; i < N; i++) {
+                while (!atomic_load(&slot[i].runs) && yrc == ABT_SUCCESS)
+                    yrc = ABT_thread_yield();
+                CH_ASSERT_EQ(atomic_load(&slot[i].runs), 1);
+            }
+            AT_OK(yrc);
+            for (int i = 0; i < N; i++) {
+                /* Its function has returned; its end follows at once. */
+                ABT_task_state st = ABT_TASK_STATE_READY;
+                int rc;
+                while ((rc = ABT_task_get_state(k[i], &st)) == ABT_SUCCESS &&
+                       st != ABT_TASK_STATE_TERMINATED && yrc == ABT_SUCCESS)
+                    yrc = ABT_thread_yield();
+                AT_OK(rc);
+                AT_OK(yrc);
+                CU_ASSERT_EQUAL(st, ABT_TASK_STATE_TERMINATED);
+                ABT_xstream last = ABT_XSTREAM_NULL;
+                AT_OK(ABT_thread_get_last_xstream(k[i], &last));
+                CU_ASSERT(last == ran_on[w]);
+                CU_ASSERT(slot[i].ran_on == ran_on[w]);
+                AT_OK(i % 2 ? ABT_thread_free(&k[i]) : ABT_task_free(&k[i]));
+                CU_ASSERT(k[i] == ABT_TASK_NULL);
+            }
+            for (int i = 0; i < N; i++)
+                CH_ASSERT_EQ(atomic_load(&slot[i].runs), 1);
+        }
+    }
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
+/* Tasklets that end while other threads look at them: two external
+ * threads and the main ULT ask each one's state, last stream and id
+ * again and again while the four streams run them. */
+enum { TQ_N = 64, TQ_READERS = 2 };
+static struct {
+    tk_streams_t *s;
+    ABT_task k[TQ_N];
+    tk_slot_t slot[TQ_N];
+    ABT_unit_id id[TQ_N];
+    atomic_int made;  /* k[0..made) are published (release) */
+    atomic_int round; /* the round the readers are to read */
+    atomic_int quit;
+    atomic_int finished[TQ_READERS + 1]; /* the last round each read */
+    atomic_long reads, bad_rc, backwards, bad_xstream, moved, bad_id;
+} tq;
+
+static void tq_spin_body(void *arg)
+{
+    /* A little work, so that a reader may find it RUNNING. */
+    for (volatile int i = 0; i < 2000; i++)
+        ;
+    tk_body(arg);
+}
+
+static int tq_rank(ABT_task_state st)
+{
+    return st == ABT_TASK_STATE_READY ? 0 : st == ABT_TASK_STATE_RUNNING ? 1 : 2;
+}
+
+/* Reads round `round` until every tasklet was seen TERMINATED: each call
+ * succeeds; the state never goes back; the last stream is none before
+ * the tasklet ran, then one that serves its pool and never another, and
+ * the one it ran on once TERMINATED; the id is the one it was created
+ * with. */
+static void tq_read_round(void)
+{
+    int prev[TQ_N];
+    ABT_xstream px[TQ_N];
+    for (int i = 0; i < TQ_N; i++) {
+        prev[i] = 0;
+        px[i] = ABT_XSTREAM_NULL;
+    }
+    int ended = 0;
+    double t0 = ch_now();
+    while (ended < TQ_N && ch_now() - t0 < CH_WAIT_LIMIT_S) {
+        int made = atomic_load_explicit(&tq.made, memory_order_acquire);
+        for (int i = 0; i < made; i++) {
+            if (prev[i] == 2)
+                continue;
+            ABT_task_state st = ABT_TASK_STATE_READY;
+            ABT_xstream x = ABT_XSTREAM_NULL;
+            ABT_unit_id id = 0;
+            int rc1 = ABT_task_get_state(tq.k[i], &st);
+            int rc2 = ABT_thread_get_last_xstream(tq.k[i], &x);
+            int rc3 = ABT_thread_get_id(tq.k[i], &id);
+            atomic_fetch_add(&tq.reads, 1);
+            if (rc1 != ABT_SUCCESS || rc2 != ABT_SUCCESS || rc3 != ABT_SUCCESS) {
+                atomic_fetch_add(&tq.bad_rc, 1);
+                continue;
+            }
+            int r = tq_rank(st);
+            if (r < prev[i])
+                atomic_fetch_add(&tq.backwards, 1);
+            if (x != ABT_XSTREAM_NULL) {
+                if (!tk_serves(tq.s, i % TK_POOLS, x))
+                    atomic_fetch_add(&tq.bad_xstream, 1);
+                if (px[i] != ABT_XSTREAM_NULL && px[i] != x)
+                    atomic_fetch_add(&tq.moved, 1);
+                px[i] = x;
+            }
+            /* TERMINATED, read before the stream: the stream is the one
+             * the tasklet ran on. */
+            if (r == 2 && x != tq.slot[i].ran_on)
+                atomic_fetch_add(&tq.bad_xstream, 1);
+            if (id != tq.id[i])
+                atomic_fetch_add(&tq.bad_id, 1);
+            if (r > prev[i])
+                prev[i] = r;
+            ended += r == 2;
+        }
+        ch_relax();
+    }
+}
+
+static void *tq_reader(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    int done = 0;
+    for (;;) {
+        int r;
+        while ((r = atomic_load(&tq.round)) == done && !atomic_load(&tq.quit))
+            sched_yield();
+        if (r == done)
+            return NULL;
+        tq_read_round();
+        done = r;
+        atomic_store(&tq.finished[me], done);
+    }
+}
+
+/* While tasklets end on the other streams, ABT_task_get_state,
+ * ABT_thread_get_last_xstream and ABT_thread_get_id of them, from two
+ * external threads and the main ULT, never fail, and what they tell only
+ * moves forward (READY or RUNNING, then TERMINATED; no stream, then the
+ * one it runs on); joins and frees then succeed, each function having run
+ * once. */
+static void test_task_state_while_ending(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    tk_streams_t s;
+    tk_streams_start(&s);
+    memset(&tq, 0, sizeof tq);
+    tq.s = &s;
+    ch_pthread_t th[TQ_READERS];
+    for (int i = 0; i < TQ_READERS; i++)
+        ch_pthread_start(&th[i], tq_reader, (void *)(intptr_t)i);
+    int rounds = (int)ch_iters(300, 5);
+    for (int round = 1; round <= rounds; round++) {
+        atomic_store(&tq.made, 0);
+        atomic_store(&tq.round, round); /* readers start, made 0 */
+        for (int i = 0; i < TQ_N; i++) {
+            atomic_init(&tq.slot[i].runs, 0);
+            tq.slot[i].ran_on = ABT_XSTREAM_NULL;
+            AT_OK(ABT_task_create(s.pools[i % TK_POOLS], tq_spin_body,
+                                  &tq.slot[i], &tq.k[i]));
+            AT_OK(ABT_task_get_id(tq.k[i], &tq.id[i]));
+            atomic_store_explicit(&tq.made, i + 1, memory_order_release);
+        }
+        tq_read_round(); /* the main ULT reads too */
+        int yrc = ABT_SUCCESS;
+        for (int i = 0; i < TQ_READERS; i++)
+            while (atomic_load(&tq.finished[i]) != round && yrc == ABT_SUCCESS)
+                yrc = ABT_thread_yield();
+        AT_OK(yrc);
+        for (int i = 0; i < TQ_N; i++) {
+            AT_OK(ABT_task_join(tq.k[i]));
+            CH_ASSERT_EQ(atomic_load(&tq.slot[i].runs), 1);
+            AT_OK(ABT_task_free(&tq.k[i]));
+        }
+    }
+    atomic_store(&tq.quit, 1);
+    for (int i = 0; i < TQ_READERS; i++)
+        ch_pthread_join(&th[i]);
+    CU_ASSERT(atomic_load(&tq.reads) >= (long)rounds * TQ_N * 3);
+    CH_ASSERT_EQ(atomic_load(&tq.bad_rc), 0);
+    CH_ASSERT_EQ(atomic_load(&tq.backwards), 0);
+    CH_ASSERT_EQ(atomic_load(&tq.bad_xstream), 0);
+    CH_ASSERT_EQ(atomic_load(&tq.moved), 0);
+    CH_ASSERT_EQ(atomic_load(&tq.bad_id), 0);
+    CH_ASSERT_EQ(ch_remote_failures(), 0);
+    tk_streams_stop(&s);
+    AT_OK(ABT_finalize());
+}
+
+/* Joins and frees made by a tasklet, which cannot wait: of itself, they
+ * are the call's own invalid-handle error (ABT_ERR_INV_TASK,
+ * ABT_ERR_INV_THREAD), of a tasklet that has not finished
+ * ABT_ERR_INV_THREAD (the caller is a unit that may not wait), and the
+ * handles stay; a tasklet that has finished is joined at once. */
+typedef struct {
+    ABT_task other, done;
+    int rc[8];
+    int me_kept, other_kept;
+    ABT_task_state other_state;
+} tj_t;
+
+static void tj_body(void *arg)
+{
+    tj_t *x = arg;
+    ABT_task me = ABT_TASK_NULL, copy;
+    AT_CHECK_OK(ABT_task_self(&me));
+    x->rc[0] = ABT_task_join(me);
+    x->rc[1] = ABT_thread_join(me);
+    copy = me;
+    x->rc[2] = ABT_task_free(&copy);
+    x->me_kept = copy == me;
+    x->rc[3] = ABT_task_join(x->other);
+    x->rc[4] = ABT_thread_join(x->other);
+    copy = x->other;
+    x->rc[5] = ABT_task_free(&copy);
+    x->other_kept = copy == x->other;
+    x->rc[6] = ABT_task_join(x->done);
+    x->rc[7] = ABT_task_get_state(x->other, &x->other_state);
+}
+
+static void test_task_join_from_tasklet(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream es1, es2;
+    ABT_pool p1, idle;
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_FALSE,
+                                &idle));
+    tk_slot_t other_slot, done_slot;
+    atomic_init(&other_slot.runs, 0);
+    atomic_init(&done_slot.runs, 0);
+    tj_t x;
+    memset(x.rc, 0x55, sizeof x.rc);
+    x.me_kept = x.other_kept = 0;
+    AT_OK(ABT_task_create(idle, tk_body, &other_slot, &x.other));
+    AT_OK(ABT_task_create(p1, tk_body, &done_slot, &x.done));
+    AT_OK(ABT_task_join(x.done));
+    ABT_task k;
+    AT_OK(ABT_task_create(p1, tj_body, &x, &k));
+    AT_OK(ABT_task_join(k));
+    static const int want[8] = {
+        ABT_ERR_INV_TASK,   ABT_ERR_INV_THREAD, ABT_ERR_INV_TASK,
+        ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD,
+        ABT_SUCCESS,        ABT_SUCCESS};
+    for (int i = 0; i < 8; i++) {
+        if (x.rc[i] != want[i])
+            fprintf(stderr, "    tasklet call %d: %d, expected %d\n", i,
+                    x.rc[i], want[i]);
+        CU_ASSERT_EQUAL(x.rc[i], want[i]);
+    }
+    CU_ASSERT(x.me_kept);
+    CU_ASSERT(x.other_kept);
+    CU_ASSERT_EQUAL(x.other_state, ABT_TASK_STATE_READY);
+    /* Nothing ran the other one meanwhile; a stream over its pool does. */
+    CH_ASSERT_EQ(atomic_load(&other_slot.runs), 0);
+    AT_OK(ABT_xstream_create_basic(ABT_SCHED_BASIC, 1, &idle,
+                                   ABT_SCHED_CONFIG_NULL, &es2));
+    AT_OK(ABT_task_join(x.other));
+    CH_ASSERT_EQ(atomic_load(&other_slot.runs), 1);
+    CU_ASSERT(other_slot.ran_on == es2);
+    AT_OK(ABT_task_free(&x.other));
+    AT_OK(ABT_task_free(&x.done));
+    AT_OK(ABT_task_free(&k));
+    CH_ASSERT_EQ(atomic_load(&done_slot.runs), 1);
+    AT_OK(ABT_xstream_free(&es2));
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_pool_free(&idle));
+    AT_OK(ABT_finalize());
+}
+
+static const ch_test_t task_tests[] = {
+    {"run", test_task_run},
+    {"record_reuse", test_task_record_reuse},
+    {"join_free_other_streams", test_task_join_free_other_streams},
+    {"free_after_sched_run", test_task_free_after_sched_run},
+    {"state_while_ending", test_task_state_while_ending},
+    {"join_from_tasklet", test_task_join_from_tasklet},
+    {NULL, NULL}};
 
 /* ---- self ------------------------------------------------------------------ */
 

@@ -12,7 +12,8 @@
  *            and get_cpubind/get_affinity report it; errors
  *   tool     ABT_tool_register_thread_callback: each unit's events follow
  *            its life (named, unnamed, revived, cancelled; yields, waits
- *            woken from another stream); ABT_tool_query_thread
+ *            woken from another stream); ABT_tool_query_thread; a
+ *            tasklet's FINISH, told by the tasklet as it ends
  *   dump     ABT_info_print_thread_stack of units in each state;
  *            ABT_info_print_thread_attr;
  *            ABT_info_trigger_print_all_thread_stacks: every stream stops,
@@ -1026,9 +1027,155 @@ static void test_tool_sync_objects(void)
     AT_OK(ABT_finalize());
 }
 
+/* The RUN, FINISH and CANCEL events of tasklets, for the test below; a
+ * tasklet is known by its argument, &tf_arg[i]. */
+#define TF_MAX 512
+static char tf_arg[TF_MAX];
+static struct {
+    pthread_mutex_t lock;
+    int runs[TF_MAX], finishes[TF_MAX], cancels[TF_MAX];
+    int run_depth[TF_MAX], finish_depth[TF_MAX];
+    ABT_xstream run_x[TF_MAX], finish_x[TF_MAX];
+    ABT_thread run_t[TF_MAX], finish_t[TF_MAX], finish_caller[TF_MAX];
+    ABT_exec_entity_type finish_type[TF_MAX];
+    long bad_query;
+} tf = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static ABT_xstream tf_ran_on[TF_MAX];
+static atomic_int tf_ran[TF_MAX];
+
+static void tf_event(ABT_thread t, ABT_xstream x, uint64_t ev,
+                     ABT_tool_context ctx, void *arg)
+{
+    (void)arg;
+    void *a = NULL;
+    if (ABT_thread_get_arg(t, &a) != ABT_SUCCESS)
+        return;
+    uintptr_t at = (uintptr_t)a, lo = (uintptr_t)tf_arg;
+    if (at < lo || at >= lo + TF_MAX)
+        return; /* not one of the tasklets (the main ULT) */
+    int i = (int)(at - lo);
+    int depth = -1;
+    ABT_thread caller = ABT_THREAD_NULL;
+    ABT_exec_entity_type type = ABT_EXEC_ENTITY_TYPE_EXT;
+    int q = ABT_tool_query_thread(ctx, ev, ABT_TOOL_QUERY_KIND_STACK_DEPTH,
+                                  &depth) |
+            ABT_tool_query_thread(ctx, ev, ABT_TOOL_QUERY_KIND_CALLER_HANDLE,
+                                  &caller) |
+            ABT_tool_query_thread(ctx, ev, ABT_TOOL_QUERY_KIND_CALLER_TYPE,
+                                  &type);
+    pthread_mutex_lock(&tf.lock);
+    tf.bad_query += q != ABT_SUCCESS;
+    if (ev == ABT_TOOL_EVENT_THREAD_RUN) {
+        tf.runs[i]++;
+        tf.run_depth[i] = depth;
+        tf.run_x[i] = x;
+        tf.run_t[i] = t;
+    } else if (ev == ABT_TOOL_EVENT_THREAD_FINISH) {
+        tf.finishes[i]++;
+        tf.finish_depth[i] = depth;
+        tf.finish_x[i] = x;
+        tf.finish_t[i] = t;
+        tf.finish_caller[i] = caller;
+        tf.finish_type[i] = type;
+    } else if (ev == ABT_TOOL_EVENT_THREAD_CANCEL) {
+        tf.cancels[i]++;
+    }
+    pthread_mutex_unlock(&tf.lock);
+}
+
+static void tf_body(void *arg)
+{
+    int i = (int)((char *)arg - tf_arg);
+    ABT_xstream x = ABT_XSTREAM_NULL;
+    AT_CHECK_OK(ABT_xstream_self(&x));
+    tf_ran_on[i] = x;
+    atomic_fetch_add(&tf_ran[i], 1);
+}
+
+/* A tasklet's FINISH is told by the tasklet itself as it ends, before its
+ * join can return: with a callback for RUN, FINISH and CANCEL, tasklets
+ * on two streams (the primary's, run while the main ULT waits in its
+ * joins, and another) are each told RUN once and FINISH once by the time
+ * they are joined; FINISH comes from the stream the tasklet ran on, with
+ * the depth of its RUN (1, under a stream's main scheduler), the tasklet
+ * as its caller (a unit, not an external thread). A tasklet cancelled
+ * before it ran is told CANCEL only: no RUN, no FINISH, and its function
+ * does not run. */
+static void test_tool_task_finish(void)
+{
+    if (!tool_init())
+        return;
+    int n = (int)ch_iters(400, 20);
+    if (n > TF_MAX - 1)
+        n = TF_MAX - 1;
+    int c = n; /* the cancelled one */
+    pthread_mutex_lock(&tf.lock);
+    memset(tf.runs, 0, sizeof tf.runs);
+    memset(tf.finishes, 0, sizeof tf.finishes);
+    memset(tf.cancels, 0, sizeof tf.cancels);
+    tf.bad_query = 0;
+    pthread_mutex_unlock(&tf.lock);
+    for (int i = 0; i <= n; i++)
+        atomic_store(&tf_ran[i], 0);
+    ABT_pool p0 = at_main_pool(), p1;
+    ABT_xstream es0, es1;
+    AT_OK(ABT_xstream_self(&es0));
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &es1));
+    AT_OK(ABT_xstream_get_main_pools(es1, 1, &p1));
+    AT_OK(ABT_tool_register_thread_callback(
+        tf_event,
+        ABT_TOOL_EVENT_THREAD_RUN | ABT_TOOL_EVENT_THREAD_FINISH |
+            ABT_TOOL_EVENT_THREAD_CANCEL,
+        NULL));
+    ABT_task *k = calloc((size_t)n + 1, sizeof *k);
+    CU_ASSERT_FATAL(k != NULL);
+    /* The main ULT does not yield between the creation and the cancel:
+     * the cancelled one has not run. */
+    AT_OK(ABT_task_create(p0, tf_body, &tf_arg[c], &k[c]));
+    AT_OK(ABT_task_cancel(k[c]));
+    for (int i = 0; i < n; i++)
+        AT_OK(ABT_task_create(i % 2 ? p1 : p0, tf_body, &tf_arg[i], &k[i]));
+    for (int i = 0; i <= n; i++)
+        AT_OK(ABT_task_join(k[i]));
+    /* Everything was told before the joins returned. */
+    pthread_mutex_lock(&tf.lock);
+    long finishes = 0, bad = 0;
+    for (int i = 0; i < n; i++) {
+        ABT_xstream want = i % 2 ? es1 : es0;
+        finishes += tf.finishes[i];
+        bad += tf.runs[i] != 1 || tf.finishes[i] != 1 || tf.cancels[i] != 0;
+        bad += tf.finish_depth[i] != tf.run_depth[i] || tf.run_depth[i] != 1;
+        bad += tf.finish_t[i] != k[i] || tf.run_t[i] != k[i];
+        bad += tf.finish_caller[i] != k[i] ||
+               tf.finish_type[i] != ABT_EXEC_ENTITY_TYPE_THREAD;
+        bad += tf.finish_x[i] != want || tf.run_x[i] != want ||
+               tf_ran_on[i] != want;
+        bad += atomic_load(&tf_ran[i]) != 1;
+    }
+    int c_runs = tf.runs[c], c_finishes = tf.finishes[c];
+    int c_cancels = tf.cancels[c];
+    long bad_query = tf.bad_query;
+    pthread_mutex_unlock(&tf.lock);
+    AT_OK(ABT_tool_register_thread_callback(NULL, ABT_TOOL_EVENT_THREAD_NONE,
+                                            NULL));
+    CH_ASSERT_EQ(finishes, n);
+    CH_ASSERT_EQ(bad, 0);
+    CH_ASSERT_EQ(bad_query, 0);
+    CH_ASSERT_EQ(c_cancels, 1);
+    CH_ASSERT_EQ(c_runs, 0);
+    CH_ASSERT_EQ(c_finishes, 0);
+    CH_ASSERT_EQ(atomic_load(&tf_ran[c]), 0);
+    for (int i = 0; i <= n; i++)
+        AT_OK(ABT_task_free(&k[i]));
+    free(k);
+    AT_OK(ABT_xstream_free(&es1));
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t tool_tests[] = {{"events", test_tool_events},
                                        {"sync_objects", test_tool_sync_objects},
                                        {"cancel", test_tool_cancel},
+                                       {"task_finish", test_tool_task_finish},
                                        {NULL, NULL}};
 
 static const ch_suite_t suites[] = {{"stack", stack_tests},

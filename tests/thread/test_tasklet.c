@@ -3,7 +3,8 @@
  * in-place run on join, tasklets creating tasklets, what a TERMINATED
  * state publishes, COEXEC_PENDING with a
  * stored waker and polling again after a wake from another thread, argument
- * errors.
+ * errors; watched tasklets (coexec_tasklet_create_watched): detached, with
+ * a handle that observes them while they live and is stale once they end.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -749,6 +750,495 @@ static void t_join_races_join(void)
 }
 
 /* ======================================================================= */
+/* watched tasklets (coexec_tasklet_create_watched)                         */
+/* ======================================================================= */
+
+/* What a watched tasklet saw of itself when it ran; runs is counted last,
+ * so that whoever sees it sees the rest. */
+typedef struct {
+    atomic_int runs;
+    int rank;
+    int caller;
+    uint64_t id;
+} watch_probe_t;
+
+static coexec_poll_status_t watch_probe_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    watch_probe_t *p = arg;
+    p->caller = (int)coexec_self_caller();
+    p->rank = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&p->rank), COEXEC_OK);
+    CH_CHECK_RC(coexec_self_id(&p->id), COEXEC_OK);
+    atomic_fetch_add(&p->runs, 1);
+    return COEXEC_READY;
+}
+
+/* Every call a watch handle supports, on a handle whose tasklet has
+ * ended: each says the handle is stale, whatever the call. */
+static void expect_watch_stale(coexec_tasklet_t w, coexec_pool_t pool)
+{
+    coexec_unit_t u = coexec_tasklet_unit(w);
+    coexec_unit_state_t st;
+    uint64_t id;
+    void *a;
+    int v;
+    CH_ASSERT_RC(coexec_tasklet_get_state(w, &st), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_get_id(u, &id), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_get_arg(u, &a), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_is_thread(u, &v), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_get_last_rank(u, &v), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_get_priority(u, &v), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_unit_set_priority(u, 2), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_pool_remove(pool, u), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_pool_push(pool, u), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_join(w), COEXEC_EHANDLE);
+    coexec_tasklet_t copy = w;
+    CH_ASSERT_RC(coexec_tasklet_free(&copy), COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_revive(pool, ch_count_tasklet, NULL, &copy),
+                 COEXEC_EHANDLE);
+}
+
+/* Joining and freeing a watch handle from an external thread: refused as
+ * from a ULT (the tasklet is detached). */
+static void watch_join_external(void *arg)
+{
+    coexec_tasklet_t w = *(coexec_tasklet_t *)arg;
+    CH_CHECK_RC(coexec_tasklet_join(w), COEXEC_EINVAL);
+    CH_CHECK_RC(coexec_tasklet_free(&w), COEXEC_EINVAL);
+    CH_CHECK(CH_SAME(w, *(coexec_tasklet_t *)arg));
+}
+
+/*
+ * A watched tasklet is detached, and its handle observes it while it
+ * lives. Queued in a pool no scheduler serves, it stays READY and its
+ * unit answers the queries (id, argument, kind; no stream yet) and takes
+ * a setting. A join, a wait, a timed join or a free through the handle is
+ * COEXEC_EINVAL, from a ULT and from an external thread, and a revive is
+ * COEXEC_ESTATE; none of them runs it (a join of a joinable tasklet that
+ * has not started would run it in place) or changes the handle. Taken out
+ * of its pool and pushed into a served one, it runs there exactly once,
+ * as a tasklet, with the id the handle gave; then every call through the
+ * handle says COEXEC_EHANDLE, also once its descriptor serves later
+ * units, whose handles never match it; the pool it came from can be
+ * freed.
+ */
+static void t_watched(void)
+{
+    ch_init(1);
+    ch_stream_t s;
+    CH_ASSERT_OK_FATAL(ch_stream_create(&s, COEXEC_SCHED_BASIC_WAIT));
+    coexec_pool_t idle;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &idle));
+    watch_probe_t p = {.rank = -1};
+    atomic_init(&p.runs, 0);
+    coexec_tasklet_t w = {0};
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_watched(idle, watch_probe_tasklet, &p, &w));
+    CU_ASSERT_FATAL(!CH_IS_NULL(w));
+
+    CH_ASSERT_EQ(ch_tasklet_state(w), COEXEC_UNIT_READY);
+    size_t sz = 0;
+    CH_ASSERT_OK(coexec_pool_get_size(idle, &sz));
+    CH_ASSERT_EQ(sz, 1);
+    coexec_unit_t u = coexec_tasklet_unit(w);
+    uint64_t id = 0;
+    void *a = NULL;
+    int v = -7;
+    CH_ASSERT_OK(coexec_unit_get_id(u, &id));
+    CU_ASSERT(id != 0);
+    CH_ASSERT_OK(coexec_unit_get_arg(u, &a));
+    CU_ASSERT_PTR_EQUAL(a, &p);
+    CH_ASSERT_OK(coexec_unit_is_thread(u, &v));
+    CH_ASSERT_EQ(v, 0);
+    CH_ASSERT_RC(coexec_unit_get_last_rank(u, &v), COEXEC_ESTATE);
+    CH_ASSERT_EQ(v, -1);
+    CH_ASSERT_OK(coexec_unit_set_priority(u, 5));
+    CH_ASSERT_OK(coexec_unit_get_priority(u, &v));
+    CH_ASSERT_EQ(v, 5);
+
+    coexec_tasklet_t copy = w;
+    CH_ASSERT_RC(coexec_tasklet_join(w), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_wait(w), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_join_timed(w, 1000000), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_free(&copy), COEXEC_EINVAL);
+    CU_ASSERT(CH_SAME(copy, w));
+    CH_ASSERT_RC(coexec_tasklet_revive(s.pool, ch_count_tasklet, NULL, &copy),
+                 COEXEC_ESTATE);
+    CU_ASSERT(CH_SAME(copy, w));
+    ch_run_external(watch_join_external, &w);
+    CH_ASSERT_EQ(atomic_load(&p.runs), 0);
+    CH_ASSERT_EQ(ch_tasklet_state(w), COEXEC_UNIT_READY);
+    CH_ASSERT_OK(coexec_pool_get_size(idle, &sz));
+    CH_ASSERT_EQ(sz, 1);
+
+    /* Removed, it is the caller's: READY, in no pool. */
+    CH_ASSERT_OK(coexec_pool_remove(idle, u));
+    CH_ASSERT_RC(coexec_pool_remove(idle, u), COEXEC_ESTATE);
+    CH_ASSERT_OK(coexec_pool_get_size(idle, &sz));
+    CH_ASSERT_EQ(sz, 0);
+    CH_ASSERT_EQ(ch_tasklet_state(w), COEXEC_UNIT_READY);
+    CH_ASSERT_OK(coexec_pool_push(s.pool, u));
+    CH_WAIT(atomic_load(&p.runs) == 1);
+    /* It has returned; its descriptor goes back just after. */
+    CH_WAIT(ch_tasklet_state(w) == COEXEC_EHANDLE);
+    CH_ASSERT_EQ(p.rank, s.rank);
+    CH_ASSERT_EQ(p.caller, COEXEC_CALLER_TASKLET);
+    CH_ASSERT_EQ(p.id, id);
+    expect_watch_stale(w, s.pool);
+    ch_linger(5);
+    CH_ASSERT_EQ(atomic_load(&p.runs), 1);
+
+    /* One that ends on this stream leaves its descriptor to the units
+     * this ULT creates next: none of their handles is the old one, which
+     * stays stale while they live. */
+    watch_probe_t q = {.rank = -1};
+    atomic_init(&q.runs, 0);
+    coexec_tasklet_t w2;
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_watched(ch_main_pool(0), watch_probe_tasklet, &q, &w2));
+    CH_WAIT(ch_tasklet_state(w2) == COEXEC_EHANDLE);
+    CH_ASSERT_EQ(atomic_load(&q.runs), 1);
+    CH_ASSERT_EQ(q.rank, 0);
+    coexec_tasklet_t fresh[32];
+    for (int i = 0; i < 32; i++) {
+        CH_ASSERT_OK_FATAL(coexec_tasklet_create(idle, ch_count_tasklet, NULL, &fresh[i]));
+        CU_ASSERT(!CH_SAME(fresh[i], w2));
+        CH_ASSERT_EQ(ch_tasklet_state(fresh[i]), COEXEC_UNIT_READY);
+    }
+    expect_watch_stale(w2, s.pool);
+    for (int i = 0; i < 32; i++)
+        CH_ASSERT_OK(coexec_tasklet_free(&fresh[i]));
+    CH_ASSERT_OK(coexec_pool_free(&idle));
+    CH_ASSERT_OK(ch_stream_free(&s));
+    ch_finalize();
+}
+
+/*
+ * A user scheduler's loop that runs, besides its pool, the unit it is
+ * handed (coexec_sched_run_unit), and keeps what that call returned.
+ */
+typedef struct {
+    atomic_int req; /* 1: run `unit` */
+    coexec_unit_t unit;
+    atomic_int rc, done;
+} hand_sched_t;
+
+static int hs_init(coexec_sched_t s, void *arg, void **state)
+{
+    (void)s;
+    *state = arg;
+    return COEXEC_OK;
+}
+
+static void hs_run(coexec_sched_t sched, void *state)
+{
+    hand_sched_t *h = state;
+    for (;;) {
+        if (atomic_load(&h->req)) {
+            atomic_store(&h->rc, coexec_sched_run_unit(sched, h->unit));
+            atomic_store(&h->req, 0);
+            atomic_fetch_add(&h->done, 1);
+        }
+        coexec_unit_t u = {0};
+        CH_CHECK_RC(coexec_sched_pop(sched, 0, &u), COEXEC_OK);
+        if (!CH_IS_NULL(u))
+            CH_CHECK_RC(coexec_sched_run_unit(sched, u), COEXEC_OK);
+        CH_CHECK_RC(coexec_sched_check_events(sched), COEXEC_OK);
+        int stop = 0;
+        CH_CHECK_RC(coexec_sched_has_to_stop(sched, &stop), COEXEC_OK);
+        if (stop)
+            return;
+        if (CH_IS_NULL(u) && !atomic_load(&h->req))
+            CH_CHECK_RC(coexec_sched_idle(sched), COEXEC_OK);
+    }
+}
+
+static const coexec_sched_ops_t hs_ops = {
+    .size = sizeof(coexec_sched_ops_t),
+    .init = hs_init,
+    .run = hs_run,
+};
+
+static coexec_poll_status_t noop_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    (void)arg;
+    return COEXEC_READY;
+}
+
+/* Hands u to the loop of h (whose pool is pool) and returns what its
+ * coexec_sched_run_unit said. */
+static int hand_to_loop(hand_sched_t *h, coexec_pool_t pool, coexec_unit_t u)
+{
+    int before = atomic_load(&h->done);
+    h->unit = u;
+    atomic_store(&h->req, 1);
+    /* A push wakes the loop if it idles. */
+    CH_ASSERT_OK(coexec_tasklet_create(pool, noop_tasklet, NULL, NULL));
+    CH_WAIT(atomic_load(&h->done) > before);
+    return atomic_load(&h->rc);
+}
+
+/*
+ * coexec_sched_run_unit through a watch handle: a user scheduler's loop
+ * is handed the unit of a watched tasklet. Queued, it is refused
+ * (COEXEC_ESTATE) and stays queued; taken out of its pool, it runs there
+ * once, on the loop's stream; once ended, the same handle is refused
+ * (COEXEC_EHANDLE).
+ */
+static void t_watched_sched_run(void)
+{
+    ch_init(1);
+    hand_sched_t h = {0};
+    coexec_pool_t hp, idle;
+    coexec_sched_t hs;
+    coexec_xstream_t hx;
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &hp));
+    CH_ASSERT_OK_FATAL(coexec_sched_create_user(&hs_ops, &hp, 1, NULL, &h, &hs));
+    coexec_xstream_attr_t xa;
+    CH_ASSERT_OK_FATAL(coexec_xstream_attr_init(&xa));
+    xa.sched = hs;
+    CH_ASSERT_OK_FATAL(coexec_xstream_create(&xa, &hx));
+    int hrank = -1;
+    CH_ASSERT_OK(coexec_xstream_get_rank(hx, &hrank));
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &idle));
+
+    watch_probe_t p = {.rank = -1};
+    atomic_init(&p.runs, 0);
+    coexec_tasklet_t w;
+    CH_ASSERT_OK_FATAL(coexec_tasklet_create_watched(idle, watch_probe_tasklet, &p, &w));
+    coexec_unit_t u = coexec_tasklet_unit(w);
+    CH_ASSERT_RC(hand_to_loop(&h, hp, u), COEXEC_ESTATE);
+    size_t sz = 0;
+    CH_ASSERT_OK(coexec_pool_get_size(idle, &sz));
+    CH_ASSERT_EQ(sz, 1);
+    CH_ASSERT_EQ(atomic_load(&p.runs), 0);
+    CH_ASSERT_OK(coexec_pool_remove(idle, u));
+    CH_ASSERT_OK(hand_to_loop(&h, hp, u));
+    CH_ASSERT_EQ(atomic_load(&p.runs), 1);
+    CH_ASSERT_EQ(p.rank, hrank);
+    CH_WAIT(ch_tasklet_state(w) == COEXEC_EHANDLE);
+    CH_ASSERT_RC(hand_to_loop(&h, hp, u), COEXEC_EHANDLE);
+    CH_ASSERT_EQ(atomic_load(&p.runs), 1);
+    CH_ASSERT_EQ(ch_remote_failures(), 0);
+
+    CH_ASSERT_OK(coexec_xstream_free(&hx));
+    CH_ASSERT_OK(coexec_sched_free(&hs));
+    CH_ASSERT_OK(coexec_pool_free(&hp));
+    CH_ASSERT_OK(coexec_pool_free(&idle));
+    ch_finalize();
+}
+
+/* The creation's errors, as coexec_tasklet_create's. */
+static void watched_access_external(void *arg)
+{
+    coexec_pool_t sp = *(coexec_pool_t *)arg;
+    coexec_tasklet_t w = {0};
+    CH_CHECK_RC(coexec_tasklet_create_watched(sp, ch_count_tasklet, NULL, &w),
+                COEXEC_EACCESS);
+    CH_CHECK_RC(coexec_tasklet_create_watched(sp, ch_count_tasklet, NULL, NULL),
+                COEXEC_EACCESS);
+}
+
+/*
+ * A watched tasklet without a handle (watch NULL) runs once, like any
+ * detached one. The creation's errors: fn NULL is COEXEC_EINVAL, a null or
+ * freed pool COEXEC_EHANDLE, a pool whose single producer is another
+ * thread COEXEC_EACCESS (where the library checks access modes), and
+ * after finalize COEXEC_ENOTINIT; none of them queues anything.
+ */
+static void t_watched_errors(void)
+{
+    ch_init(2);
+    atomic_store(&ch_count, 0);
+    CH_ASSERT_OK(coexec_tasklet_create_watched(ch_main_pool(0), ch_count_tasklet, NULL, NULL));
+    CH_ASSERT_OK(coexec_tasklet_create_watched(ch_main_pool(1), ch_count_tasklet, NULL, NULL));
+    CH_WAIT(atomic_load(&ch_count) == 2);
+    CH_ASSERT_EQ(atomic_load(&ch_count), 2);
+
+    coexec_pool_t mp = ch_main_pool(0), gone, nul = {0};
+    coexec_tasklet_t w = {0};
+    CH_ASSERT_RC(coexec_tasklet_create_watched(mp, NULL, NULL, &w), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_create_watched(mp, NULL, NULL, NULL), COEXEC_EINVAL);
+    CH_ASSERT_RC(coexec_tasklet_create_watched(nul, ch_count_tasklet, NULL, &w),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_MPMC, &gone));
+    coexec_pool_t stale = gone;
+    CH_ASSERT_OK(coexec_pool_free(&gone));
+    CH_ASSERT_RC(coexec_tasklet_create_watched(stale, ch_count_tasklet, NULL, &w),
+                 COEXEC_EHANDLE);
+    CH_ASSERT_RC(coexec_tasklet_create_watched(stale, ch_count_tasklet, NULL, NULL),
+                 COEXEC_EHANDLE);
+    size_t sz = 7;
+    CH_ASSERT_OK(coexec_pool_get_size(mp, &sz));
+    CH_ASSERT_EQ(sz, 0);
+
+    if (CH_HAVE_CHECKS) {
+        /* The main ULT becomes the single producer of sp with a first
+         * watched tasklet; an external thread is refused. The first one
+         * is then moved to a served pool, where it runs. */
+        coexec_pool_t sp;
+        CH_ASSERT_OK_FATAL(coexec_pool_create(COEXEC_POOL_FIFO, COEXEC_ACCESS_SPSC, &sp));
+        CH_ASSERT_OK(coexec_tasklet_create_watched(sp, ch_count_tasklet, NULL, &w));
+        ch_run_external(watched_access_external, &sp);
+        CH_ASSERT_OK(coexec_pool_get_size(sp, &sz));
+        CH_ASSERT_EQ(sz, 1);
+        CH_ASSERT_OK(coexec_pool_remove(sp, coexec_tasklet_unit(w)));
+        CH_ASSERT_OK(coexec_pool_push(ch_main_pool(1), coexec_tasklet_unit(w)));
+        CH_WAIT(atomic_load(&ch_count) == 3);
+        CH_ASSERT_OK(coexec_pool_free(&sp));
+    }
+    ch_linger(2);
+    CH_ASSERT_EQ(atomic_load(&ch_count), CH_HAVE_CHECKS ? 3 : 2);
+    ch_finalize();
+    CH_ASSERT_RC(coexec_tasklet_create_watched(mp, ch_count_tasklet, NULL, &w),
+                 COEXEC_ENOTINIT);
+}
+
+/* One of the many watched tasklets: its run count and the stream it ran
+ * on; w is its handle, or null (none asked). A tasklet with a handle
+ * finds it written when it runs, and sees itself through it: RUNNING,
+ * with its own id. */
+typedef struct {
+    atomic_int hits;
+    atomic_int rank;
+    coexec_tasklet_t w;
+} many_watch_t;
+
+static atomic_long mw_done;
+
+static coexec_poll_status_t many_watch_tasklet(coexec_poll_t *cx, void *arg)
+{
+    (void)cx;
+    many_watch_t *m = arg;
+    int r = -1;
+    CH_CHECK_RC(coexec_xstream_self_rank(&r), COEXEC_OK);
+    if (!CH_IS_NULL(m->w)) {
+        uint64_t mine = 0, seen = 1;
+        CH_CHECK_RC(coexec_self_id(&mine), COEXEC_OK);
+        CH_CHECK_RC(coexec_unit_get_id(coexec_tasklet_unit(m->w), &seen),
+                    COEXEC_OK);
+        CH_CHECK_EQ(seen, mine);
+        CH_CHECK_EQ(ch_tasklet_state(m->w), COEXEC_UNIT_RUNNING);
+    }
+    atomic_store(&m->rank, r);
+    atomic_fetch_add(&m->hits, 1);
+    atomic_fetch_add(&mw_done, 1);
+    return COEXEC_READY;
+}
+
+typedef struct {
+    many_watch_t *m;
+    long n;
+    int id, nthreads, nstreams;
+} mw_creator_t;
+
+/* Creates the tasklets i = id, id + nthreads, ... into the main pools of
+ * the streams in turn; the even ones with a handle. */
+static void mw_create(mw_creator_t *c)
+{
+    for (long i = c->id; i < c->n; i += c->nthreads) {
+        coexec_pool_t p = ch_main_pool((int)(i % c->nstreams));
+        CH_CHECK_RC(coexec_tasklet_create_watched(p, many_watch_tasklet, &c->m[i],
+                                                  i % 2 ? NULL : &c->m[i].w),
+                    COEXEC_OK);
+    }
+}
+
+static void *mw_create_pthread(void *arg)
+{
+    mw_create(arg);
+    return NULL;
+}
+
+/* The order of what a watch handle may tell: READY, RUNNING, TERMINATED,
+ * then stale for good. */
+static int watch_step(coexec_tasklet_t w)
+{
+    coexec_unit_state_t st;
+    int rc = coexec_tasklet_get_state(w, &st);
+    if (rc == COEXEC_EHANDLE)
+        return 3;
+    if (rc != COEXEC_OK)
+        return 100 + -rc;
+    switch (st) {
+    case COEXEC_UNIT_READY:
+        return 0;
+    case COEXEC_UNIT_RUNNING:
+        return 1;
+    case COEXEC_UNIT_TERMINATED:
+        return 2;
+    default:
+        return 99; /* BLOCKED: a watched tasklet that never pends */
+    }
+}
+
+/*
+ * Many watched tasklets, with and without a handle, created by the main
+ * ULT and two external threads at once into the main pools of 4 streams
+ * (more streams than CPUs). Each runs exactly once, on one of them; one
+ * with a handle finds it already written when it runs (the handle is
+ * written before the tasklet is queued) and sees itself through it.
+ * Meanwhile the main ULT reads the state of every handle again and again:
+ * each read is a state or COEXEC_EHANDLE, in the order READY, RUNNING,
+ * TERMINATED, stale, never back; at the end every handle is stale.
+ */
+static void t_watched_many(void)
+{
+    enum { NS = 4, NT = 3 };
+    ch_init(NS);
+    long n = ch_iters(20000, 400);
+    many_watch_t *m = calloc((size_t)n, sizeof *m);
+    unsigned char *seen = calloc((size_t)n, 1);
+    CU_ASSERT_FATAL(m != NULL && seen != NULL);
+    atomic_store(&mw_done, 0);
+    mw_creator_t c[NT];
+    ch_pthread_t th[NT - 1];
+    for (int i = 0; i < NT; i++)
+        c[i] = (mw_creator_t){m, n, i, NT, NS};
+    for (int i = 1; i < NT; i++)
+        ch_pthread_start(&th[i - 1], mw_create_pthread, &c[i]);
+    mw_create(&c[0]);
+    for (int i = 1; i < NT; i++)
+        ch_pthread_join(&th[i - 1]);
+    long backwards = 0, odd = 0;
+    double t0 = ch_now();
+    for (;;) {
+        bool all = atomic_load(&mw_done) == n;
+        for (long i = 0; i < n; i += 2) {
+            int s = watch_step(m[i].w);
+            if (s > 3)
+                odd++;
+            else if (s < seen[i])
+                backwards++;
+            else
+                seen[i] = (unsigned char)s;
+        }
+        if (all || ch_now() - t0 > CH_WAIT_LIMIT_S)
+            break;
+        ch_relax();
+    }
+    CH_ASSERT_EQ(atomic_load(&mw_done), n);
+    CH_ASSERT_EQ(odd, 0);
+    CH_ASSERT_EQ(backwards, 0);
+    long bad_hits = 0, bad_rank = 0;
+    for (long i = 0; i < n; i++) {
+        bad_hits += atomic_load(&m[i].hits) != 1;
+        int r = atomic_load(&m[i].rank);
+        bad_rank += r < 0 || r >= NS;
+    }
+    CH_ASSERT_EQ(bad_hits, 0);
+    CH_ASSERT_EQ(bad_rank, 0);
+    for (long i = 0; i < n; i += 2)
+        CH_WAIT(watch_step(m[i].w) == 3);
+    ch_linger(5);
+    CH_ASSERT_EQ(atomic_load(&mw_done), n);
+    CH_ASSERT_EQ(ch_remote_failures(), 0);
+    ch_finalize();
+    free(seen);
+    free(m);
+}
+
+/* ======================================================================= */
 
 static const ch_test_t basic_tests[] = {
     {"create_join_free", t_create_join_free},
@@ -758,6 +1248,9 @@ static const ch_test_t basic_tests[] = {
     {"state_publishes", t_state_publishes},
     {"free_races_join", t_free_races_join},
     {"join_races_join", t_join_races_join},
+    {"watched", t_watched},
+    {"watched_sched_run_unit", t_watched_sched_run},
+    {"watched_many", t_watched_many},
     {NULL, NULL}};
 static const ch_test_t pending_tests[] = {
     {"woken_from_pthread_ult_main", t_pending},
@@ -767,6 +1260,7 @@ static const ch_test_t pending_tests[] = {
     {"join_in_place_then_pending", t_join_in_place_pending},
     {NULL, NULL}};
 static const ch_test_t errors_tests[] = {{"args_context_stale", t_errors},
+                                         {"watched_args", t_watched_errors},
                                          {NULL, NULL}};
 
 static const ch_suite_t suites[] = {{"basic", basic_tests},
