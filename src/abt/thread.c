@@ -488,14 +488,15 @@ static void start_failed(ABT_thread t, bool fresh)
         atomic_store_explicit(&t->joined, 1, memory_order_release);
 }
 
-/* Queues a new ULT (ult) or tasklet into pool; *t is reused when given
- * (revive), else a record is taken from the cache. */
-/* Creates (or, with t, revives) a unit in pool. child_first: a ULT that
- * runs at once on the caller's stream, the caller (a ULT) going back to
- * its pool (the _to calls). */
-static int unit_start(ABT_pool pool, void (*fn)(void *), void *arg,
-                      ABT_thread_attr attr, bool ult, bool detached,
-                      ABT_thread t, ABT_thread *out, bool child_first)
+/* Creates (or, with t, revives) a ULT (ult) or tasklet in pool; without
+ * t a record is taken from the cache. child_first: a ULT that runs at once
+ * on the caller's stream, the caller (a ULT) going back to its pool (the
+ * _to calls). Inlined into each caller, whose constant arguments leave
+ * only its own case (a tasklet's creation is most of the time of one). */
+static inline __attribute__((always_inline)) int
+unit_start(ABT_pool pool, void (*fn)(void *), void *arg, ABT_thread_attr attr,
+           bool ult, bool detached, ABT_thread t, ABT_thread *out,
+           bool child_first)
 {
     if (out)
         *out = ABT_THREAD_NULL; /* Argobots 1.x: the handle on an error */
