@@ -174,6 +174,10 @@ struct ABT_sched_opaque {
     bool automatic;
     bool borrowed;           /* coexec's own scheduler */
     bool used;               /* main scheduler of a stream, or stacked */
+    /* used by ABT_pool_add_sched: coexec then says when it may go (its
+     * free is EBUSY while it is stacked in a pool or runs), so that a
+     * stacked scheduler that has finished can be freed. */
+    bool stacked;
     void *data;              /* ABT_sched_set_data */
     ABT_sched_def def;       /* user-defined: def.run non-NULL */
     ABT_sched_config config;

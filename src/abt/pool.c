@@ -984,6 +984,7 @@ int ABT_pool_add_sched(ABT_pool pool, ABT_sched sched)
     if (rc)
         return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
     sched->used = true;
+    sched->stacked = true;
     return ABT_SUCCESS;
 }
 

@@ -167,7 +167,7 @@ int abtx_sched_release(ABT_sched s)
 {
     if (!abtx_sched(s))
         return ABT_ERR_INV_SCHED;
-    if (s->used)
+    if (s->used && !s->stacked)
         return ABT_ERR_SCHED;
     if (!s->borrowed) {
         coexec_sched_t cs = s->cs;
@@ -434,8 +434,10 @@ int ABT_sched_free(ABT_sched *sched)
         return ABT_ERR_INV_ARG;
     if (!abtx_sched(*sched))
         return ABT_ERR_INV_SCHED;
-    if ((*sched)->used)
-        return ABT_ERR_SCHED; /* a stream or a pool runs it (Argobots 1.x) */
+    /* A stream runs it (Argobots 1.x); a stacked one may go once coexec
+     * no longer has it in a pool nor runs it (abtx_sched_release). */
+    if ((*sched)->used && !(*sched)->stacked)
+        return ABT_ERR_SCHED;
     if ((*sched)->borrowed)
         return ABT_ERR_INV_SCHED;
     int rc = abtx_sched_release(*sched);

@@ -2419,7 +2419,62 @@ static void test_sched_main_churn(void)
     }
 }
 
+/* A stacked scheduler (ABT_pool_add_sched) cannot be freed while it is in
+ * a pool or runs (ABT_ERR_SCHED, and it stays usable), and can once it
+ * has finished: ABT_sched_finish, its pool drained, its unit ended. Each
+ * of its units ran once; its pool outlives it. Under the sanitizers,
+ * nothing of it leaks. */
+static atomic_int stacked_runs;
+
+static void stacked_unit(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&stacked_runs, 1);
+}
+
+static void test_sched_stacked_free(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    enum { UNITS = 8, ROUNDS = 3 };
+    for (int round = 0; round < ROUNDS; round++) {
+        atomic_store(&stacked_runs, 0);
+        ABT_pool p;
+        AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
+                                    ABT_FALSE, &p));
+        ABT_sched_config config;
+        AT_OK(ABT_sched_config_create(&config, ABT_sched_config_automatic,
+                                      ABT_FALSE, ABT_sched_config_var_end));
+        ABT_sched s;
+        AT_OK(ABT_sched_create_basic(ABT_SCHED_BASIC, 1, &p, config, &s));
+        AT_OK(ABT_sched_config_free(&config));
+        for (int i = 0; i < UNITS; i++)
+            AT_OK(ABT_thread_create(p, stacked_unit, NULL,
+                                    ABT_THREAD_ATTR_NULL, NULL));
+        AT_OK(ABT_pool_add_sched(at_main_pool(), s));
+        /* Stacked in the primary's pool: not to be freed, nor stacked
+         * twice. */
+        CU_ASSERT_EQUAL(ABT_sched_free(&s), ABT_ERR_SCHED);
+        CU_ASSERT_PTR_NOT_NULL(s);
+        CU_ASSERT_EQUAL(ABT_pool_add_sched(at_main_pool(), s),
+                        ABT_ERR_INV_SCHED);
+        AT_OK(ABT_sched_finish(s));
+        /* The main ULT yields: the primary runs the stacked scheduler,
+         * which drains its pool and ends. */
+        double t0 = ch_now();
+        int rc;
+        while ((rc = ABT_sched_free(&s)) == ABT_ERR_SCHED &&
+               ch_now() - t0 < CH_WAIT_LIMIT_S)
+            AT_OK(ABT_self_yield());
+        AT_OK(rc);
+        CU_ASSERT_PTR_EQUAL(s, ABT_SCHED_NULL);
+        CH_ASSERT_EQ(atomic_load(&stacked_runs), UNITS);
+        AT_OK(ABT_pool_free(&p));
+    }
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t sched_tests[] = {
+    {"stacked_free", test_sched_stacked_free},
     {"predef", test_sched_predef},
     {"config", test_sched_config},
     {"set_main", test_sched_set_main},
