@@ -742,7 +742,7 @@ unit_wait_plain(ABT_thread t, ABT_thread self)
 {
     int rc;
     if (!t->is_ult) {
-        rc = abtx_unit_joined(t) ? COEXEC_OK : tasklet_wait(t);
+        rc = tasklet_wait(t);
         abtx_cur_set(self);
         return rc;
     }

@@ -110,7 +110,8 @@ static void deliver(struct tool_reg *r, ABT_thread t, ABT_xstream x,
     r->cb(t, x, ev, &ctx, r->arg);
 }
 
-void abtx_tool_emit(ABT_thread t, uint64_t ev)
+/* Tells ev of t from the calling thread, at scheduler depth `depth`. */
+static void emit_at(ABT_thread t, uint64_t ev, int depth)
 {
     struct tool_reg *r = atomic_load_explicit(&reg, memory_order_acquire);
     if (!r || !(r->mask & ev))
@@ -118,13 +119,26 @@ void abtx_tool_emit(ABT_thread t, uint64_t ev)
     ABT_thread caller = abtx_cur_get();
     ABT_xstream x = abtx_xstream_self();
     /* A unit's own end is told by the unit on its stream. */
-    deliver(r, t, x, ev, ev == ABT_TOOL_EVENT_THREAD_FINISH ? t : caller, 0);
+    deliver(r, t, x, ev, ev == ABT_TOOL_EVENT_THREAD_FINISH ? t : caller,
+            depth);
+}
+
+void abtx_tool_emit(ABT_thread t, uint64_t ev)
+{
+    emit_at(t, ev, 0);
+}
+
+/* t's FINISH, told by t on its stream, unless a cancel ended it (then
+ * told as CANCEL in place of its RUN). */
+static void finish_at(ABT_thread t, int depth)
+{
+    if (atomic_load(&t->cancel) != 2)
+        emit_at(t, ABT_TOOL_EVENT_THREAD_FINISH, depth);
 }
 
 void abtx_tool_unnamed_end(ABT_thread t)
 {
-    if (atomic_load(&t->cancel) != 2) /* else told as CANCEL */
-        abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FINISH);
+    finish_at(t, 0);
     abtx_tool_emit(t, ABT_TOOL_EVENT_THREAD_FREE);
 }
 
@@ -134,11 +148,7 @@ void abtx_tool_unnamed_end(ABT_thread t)
  * used for tasklets. Its depth is the one its RUN was told at. */
 void abtx_tool_task_end(ABT_thread t)
 {
-    struct tool_reg *r = atomic_load_explicit(&reg, memory_order_acquire);
-    if (r && (r->mask & ABT_TOOL_EVENT_THREAD_FINISH) &&
-        atomic_load(&t->cancel) != 2) /* else told as CANCEL */
-        deliver(r, t, abtx_xstream_self(), ABT_TOOL_EVENT_THREAD_FINISH, t,
-                t->tool_depth);
+    finish_at(t, t->tool_depth);
 }
 
 /* The layer's unit behind a coexec event, or NULL. */

@@ -26,9 +26,6 @@ void coexec__dest_arrived(struct coexec_xstream_rec *xs,
 /* u never started and no stack can be had for it: it ends unrun. */
 void coexec__unit_fail_nostack(struct coexec_xstream_rec *xs,
                                struct coexec_unit_rec *u);
-/* Runs tasklet u once (a poll) on xs's scheduler context. */
-void coexec__run_tasklet(struct coexec_xstream_rec *xs,
-                         struct coexec_unit_rec *u);
 /* Tasklet u returned PENDING on stream xs: it waits for its wake. */
 void coexec__tasklet_pending(struct coexec_xstream_rec *xs,
                              struct coexec_unit_rec *u);
@@ -45,7 +42,7 @@ struct coexec_poll {
 };
 
 /* Calls tasklet u's function once on stream xs, where u is current: what
- * the scheduler's run (coexec__run_tasklet) and a joiner's run in place
+ * the scheduler's run (coexec__run_tasklet_unit) and a joiner's run in place
  * share. The caller ends or parks u according to the result. */
 static ALWAYS_INLINE coexec_poll_status_t
 tasklet_call(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)

@@ -406,17 +406,6 @@ void coexec__tasklet_pending(struct coexec_xstream_rec *xs,
         coexec__enqueue_woken(u);
 }
 
-void coexec__run_tasklet(struct coexec_xstream_rec *xs,
-                         struct coexec_unit_rec *u)
-{
-    if (tasklet_call(xs, u) == COEXEC_READY) {
-        wait_tasklet_leave(u);
-        unit_finish(xs, u);
-        return;
-    }
-    coexec__tasklet_pending(xs, u);
-}
-
 /* coexec__run_unit for a tasklet, in a function of its own so that the
  * scheduler's most frequent unit pays for none of a ULT's frame. */
 void coexec__run_tasklet_unit(struct coexec_xstream_rec *xs,
