@@ -206,6 +206,19 @@ static void wake_word(atom_u32_t *word, atom_ptr_t *list)
     pthread_mutex_unlock(&waiters_lock);
 }
 
+/* Called by xs's own thread as it ends: no caller may be using the thread
+ * (xs_thread_enter) once it has exited. glibc's affinity calls on an ended
+ * thread act on the caller itself (the kernel cleared its tid), and after
+ * the join its descriptor may be gone. Each side stores its word, then the
+ * full fence, then looks at the other's: one of the two sees the other. */
+static void thread_users_out(struct coexec_xstream_rec *xs)
+{
+    atom_store_rlx_u32(&xs->thread_gone, 1);
+    atom_fence_sc();
+    while (atom_load_acq_u32(&xs->thread_users) != 0)
+        sched_yield(); /* an affinity call: a system call long */
+}
+
 static void *xs_main(void *arg)
 {
     struct coexec_xstream_rec *xs = arg;
@@ -240,6 +253,7 @@ static void *xs_main(void *arg)
         stolen += atom_load_rlx_u64(&s->pools[i]->stolen);
     atom_store_rlx_u64(&xs->stolen_at_stop, stolen);
     atom_store_rel_u64(&xs->stop_ns, clock_now_ns());
+    thread_users_out(xs);
     atom_store_rel_u32(&xs->state, COEXEC_XSTREAM_TERMINATED);
     atom_store_rel_u32(&xs->done, 1);
     wake_word(&xs->done, &xs->done_waiters);
@@ -335,14 +349,7 @@ int coexec__xstream_stop_and_join(struct coexec_xstream_rec *xs)
 {
     atom_store_rel_u32(&xs->stop, 1);
     xs_kick(xs);
-    wait_done(xs);
-    /* No caller may hold the thread's handle past its join (xs_thread_enter:
-     * each side's store, then the full fence, then its look at the other's
-     * word; one of the two sees the other). */
-    atom_store_rlx_u32(&xs->thread_gone, 1);
-    atom_fence_sc();
-    while (atom_load_acq_u32(&xs->thread_users) != 0)
-        sched_yield(); /* an affinity call: a system call long */
+    wait_done(xs); /* its thread let the last affinity caller go first */
     pthread_join(xs->thread, NULL);
     pthread_mutex_lock(&coexec__g.lock);
     struct coexec_sched_rec *s = atom_load_acq_ptr(&xs->sched);
@@ -770,8 +777,9 @@ COEXEC_API int coexec_xstream_get_cpu(coexec_xstream_t xs, int *cpu)
 }
 
 /* xs's OS thread, while it has one, for a call on it (affinity): held
- * until xs_thread_leave, and the stream's join waits for it; COEXEC_ESTATE
- * once xs has stopped, COEXEC_EHANDLE if the handle went stale. */
+ * until xs_thread_leave, and the thread does not exit before
+ * (thread_users_out); COEXEC_ESTATE once xs has stopped, COEXEC_EHANDLE if
+ * the handle went stale. */
 static int xs_thread_enter(coexec_xstream_t xs, pthread_t *out)
 {
     RT_CHECK();
@@ -821,8 +829,8 @@ COEXEC_API int coexec_xstream_set_cpus(coexec_xstream_t xs, const int *cpus,
     if (CPU_COUNT(&set) == 0)
         rc = COEXEC_EINVAL;
     else if ((rc = pthread_setaffinity_np(t, sizeof set, &set)) != 0)
-        /* ESRCH: the thread has ended (the stream stopped, its join not
-         * done yet), as get_cpus reports it. */
+        /* ESRCH: the thread is gone (it cannot be while held, but the
+         * kernel's word is kept), as get_cpus reports it. */
         rc = rc == ESRCH ? COEXEC_ESTATE : COEXEC_EINVAL;
     xs_thread_leave(xs);
     return rc;

@@ -83,7 +83,7 @@ struct coexec_xstream_rec {
     int steal_index;
     int joined; /* stopped and joined: only the record remains */
     atom_u32_t join_claim; /* public join/free: 0, 1 joining, 2 joined */
-    /* 1 once the stream's join has begun: no caller may take `thread`
+    /* 1 once the stream's thread is ending: no caller may take `thread`
      * (xs_thread_enter) from then on. */
     atom_u32_t thread_gone;
     int64_t live_units; /* descriptors made minus freed here (may be < 0) */
@@ -125,8 +125,8 @@ struct coexec_xstream_rec {
     /* Timers of units parked here: the owner fires them, any stream may
      * cancel one (under the lock). */
     struct timer_heap timers CACHE_ALIGNED;
-    /* Callers using `thread` from outside (xs_thread_enter); the join
-     * waits for none to be left before pthread_join. Past `timers`, so a
+    /* Callers using `thread` from outside (xs_thread_enter); the thread
+     * waits for none to be left before it exits (thread_users_out). Past `timers`, so a
      * reuse of the record leaves it alone: a caller of the last
      * incarnation may still be on its way out. */
     atom_u32_t thread_users;

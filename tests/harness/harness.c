@@ -6,8 +6,10 @@
 #include "harness.h"
 
 #include <CUnit/Basic.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +299,61 @@ static void ch_teardown(void)
 
 /* ---- main -------------------------------------------------------------- */
 
+/* ---- a crash's report ---------------------------------------------------- */
+
+/* A test that dies of a fault in CI leaves only "SegFault" in ctest's
+ * output: say where, in which thread, and the stack, then die of the same
+ * signal. libcoexec chains to this handler for faults that are not stack
+ * overflows. Sanitizer builds keep
+ * their own reports. */
+static void crash_put(const char *s)
+{
+    ssize_t w = write(STDERR_FILENO, s, strlen(s));
+    (void)w;
+}
+
+static void crash_report(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    char line[160];
+    /* snprintf is not async-signal-safe in general; the process is lost
+     * anyway, and glibc's integer formatting takes no lock. */
+    snprintf(line, sizeof line,
+             "\nharness: fatal signal %d (%s) at address %p in thread %ld; "
+             "its stack:\n",
+             sig, strsignal(sig), si ? si->si_addr : NULL, (long)ch_gettid());
+    crash_put(line);
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    backtrace_symbols_fd(frames, n, STDERR_FILENO);
+    /* The default action from now on, also when libcoexec's handler called
+     * this one: a fault then repeats as the instruction runs again and
+     * kills the process; a signal that was sent is sent again. */
+    struct sigaction d;
+    memset(&d, 0, sizeof d);
+    d.sa_handler = SIG_DFL;
+    sigemptyset(&d.sa_mask);
+    sigaction(sig, &d, NULL);
+    if (!si || si->si_code <= 0)
+        raise(sig);
+}
+
+static void crash_reporter_install(void)
+{
+    if (CH_SANITIZER || ch_on_valgrind())
+        return;
+    void *warm[1];
+    (void)backtrace(warm, 1); /* loads libgcc now, not in the handler */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = crash_report;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
 static const ch_suite_t *find_suite(const ch_suite_t *suites, const char *name)
 {
     for (const ch_suite_t *s = suites; s->name; s++)
@@ -350,6 +407,7 @@ int ch_main(int argc, char **argv, const ch_suite_t *suites)
     }
 
     ch_clear_env();
+    crash_reporter_install();
     printf("COEXEC_TEST_SCALE = %g (loops scaled by %g)\n", ch_scale(),
            ch_effective_scale());
 
