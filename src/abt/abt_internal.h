@@ -174,10 +174,15 @@ struct ABT_sched_opaque {
     bool automatic;
     bool borrowed;           /* coexec's own scheduler */
     bool used;               /* main scheduler of a stream, or stacked */
-    /* used by ABT_pool_add_sched: coexec then says when it may go (its
-     * free is EBUSY while it is stacked in a pool or runs), so that a
-     * stacked scheduler that has finished can be freed. */
+    /* used by ABT_pool_add_sched: coexec then says when it is free again
+     * (its free, a new stacking or a stream's start under it are EBUSY
+     * while it is stacked in a pool or runs), so that a stacked scheduler
+     * that has finished can be freed, stacked again or made main, as in
+     * Argobots. Cleared when it becomes a stream's main scheduler. */
     bool stacked;
+    /* On the list of automatic stacked schedulers (abtx_sched_stacked),
+     * freed once coexec has let go of them; under that list's lock. */
+    bool listed;
     void *data;              /* ABT_sched_set_data */
     ABT_sched_def def;       /* user-defined: def.run non-NULL */
     ABT_sched_config config;
@@ -187,6 +192,7 @@ struct ABT_sched_opaque {
      * function (Argobots runs schedulers as ULTs). */
     struct ABT_thread_opaque ult;
     struct ABT_sched_opaque *retired_next; /* the stream's replaced ones */
+    struct ABT_sched_opaque *stacked_next; /* abtx_sched_stacked's list */
     struct ABT_sched_opaque *next;
 };
 
@@ -439,6 +445,28 @@ ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
                           int num_pools, const ABT_pool *pools,
                           bool automatic, bool borrowed);
 int abtx_sched_release(ABT_sched s);
+/* Is s taken for good: a stream's main scheduler (a stacked one is free
+ * again once it has finished, which only coexec knows)? */
+static inline bool abtx_sched_is_stacked(ABT_sched s)
+{
+    /* Relaxed atomic: abtx_sched_prune_stacked reads it from any thread. */
+    return __atomic_load_n(&s->stacked, __ATOMIC_RELAXED);
+}
+static inline void abtx_sched_set_stacked(ABT_sched s, bool stacked)
+{
+    __atomic_store_n(&s->stacked, stacked, __ATOMIC_RELAXED);
+}
+static inline bool abtx_sched_taken(ABT_sched s)
+{
+    return s->used && !abtx_sched_is_stacked(s);
+}
+/* s was stacked (ABT_pool_add_sched): an automatic one goes on the list
+ * abtx_sched_prune_stacked frees from once it has finished. */
+void abtx_sched_stacked(ABT_sched s);
+/* Frees the automatic stacked schedulers coexec has let go of (called as
+ * schedulers are made and stacked, so they do not pile up). */
+void abtx_sched_prune_stacked(void);
+void abtx_sched_stacked_forget(void);
 /* The record of the scheduler whose coexec handle is cs, or NULL. */
 ABT_sched abtx_sched_find(coexec_sched_t cs);
 int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,

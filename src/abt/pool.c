@@ -81,6 +81,7 @@ void abtx_registry_free(void)
         n = x->next;
         free(x);
     }
+    abtx_sched_stacked_forget();
     abtx_g.pools = NULL;
     abtx_g.scheds = NULL;
     abtx_g.xstreams = NULL;
@@ -976,7 +977,11 @@ int ABT_pool_add_sched(ABT_pool pool, ABT_sched sched)
     ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
-    if (!abtx_sched(sched) || sched->used)
+    /* An automatic one that has finished is freed here, as Argobots
+     * would have freed it already; one stacked before is refused by coexec
+     * until it has finished. */
+    abtx_sched_prune_stacked();
+    if (!abtx_sched(sched) || abtx_sched_taken(sched))
         return ABT_ERR_INV_SCHED;
     int rc = coexec_pool_add_sched(pool->cp, sched->cs);
     if (rc == COEXEC_EBUSY || rc == COEXEC_EINVAL)
@@ -984,7 +989,8 @@ int ABT_pool_add_sched(ABT_pool pool, ABT_sched sched)
     if (rc)
         return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_POOL);
     sched->used = true;
-    sched->stacked = true;
+    abtx_sched_set_stacked(sched, true);
+    abtx_sched_stacked(sched);
     return ABT_SUCCESS;
 }
 

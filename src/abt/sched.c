@@ -121,10 +121,70 @@ int abtx_sched_config_int(ABT_sched_config c, int idx, int dflt)
 
 /* ---- registry ----------------------------------------------------------------- */
 
+/* Automatic schedulers stacked in a pool, which Argobots frees as they
+ * finish: freed here at the next prune after coexec has let go of them.
+ * The records stay in the registry until ABT_finalize, as every
+ * scheduler's does. */
+static pthread_mutex_t stacked_lock = PTHREAD_MUTEX_INITIALIZER;
+static ABT_sched stacked_head;
+
+void abtx_sched_stacked(ABT_sched s)
+{
+    if (!s->automatic || s->borrowed)
+        return;
+    pthread_mutex_lock(&stacked_lock);
+    if (!s->listed) {
+        s->listed = true;
+        s->stacked_next = stacked_head;
+        stacked_head = s;
+    }
+    pthread_mutex_unlock(&stacked_lock);
+}
+
+void abtx_sched_prune_stacked(void)
+{
+    pthread_mutex_lock(&stacked_lock);
+    ABT_sched l = stacked_head, keep = NULL, *tail = &keep, drop = NULL;
+    stacked_head = NULL;
+    pthread_mutex_unlock(&stacked_lock);
+    if (!l)
+        return;
+    /* Outside the lock: a release may free automatic pools. A scheduler
+     * freed by the program, or made a stream's main one, leaves the list;
+     * one coexec still has (EBUSY) stays. Each stays `listed` until the
+     * lock is held again, so that nobody links it meanwhile. */
+    while (l) {
+        ABT_sched next = l->stacked_next;
+        if (abtx_sched(l) && abtx_sched_is_stacked(l) && abtx_sched_release(l) != 0) {
+            *tail = l;
+            tail = &l->stacked_next;
+        } else {
+            l->stacked_next = drop;
+            drop = l;
+        }
+        l = next;
+    }
+    pthread_mutex_lock(&stacked_lock);
+    *tail = stacked_head;
+    stacked_head = keep;
+    for (; drop; drop = drop->stacked_next)
+        drop->listed = false;
+    pthread_mutex_unlock(&stacked_lock);
+}
+
+/* ABT_finalize: the records go with the registry. */
+void abtx_sched_stacked_forget(void)
+{
+    pthread_mutex_lock(&stacked_lock);
+    stacked_head = NULL;
+    pthread_mutex_unlock(&stacked_lock);
+}
+
 ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
                           int num_pools, const ABT_pool *pools, bool automatic,
                           bool borrowed)
 {
+    abtx_sched_prune_stacked();
     ABT_sched s = calloc(1, sizeof(*s));
     ABT_pool *ps = calloc(num_pools > 0 ? num_pools : 1, sizeof(*ps));
     if (!s || !ps) {
@@ -167,7 +227,7 @@ int abtx_sched_release(ABT_sched s)
 {
     if (!abtx_sched(s))
         return ABT_ERR_INV_SCHED;
-    if (s->used && !s->stacked)
+    if (abtx_sched_taken(s))
         return ABT_ERR_SCHED;
     if (!s->borrowed) {
         coexec_sched_t cs = s->cs;
@@ -436,7 +496,7 @@ int ABT_sched_free(ABT_sched *sched)
         return ABT_ERR_INV_SCHED;
     /* A stream runs it (Argobots 1.x); a stacked one may go once coexec
      * no longer has it in a pool nor runs it (abtx_sched_release). */
-    if ((*sched)->used && !(*sched)->stacked)
+    if (abtx_sched_taken(*sched))
         return ABT_ERR_SCHED;
     if ((*sched)->borrowed)
         return ABT_ERR_INV_SCHED;

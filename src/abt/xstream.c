@@ -93,9 +93,11 @@ static int xstream_new(ABT_sched sched, int rank, ABT_xstream *out)
         own_sched = true;
     } else if (!abtx_sched(sched)) {
         return ABT_ERR_INV_SCHED;
-    } else if (sched->used) {
+    } else if (abtx_sched_taken(sched)) {
         return ABT_ERR_INV_SCHED;
     }
+    /* coexec refuses it while it is still stacked */
+    bool was_stacked = abtx_sched_is_stacked(sched);
     ABT_xstream x = calloc(1, sizeof(*x));
     if (!x)
         return ABT_ERR_MEM;
@@ -115,12 +117,14 @@ static int xstream_new(ABT_sched sched, int rank, ABT_xstream *out)
     abtx_g.by_rank[rank] = x;
     pthread_mutex_unlock(&abtx_lock);
     sched->used = true;
+    abtx_sched_set_stacked(sched, false);
     int rc = xstream_start(x, sched);
     pthread_mutex_lock(&abtx_lock);
     if (rc) {
         abtx_g.by_rank[rank] = NULL;
         pthread_mutex_unlock(&abtx_lock);
-        sched->used = false;
+        sched->used = was_stacked;
+        abtx_sched_set_stacked(sched, was_stacked);
         free(x);
         if (own_sched)
             (void)abtx_sched_release(sched);
@@ -401,7 +405,10 @@ static int terminated_set_main(ABT_xstream xstream, ABT_sched sched)
             xstream->retired = old;
         }
     }
+    /* One stacked before, if coexec still has it, is refused by the
+     * stream's revive. */
     sched->used = true;
+    abtx_sched_set_stacked(sched, false);
     xstream->sched = sched;
     abtx_xstream_prune_retired(xstream);
     return ABT_SUCCESS;
@@ -420,10 +427,12 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
     if (sched == ABT_SCHED_NULL)
         return ABT_xstream_set_main_sched_basic(xstream, ABT_SCHED_DEFAULT,
                                                 0, NULL);
-    if (!abtx_sched(sched) || sched->used)
+    if (!abtx_sched(sched) || abtx_sched_taken(sched))
         return ABT_ERR_INV_SCHED;
     if (xstream->joined)
         return terminated_set_main(xstream, sched);
+    /* coexec refuses it while it is still stacked */
+    bool was_stacked = abtx_sched_is_stacked(sched);
     /* A caller of that stream resumes under the new scheduler (coexec
      * parks it until the switch): in its pool if the new scheduler takes
      * from it, else (as Argobots does for a pool of the old scheduler) in
@@ -452,6 +461,7 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
         }
     }
     sched->used = true;
+    abtx_sched_set_stacked(sched, false);
     xstream->sched = sched;
     int rc = coexec_xstream_set_main_sched(xstream->cx, sched->cs);
     if (own)
@@ -460,7 +470,8 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
         return ABT_SUCCESS;
     /* Refused before anything changed: undo. */
     xstream->sched = old;
-    sched->used = false;
+    sched->used = was_stacked;
+    abtx_sched_set_stacked(sched, was_stacked);
     if (abtx_sched(old))
         old->used = true;
     if (retired)

@@ -2432,6 +2432,25 @@ static void stacked_unit(void *arg)
     atomic_fetch_add(&stacked_runs, 1);
 }
 
+/* A BASIC scheduler that is not automatic, over a new pool of its own. */
+static void stacked_sched_new(ABT_pool *p, ABT_sched *s)
+{
+    AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC, ABT_FALSE,
+                                p));
+    ABT_sched_config config;
+    AT_OK(ABT_sched_config_create(&config, ABT_sched_config_automatic,
+                                  ABT_FALSE, ABT_sched_config_var_end));
+    AT_OK(ABT_sched_create_basic(ABT_SCHED_BASIC, 1, p, config, s));
+    AT_OK(ABT_sched_config_free(&config));
+}
+
+static void stacked_units(ABT_pool p, int n)
+{
+    for (int i = 0; i < n; i++)
+        AT_OK(ABT_thread_create(p, stacked_unit, NULL, ABT_THREAD_ATTR_NULL,
+                                NULL));
+}
+
 static void test_sched_stacked_free(void)
 {
     AT_OK(ABT_init(0, NULL));
@@ -2439,17 +2458,9 @@ static void test_sched_stacked_free(void)
     for (int round = 0; round < ROUNDS; round++) {
         atomic_store(&stacked_runs, 0);
         ABT_pool p;
-        AT_OK(ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPMC,
-                                    ABT_FALSE, &p));
-        ABT_sched_config config;
-        AT_OK(ABT_sched_config_create(&config, ABT_sched_config_automatic,
-                                      ABT_FALSE, ABT_sched_config_var_end));
         ABT_sched s;
-        AT_OK(ABT_sched_create_basic(ABT_SCHED_BASIC, 1, &p, config, &s));
-        AT_OK(ABT_sched_config_free(&config));
-        for (int i = 0; i < UNITS; i++)
-            AT_OK(ABT_thread_create(p, stacked_unit, NULL,
-                                    ABT_THREAD_ATTR_NULL, NULL));
+        stacked_sched_new(&p, &s);
+        stacked_units(p, UNITS);
         AT_OK(ABT_pool_add_sched(at_main_pool(), s));
         /* Stacked in the primary's pool: not to be freed, nor stacked
          * twice. */
@@ -2473,8 +2484,96 @@ static void test_sched_stacked_free(void)
     AT_OK(ABT_finalize());
 }
 
+/* Tries op (an ABT call on the stacked scheduler s) until it no longer
+ * answers ABT_ERR_INV_SCHED, yielding so that the primary runs s to its
+ * end; returns the last answer. */
+#define AT_UNTIL_FINISHED(rc, op)                                              \
+    do {                                                                       \
+        double t0_ = ch_now();                                                 \
+        while (((rc) = (op)) == ABT_ERR_INV_SCHED &&                           \
+               ch_now() - t0_ < CH_WAIT_LIMIT_S)                               \
+            AT_OK(ABT_self_yield());                                           \
+    } while (0)
+
+/* A scheduler stacked, finished and stacked again, then made a stream's
+ * main scheduler: free again once it has finished (as in Argobots), never
+ * while it is in the pool or runs. */
+static void test_sched_stacked_reuse(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    enum { UNITS = 8, ROUNDS = 3 };
+    atomic_store(&stacked_runs, 0);
+    ABT_pool p;
+    ABT_sched s;
+    stacked_sched_new(&p, &s);
+    int rc;
+    for (int round = 0; round < ROUNDS; round++) {
+        stacked_units(p, UNITS);
+        /* From the second round on, the last stacking may still run. */
+        AT_UNTIL_FINISHED(rc, ABT_pool_add_sched(at_main_pool(), s));
+        AT_OK(rc);
+        /* In the pool or running: not a second time, nor a main one. */
+        CU_ASSERT_EQUAL(ABT_pool_add_sched(at_main_pool(), s),
+                        ABT_ERR_INV_SCHED);
+        AT_OK(ABT_sched_finish(s));
+    }
+    /* Once finished, a stream's main scheduler. */
+    ABT_xstream x = ABT_XSTREAM_NULL;
+    AT_UNTIL_FINISHED(rc, ABT_xstream_create(s, &x));
+    AT_OK(rc);
+    CH_ASSERT_EQ(atomic_load(&stacked_runs), UNITS * ROUNDS);
+    /* Main of a stream: neither stacked nor freed. */
+    CU_ASSERT_EQUAL(ABT_pool_add_sched(at_main_pool(), s), ABT_ERR_INV_SCHED);
+    CU_ASSERT_EQUAL(ABT_sched_free(&s), ABT_ERR_SCHED);
+    stacked_units(p, 1);
+    AT_OK(ABT_xstream_free(&x));
+    CH_ASSERT_EQ(atomic_load(&stacked_runs), UNITS * ROUNDS + 1);
+    AT_OK(ABT_sched_free(&s));
+    AT_OK(ABT_pool_free(&p));
+    AT_OK(ABT_finalize());
+}
+
+/* An automatic scheduler stacked in a pool is freed, with its automatic
+ * pools, once it has finished (Argobots frees it as it ends; here, at the
+ * next creation or stacking of a scheduler). */
+static void test_sched_stacked_automatic(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    enum { UNITS = 8, ROUNDS = 4 };
+    for (int round = 0; round < ROUNDS; round++) {
+        atomic_store(&stacked_runs, 0);
+        ABT_sched s;
+        AT_OK(ABT_sched_create_basic(ABT_SCHED_BASIC, 0, NULL,
+                                     ABT_SCHED_CONFIG_NULL, &s));
+        ABT_pool p;
+        AT_OK(ABT_sched_get_pools(s, 1, 0, &p));
+        stacked_units(p, UNITS);
+        AT_OK(ABT_pool_add_sched(at_main_pool(), s));
+        AT_OK(ABT_sched_finish(s));
+        /* A scheduler made and freed now and then: the creation frees the
+         * stacked one once it has finished. */
+        int n = 0, rc;
+        double t0 = ch_now();
+        while ((rc = ABT_sched_get_num_pools(s, &n)) == ABT_SUCCESS &&
+               ch_now() - t0 < CH_WAIT_LIMIT_S) {
+            AT_OK(ABT_self_yield());
+            ABT_sched other;
+            AT_OK(ABT_sched_create_basic(ABT_SCHED_BASIC, 0, NULL,
+                                         ABT_SCHED_CONFIG_NULL, &other));
+            AT_OK(ABT_sched_free(&other));
+        }
+        CU_ASSERT_EQUAL(rc, ABT_ERR_INV_SCHED);
+        CH_ASSERT_EQ(atomic_load(&stacked_runs), UNITS);
+        size_t size = 0;
+        CU_ASSERT_EQUAL(ABT_pool_get_total_size(p, &size), ABT_ERR_INV_POOL);
+    }
+    AT_OK(ABT_finalize());
+}
+
 static const ch_test_t sched_tests[] = {
     {"stacked_free", test_sched_stacked_free},
+    {"stacked_reuse", test_sched_stacked_reuse},
+    {"stacked_automatic", test_sched_stacked_automatic},
     {"predef", test_sched_predef},
     {"config", test_sched_config},
     {"set_main", test_sched_set_main},
