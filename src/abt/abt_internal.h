@@ -445,8 +445,8 @@ ABT_sched abtx_sched_wrap(coexec_sched_t cs, ABT_sched_predef predef,
                           int num_pools, const ABT_pool *pools,
                           bool automatic, bool borrowed);
 int abtx_sched_release(ABT_sched s);
-/* Is s taken for good: a stream's main scheduler (a stacked one is free
- * again once it has finished, which only coexec knows)? */
+/* Was s stacked by ABT_pool_add_sched, and is it no stream's main
+ * scheduler since? */
 static inline bool abtx_sched_is_stacked(ABT_sched s)
 {
     /* Relaxed atomic: abtx_sched_prune_stacked reads it from any thread. */
@@ -456,6 +456,8 @@ static inline void abtx_sched_set_stacked(ABT_sched s, bool stacked)
 {
     __atomic_store_n(&s->stacked, stacked, __ATOMIC_RELAXED);
 }
+/* Is s taken for good: a stream's main scheduler (a stacked one is free
+ * again once it has finished, which only coexec knows)? */
 static inline bool abtx_sched_taken(ABT_sched s)
 {
     return s->used && !abtx_sched_is_stacked(s);

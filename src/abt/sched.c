@@ -155,7 +155,8 @@ void abtx_sched_prune_stacked(void)
      * lock is held again, so that nobody links it meanwhile. */
     while (l) {
         ABT_sched next = l->stacked_next;
-        if (abtx_sched(l) && abtx_sched_is_stacked(l) && abtx_sched_release(l) != 0) {
+        if (abtx_sched(l) && abtx_sched_is_stacked(l) &&
+            abtx_sched_release(l) != 0) {
             *tail = l;
             tail = &l->stacked_next;
         } else {

@@ -126,9 +126,9 @@ struct coexec_xstream_rec {
      * cancel one (under the lock). */
     struct timer_heap timers CACHE_ALIGNED;
     /* Callers using `thread` from outside (xs_thread_enter); the thread
-     * waits for none to be left before it exits (thread_users_out). Past `timers`, so a
-     * reuse of the record leaves it alone: a caller of the last
-     * incarnation may still be on its way out. */
+     * waits for none to be left before it exits (thread_users_out). Past
+     * `timers`, so a reuse of the record leaves it alone: a caller of the
+     * last incarnation may still be on its way out. */
     atom_u32_t thread_users;
 };
 
