@@ -787,19 +787,30 @@ static int xs_thread_enter(coexec_xstream_t xs, pthread_t *out)
     if (rc)
         return rc;
     struct coexec_xstream_rec *x = xs.p;
+    /* Once the thread is ending, refused without taking the count: callers
+     * that keep calling cannot hold its exit off. */
+    if (atom_load_rlx_u32(&x->thread_gone))
+        return HANDLE_STILL(xs) ? COEXEC_ESTATE : COEXEC_EHANDLE;
     atom_fadd_rlx_u32(&x->thread_users, 1);
     atom_fence_sc();
+    bool ended = atom_load_rlx_u32(&x->thread_gone) ||
+                 atom_load_rlx_u32(&x->join_claim) != 0 ||
+                 atom_load_acq_u32(&x->state) == COEXEC_XSTREAM_TERMINATED;
+    pthread_t t = x->thread;
+    /* The generation after the reads: once this stream's thread has let
+     * its callers go, its record may be reused at any moment, and the
+     * reuse zeroes those words and `thread` (the next stream's, 0 until
+     * its thread is made). The reuse changes the generation first, so a
+     * handle still good here means all of them were this stream's. */
     if (!HANDLE_STILL(xs))
         rc = COEXEC_EHANDLE;
-    else if (atom_load_rlx_u32(&x->thread_gone) ||
-             atom_load_rlx_u32(&x->join_claim) != 0 ||
-             atom_load_acq_u32(&x->state) == COEXEC_XSTREAM_TERMINATED)
+    else if (ended)
         rc = COEXEC_ESTATE;
     if (rc) {
         atom_fsub_rlx_u32(&x->thread_users, 1);
         return rc;
     }
-    *out = x->thread;
+    *out = t;
     return COEXEC_OK;
 }
 

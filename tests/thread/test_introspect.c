@@ -754,16 +754,21 @@ static const ch_test_t last_rank_tests[] = {
 /* Affinity calls on copies of a stream's handle while the stream is freed
  * (its OS thread joined) and another takes its record: every call is
  * COEXEC_OK, COEXEC_ESTATE or COEXEC_EHANDLE, and none touches an ended
- * thread (the thread waits for a call in progress before it exits). On an
- * ended thread glibc's calls act on the caller: the racer's own binding
- * must never change. */
+ * thread (the thread waits for a call in progress before it exits), nor
+ * the next stream's (a call that read the record while it was reused
+ * answers EHANDLE). On an ended thread glibc's calls act on the caller:
+ * a racer's own binding must never change. */
 static struct {
     coexec_xstream_t cur; /* the stream being churned, under `lock` */
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* also over the counts */
     atomic_int done;
     long ok, refused, bad, self_pinned;
     int bad_rc;
 } g_ar = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Racing threads: more than the cores, so that some are preempted inside
+ * a call while the stream's thread ends and its record is reused. */
+enum { AFFINITY_RACERS = 3 };
 
 static void *affinity_racer(void *arg)
 {
@@ -772,6 +777,8 @@ static void *affinity_racer(void *arg)
     cpu_set_t mine, now;
     if (sched_getaffinity(0, sizeof mine, &mine) != 0)
         return NULL;
+    long ok = 0, refused = 0, bad = 0, self_pinned = 0;
+    int bad_rc = 0;
     while (!atomic_load(&g_ar.done)) {
         pthread_mutex_lock(&g_ar.lock);
         coexec_xstream_t x = g_ar.cur;
@@ -781,19 +788,27 @@ static void *affinity_racer(void *arg)
                       coexec_xstream_set_cpus(x, &zero, 1)};
         if (sched_getaffinity(0, sizeof now, &now) == 0 &&
             !CPU_EQUAL(&now, &mine)) {
-            g_ar.self_pinned++;
+            self_pinned++;
             if (sched_setaffinity(0, sizeof mine, &mine) != 0)
                 break;
         }
         for (int j = 0; j < 2; j++) {
             if (rcs[j] == COEXEC_OK)
-                g_ar.ok++;
+                ok++;
             else if (rcs[j] == COEXEC_ESTATE || rcs[j] == COEXEC_EHANDLE)
-                g_ar.refused++;
-            else if (g_ar.bad++ == 0)
-                g_ar.bad_rc = rcs[j];
+                refused++;
+            else if (bad++ == 0)
+                bad_rc = rcs[j];
         }
     }
+    pthread_mutex_lock(&g_ar.lock);
+    g_ar.ok += ok;
+    g_ar.refused += refused;
+    g_ar.self_pinned += self_pinned;
+    if (bad && g_ar.bad == 0)
+        g_ar.bad_rc = bad_rc;
+    g_ar.bad += bad;
+    pthread_mutex_unlock(&g_ar.lock);
     return NULL;
 }
 
@@ -801,16 +816,17 @@ static void t_cpus_free_race(void)
 {
     ch_init(1);
     long rounds = ch_iters(300, 30);
-    ch_pthread_t th;
+    ch_pthread_t th[AFFINITY_RACERS];
     CH_ASSERT_OK(coexec_xstream_create(NULL, &g_ar.cur));
-    ch_pthread_start(&th, affinity_racer, NULL);
+    for (int i = 0; i < AFFINITY_RACERS; i++)
+        ch_pthread_start(&th[i], affinity_racer, NULL);
     for (long r = 0; r < rounds; r++) {
         coexec_xstream_t next;
         CH_ASSERT_OK(coexec_xstream_create(NULL, &next));
         pthread_mutex_lock(&g_ar.lock);
         coexec_xstream_t old = g_ar.cur;
         if (r % 2)
-            g_ar.cur = next; /* half the time the racer holds the old one */
+            g_ar.cur = next; /* half the time the racers hold the old one */
         pthread_mutex_unlock(&g_ar.lock);
         CH_ASSERT_OK(coexec_xstream_free(&old));
         if (!(r % 2)) {
@@ -820,7 +836,8 @@ static void t_cpus_free_race(void)
         }
     }
     atomic_store(&g_ar.done, 1);
-    ch_pthread_join(&th);
+    for (int i = 0; i < AFFINITY_RACERS; i++)
+        ch_pthread_join(&th[i]);
     CH_ASSERT_OK(coexec_xstream_free(&g_ar.cur));
     if (g_ar.bad)
         ch_fail_at(__FILE__, __LINE__, "%ld affinity calls gave neither OK, "
