@@ -310,9 +310,13 @@ int coexec__xstream_start(struct coexec_sched_rec *sched, int cpu,
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 1 << 20);
     atom_store_rlx_u32(&xs->state, COEXEC_XSTREAM_READY);
-    int e = coexec__os_thread_create(&xs->thread, &attr, xs_main, xs,
-                                     "coexec-xs", xs->rank,
-                                     coexec__g.cfg.stream_signals);
+    /* `thread` is read by affinity callers of the record's last stream
+     * (xs_thread_enter): set as a relaxed atomic. */
+    pthread_t th;
+    int e = coexec__os_thread_create(&th, &attr, xs_main, xs, "coexec-xs",
+                                     xs->rank, coexec__g.cfg.stream_signals);
+    if (e == 0)
+        RLX_SET(xs->thread, th);
     pthread_attr_destroy(&attr);
     if (e != 0) {
         rc = e == ENOMEM ? COEXEC_ENOMEM : COEXEC_EAGAIN;
@@ -461,7 +465,7 @@ int coexec__primary_setup(void)
     atom_store_rlx_u32(&s->in_use, SCHED_MAIN);
     xs->default_pool = s->pools[0];
     xs->default_sched = s;
-    xs->thread = pthread_self();
+    RLX_SET(xs->thread, pthread_self());
     /* Pinned like every other stream; its old binding is restored at
      * finalize, since the thread is the user's. */
     xs->cpu = coexec__affinity_cpu_for_rank(0);
@@ -796,7 +800,7 @@ static int xs_thread_enter(coexec_xstream_t xs, pthread_t *out)
     bool ended = atom_load_rlx_u32(&x->thread_gone) ||
                  atom_load_rlx_u32(&x->join_claim) != 0 ||
                  atom_load_acq_u32(&x->state) == COEXEC_XSTREAM_TERMINATED;
-    pthread_t t = x->thread;
+    pthread_t t = RLX_GET(x->thread);
     /* The generation after the reads: once this stream's thread has let
      * its callers go, its record may be reused at any moment, and the
      * reuse zeroes those words and `thread` (the next stream's, 0 until
