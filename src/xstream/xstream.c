@@ -797,9 +797,10 @@ static int xs_thread_enter(coexec_xstream_t xs, pthread_t *out)
         return HANDLE_STILL(xs) ? COEXEC_ESTATE : COEXEC_EHANDLE;
     atom_fadd_rlx_u32(&x->thread_users, 1);
     atom_fence_sc();
+    /* The thread marks itself gone before it says TERMINATED, and then
+     * waits for us: a stopped stream is seen here as gone. */
     bool ended = atom_load_rlx_u32(&x->thread_gone) ||
-                 atom_load_rlx_u32(&x->join_claim) != 0 ||
-                 atom_load_acq_u32(&x->state) == COEXEC_XSTREAM_TERMINATED;
+                 atom_load_rlx_u32(&x->join_claim) != 0;
     pthread_t t = RLX_GET(x->thread);
     /* The generation after the reads: once this stream's thread has let
      * its callers go, its record may be reused at any moment, and the
