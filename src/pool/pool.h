@@ -291,6 +291,20 @@ static ALWAYS_INLINE void impl_unlock(struct coexec_pool_rec *p)
     spin_unlock(&p->lock);
 }
 
+/* Holds p by its bias, granted to xs (the caller's stream), unless a
+ * revoker took it meanwhile (false). */
+static ALWAYS_INLINE bool pool_bias_enter(struct coexec_pool_rec *p,
+                                          struct coexec_xstream_rec *xs)
+{
+    atom_store_rlx_u32(&p->bias_in, 1);
+    /* Compiler only: the revoker's membarrier orders the CPU. */
+    compiler_barrier();
+    if (LIKELY(atom_load_rlx_ptr(&p->bias) == (void *)xs))
+        return true;
+    atom_store_rel_u32(&p->bias_in, 0);
+    return false;
+}
+
 /* Holds p's lock for the caller, on stream xs (NULL: not known; looked up
  * when it matters). xs must be the calling OS thread's stream. */
 static ALWAYS_INLINE enum pool_hold pool_lock_as(struct coexec_pool_rec *p,
@@ -303,14 +317,8 @@ static ALWAYS_INLINE enum pool_hold pool_lock_as(struct coexec_pool_rec *p,
     }
     if (!xs)
         xs = coexec__xs_self();
-    if (b == (void *)xs && xs) {
-        atom_store_rlx_u32(&p->bias_in, 1);
-        /* Compiler only: the revoker's membarrier orders the CPU. */
-        compiler_barrier();
-        if (LIKELY(atom_load_rlx_ptr(&p->bias) == (void *)xs))
-            return HOLD_BIAS;
-        atom_store_rel_u32(&p->bias_in, 0);
-    }
+    if (b == (void *)xs && xs && pool_bias_enter(p, xs))
+        return HOLD_BIAS;
     spin_lock(&p->lock);
     coexec__pool_bias_settle(p, xs);
     return HOLD_LOCK;
@@ -366,6 +374,35 @@ static ALWAYS_INLINE bool pool_list_enter(struct coexec_pool_rec *p,
         return true;
     pool_unlock(p, *hold);
     *hold = HOLD_NONE;
+    return false;
+}
+
+/* pool_list_enter that neither waits nor calls out, for stream xs (not
+ * NULL): false, holding nothing, whenever p is not the caller's at once
+ * (its lock busy, its bias another stream's or not settled yet), for a
+ * caller that then goes the general way. */
+static ALWAYS_INLINE bool pool_list_try_enter(struct coexec_pool_rec *p,
+                                              struct coexec_xstream_rec *xs,
+                                              enum pool_hold *hold)
+{
+    if (!pool_must_lock(p, xs)) {
+        *hold = HOLD_NONE;
+        return true;
+    }
+    void *b = atom_load_rlx_ptr(&p->bias);
+    if (b == POOL_BIAS_OFF) {
+        uint32_t exp = 0;
+        if (!atom_cas_acq_u32(&p->lock, &exp, 1))
+            return false;
+        *hold = HOLD_LOCK;
+    } else if (b == (void *)xs && pool_bias_enter(p, xs)) {
+        *hold = HOLD_BIAS;
+    } else {
+        return false;
+    }
+    if (LIKELY(pool_list_locked_ok(p)))
+        return true;
+    pool_unlock(p, *hold);
     return false;
 }
 
@@ -683,13 +720,44 @@ static ALWAYS_INLINE void pool_push_locked(struct coexec_pool_rec *p,
         coexec__pool_wake_sleepers_for(p, u);
 }
 
+/* list_unlink for u at one end of p's list: the tail (from_tail) or the
+ * head, as a pop finds it most of the time. */
+static ALWAYS_INLINE void list_unlink_end(struct coexec_pool_rec *p,
+                                          struct coexec_unit_rec *u,
+                                          bool from_tail)
+{
+    if (from_tail) {
+        struct coexec_unit_rec *pr = u->prev;
+        p->tail = pr;
+        if (pr)
+            pr->next = NULL;
+        else
+            p->head = NULL;
+        u->prev = NULL;
+    } else {
+        struct coexec_unit_rec *nx = u->next;
+        p->head = nx;
+        if (nx)
+            nx->prev = NULL;
+        else
+            p->tail = NULL;
+        u->next = NULL;
+    }
+    unit_inpool_set(u, 0);
+    list_count(p, u, -1);
+}
+
 /* A list pool's take: the first unit from one end that xs may run. */
 static ALWAYS_INLINE struct coexec_unit_rec *
 pool_take_from(struct coexec_pool_rec *p, struct coexec_xstream_rec *xs,
                bool from_tail)
 {
     struct coexec_unit_rec *u = from_tail ? p->tail : p->head;
-    while (UNLIKELY(u && !pool_may_take(u, xs)))
+    if (LIKELY(u != NULL) && LIKELY(pool_may_take(u, xs))) {
+        list_unlink_end(p, u, from_tail);
+        return u;
+    }
+    while (u && !pool_may_take(u, xs))
         u = from_tail ? u->prev : u->next;
     if (u)
         list_unlink(p, u);

@@ -351,6 +351,16 @@ NOINLINE void coexec__unit_finish_joined(struct coexec_unit_rec *u)
     atom_store_rel_uptr(&u->join, JOIN_HANDED);
 }
 
+/* POST_REQUEUE_LOCKED: a yielder's push behind the others, into the pool
+ * it took its successor from without letting go of it. */
+static ALWAYS_INLINE void post_requeue_locked(struct coexec_xstream_rec *xs)
+{
+    struct coexec_pool_rec *p = xs->post_pool;
+    xs->post_op = POST_NONE;
+    pool_push_locked(p, xs->post_unit, true);
+    pool_list_leave(p, (enum pool_hold)xs->post_hold);
+}
+
 void coexec__post_switch(struct coexec_xstream_rec *xs)
 {
     int op = xs->post_op;
@@ -365,12 +375,9 @@ void coexec__post_switch(struct coexec_xstream_rec *xs)
     case POST_REQUEUE_NEW:
         coexec__enqueue(u, false);
         break;
-    case POST_REQUEUE_LOCKED: {
-        struct coexec_pool_rec *p = xs->post_pool;
-        pool_push_locked(p, u, true);
-        pool_list_leave(p, (enum pool_hold)xs->post_hold);
+    case POST_REQUEUE_LOCKED:
+        post_requeue_locked(xs);
         break;
-    }
     case POST_PARK:
         if (!park_commit(xs, u))
             coexec__enqueue_woken(u); /* a wake came first */
@@ -516,7 +523,69 @@ void coexec__park_self(struct coexec_xstream_rec *xs, struct coexec_unit_rec *u)
     leave_to(xs, u, leave_target(u), POST_PARK, 0);
 }
 
-COEXEC_API int coexec_yield(void)
+/* coexec_yield's common case, whole: ULT u of stream xs, neither run in
+ * place by a joiner nor on a stack of the caller's, hands the CPU to the
+ * next ULT of its own pool, when that is the scheduler's direct pool and
+ * that unit has run before (or finds the pool empty and goes on). False,
+ * with nothing changed, when any of it does not hold: yield_general then
+ * does it all. No value is live across the switch, so this path saves no
+ * register of its own. */
+static ALWAYS_INLINE bool yield_direct(struct coexec_xstream_rec *xs,
+                                       struct coexec_unit_rec *u)
+{
+    struct coexec_sched_rec *cs = xs->cur_sched;
+    struct coexec_pool_rec *p = unit_pool(u);
+    unsigned dy = xs->direct_yields + 1;
+    if (UNLIKELY(u->kind == UNIT_TASKLET) ||
+        UNLIKELY((u->rflags & RF_INPLACE) | (u->flags & UF_USER_STACK)) ||
+        p != cs->direct_pool || dy >= cs->event_freq ||
+        UNLIKELY(atom_load_rlx_u32(&coexec__pollers_hot) != 0) ||
+        UNLIKELY(atom_load_rlx_uptr(&u->dest) != 0) ||
+        (TOOL_ON() && UNLIKELY(atom_load_rlx_u32(&coexec__tool.mask) != 0)))
+        return false;
+    if (atom_load_rlx_u64(&p->size) == 0) {
+        xs->direct_yields = dy; /* nothing else to run here */
+        stat_add(&xs->count[XC_YIELDS], 1);
+        return true;
+    }
+    enum pool_hold hold;
+    if (UNLIKELY(!pool_list_try_enter(p, xs, &hold)))
+        return false;
+    bool fifo = p->kind == COEXEC_POOL_FIFO;
+    struct coexec_unit_rec *n = fifo ? p->tail : p->head;
+    if (UNLIKELY(!n || n->kind == UNIT_TASKLET || !n->sp ||
+                 !pool_may_take(n, xs) ||
+                 atom_load_rlx_uptr(&n->dest) != 0)) {
+        pool_list_leave(p, hold);
+        return false;
+    }
+    list_unlink_end(p, n, fifo);
+    xs->direct_yields = dy;
+    stat_add(&xs->count[XC_YIELDS], 1);
+    stat_add(&xs->count[XC_ULT_RUNS], 1);
+    atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
+    xs->post_op = POST_REQUEUE_LOCKED;
+    xs->post_unit = u;
+    xs->post_pool = p;
+    xs->post_hold = (uint8_t)hold;
+    u->rflags &= (uint8_t)~RF_RETURN;
+    __atomic_store_n(&n->last_rank, (int16_t)xs_rank_of(xs), __ATOMIC_RELAXED);
+    xs->cur = n;
+    atom_store_rlx_u32(&n->state, COEXEC_UNIT_RUNNING);
+    struct fiber_info fi = unit_fiber(n);
+    switch_ctx(&u->sp, n->sp, &fi, 0);
+    /* Resumed, possibly on another stream, most often by a unit that
+     * yielded the same way. */
+    xs = coexec__xs_self();
+    if (LIKELY(xs->post_op == POST_REQUEUE_LOCKED))
+        post_requeue_locked(xs);
+    else
+        coexec__post_switch(xs);
+    return true;
+}
+
+/* coexec_yield in every case. */
+static NOINLINE int yield_general(void)
 {
     int err;
     struct coexec_xstream_rec *xs;
@@ -573,6 +642,16 @@ COEXEC_API int coexec_yield(void)
     atom_store_rlx_u32(&u->state, COEXEC_UNIT_READY);
     leave_to(xs, u, to, POST_REQUEUE, 0);
     return COEXEC_OK;
+}
+
+COEXEC_API int coexec_yield(void)
+{
+    struct coexec_xstream_rec *xs = xs_self_entry();
+    struct coexec_unit_rec *u;
+    if (LIKELY(xs != NULL) && LIKELY(rt_on()) && LIKELY((u = xs->cur) != NULL) &&
+        LIKELY(yield_direct(xs, u)))
+        return COEXEC_OK;
+    return yield_general();
 }
 
 COEXEC_API int coexec_thread_exit(void)

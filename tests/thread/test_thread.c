@@ -531,17 +531,25 @@ static void t_stack_size(void)
     ch_finalize();
 }
 
+/* Attributes *a of a ULT on a stack of sz bytes of the test's, returned
+ * (the caller frees it). */
+static char *user_stack_attr(coexec_thread_attr_t *a, size_t sz)
+{
+    char *stack = aligned_alloc(4096, sz);
+    CU_ASSERT_FATAL(stack != NULL);
+    CH_ASSERT_OK(coexec_thread_attr_init(a));
+    a->stack = stack;
+    a->stack_size = sz;
+    return stack;
+}
+
 static void t_user_stack(void)
 {
     ch_init(2);
     const size_t sz = 128 * 1024;
     for (int r = 0; r < 2; r++) {
-        char *stack = aligned_alloc(4096, sz);
-        CU_ASSERT_FATAL(stack != NULL);
         coexec_thread_attr_t a;
-        CH_ASSERT_OK(coexec_thread_attr_init(&a));
-        a.stack = stack;
-        a.stack_size = sz;
+        char *stack = user_stack_attr(&a, sz);
         stack_probe_t p = {64 * 1024, -1, 0};
         coexec_xstream_t xs;
         coexec_thread_t t;
@@ -591,19 +599,29 @@ static void yield_logger_ult(void *arg)
         g_ylog[i] = id;
 }
 
-static void check_yield_fairness(coexec_pool_kind_t pkind)
+/* YN ULTs yield YK times each in one pool of kind pkind and access mode
+ * `access`, run by one stream: they must take turns in the same order
+ * every round. The ULT of index user_stack (if in range) runs on a stack
+ * of the test's, which a yield's hand-off treats apart from the others. */
+static void check_yield_fairness(coexec_pool_kind_t pkind,
+                                 coexec_pool_access_t access, int user_stack)
 {
     coexec_pool_t pool;
     coexec_sched_t sched;
     coexec_sched_config_t sc;
-    CH_ASSERT_OK_FATAL(coexec_pool_create(pkind, COEXEC_ACCESS_MPSC, &pool));
+    coexec_thread_attr_t ua;
+    char *stack = user_stack_attr(&ua, 64 * 1024);
+    CH_ASSERT_OK_FATAL(coexec_pool_create(pkind, access, &pool));
     CH_ASSERT_OK(coexec_sched_config_init(&sc));
     sc.steal = 0;
     CH_ASSERT_OK_FATAL(coexec_sched_create(COEXEC_SCHED_BASIC, &pool, 1, &sc, &sched));
     atomic_store(&g_ylog_n, 0);
     coexec_thread_t t[YN];
     for (int i = 0; i < YN; i++)
-        CH_ASSERT_OK(coexec_thread_create(pool, yield_logger_ult, (void *)(intptr_t)i, NULL, &t[i]));
+        CH_ASSERT_OK(coexec_thread_create(pool, yield_logger_ult,
+                                          (void *)(intptr_t)i,
+                                          i == user_stack ? &ua : NULL,
+                                          &t[i]));
     coexec_xstream_attr_t a;
     CH_ASSERT_OK(coexec_xstream_attr_init(&a));
     a.sched = sched;
@@ -622,13 +640,21 @@ static void check_yield_fairness(coexec_pool_kind_t pkind)
         CH_ASSERT_OK(coexec_thread_free(&t[i]));
     CH_ASSERT_OK(coexec_sched_free(&sched));
     CH_ASSERT_OK(coexec_pool_free(&pool));
+    free(stack);
 }
 
 static void t_yield_fairness(void)
 {
     ch_init(1);
-    check_yield_fairness(COEXEC_POOL_FIFO);
-    check_yield_fairness(COEXEC_POOL_LIFO);
+    static const coexec_pool_access_t modes[] = {
+        COEXEC_ACCESS_PRIV, COEXEC_ACCESS_MPSC, COEXEC_ACCESS_MPMC};
+    for (int k = 0; k < 2; k++) {
+        coexec_pool_kind_t kind = k ? COEXEC_POOL_LIFO : COEXEC_POOL_FIFO;
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            check_yield_fairness(kind, modes[m], -1);
+            check_yield_fairness(kind, modes[m], 2);
+        }
+    }
     ch_finalize();
 }
 
