@@ -1237,16 +1237,10 @@ static __attribute__((noinline)) int switch_noted(ABT_thread self,
     return rc;
 }
 
-static int self_switch(int (*op)(void), bool noop_ok)
+/* What follows op()'s answer rc for self (the caller's record before
+ * op), op having switched or not. */
+static int self_switched(ABT_thread self, int rc, bool noop_ok)
 {
-    ABTX_CHECK_INIT();
-    /* op refuses a caller that is not a ULT (COEXEC_ECONTEXT) before it
-     * does anything: who the caller is is asked only then. */
-    ABT_thread self = abtx_cur_get();
-    int rc = __builtin_expect(atomic_load_explicit(&abtx_tool_on,
-                                                   memory_order_relaxed), 0)
-                 ? switch_noted(self, op)
-                 : op();
     if (__builtin_expect(rc == COEXEC_ECONTEXT, 0)) {
         if (noop_ok)
             return ABT_SUCCESS;
@@ -1264,14 +1258,45 @@ static int self_switch(int (*op)(void), bool noop_ok)
     return abtx_err(rc, ABT_ERR_INV_THREAD, ABT_ERR_INV_THREAD);
 }
 
+static int self_switch(int (*op)(void), bool noop_ok)
+{
+    ABTX_CHECK_INIT();
+    /* op refuses a caller that is not a ULT (COEXEC_ECONTEXT) before it
+     * does anything: who the caller is is asked only then. */
+    ABT_thread self = abtx_cur_here(); /* nothing switched yet */
+    int rc = __builtin_expect(atomic_load_explicit(&abtx_tool_on,
+                                                   memory_order_relaxed), 0)
+                 ? switch_noted(self, op)
+                 : op();
+    return self_switched(self, rc, noop_ok);
+}
+
+/* The yields: self_switch(coexec_yield, noop_ok), with its common ending
+ * (yielded, no cancel asked meanwhile) inline. */
+static inline __attribute__((always_inline)) int self_yield(bool noop_ok)
+{
+    if (__builtin_expect(!abtx_initialized() ||
+                             atomic_load_explicit(&abtx_tool_on,
+                                                  memory_order_relaxed),
+                         0))
+        return self_switch(coexec_yield, noop_ok);
+    ABT_thread self = abtx_cur_here(); /* nothing switched yet */
+    int rc = coexec_yield();
+    if (__builtin_expect(rc != COEXEC_OK || !self || abtx_cancelled(self),
+                         0))
+        return self_switched(self, rc, noop_ok);
+    abtx_cur_set(self);
+    return ABT_SUCCESS;
+}
+
 int ABT_self_yield(void)
 {
-    return self_switch(coexec_yield, false);
+    return self_yield(false);
 }
 
 int ABT_thread_yield(void)
 {
-    return self_switch(coexec_yield, true);
+    return self_yield(true);
 }
 
 int ABT_self_suspend(void)
