@@ -301,7 +301,11 @@ static ALWAYS_INLINE void unit_finish_as(struct coexec_xstream_rec *xs,
      * acquire) before the join word says so sees what the unit did. */
     atom_store_rel_u32(&u->state, COEXEC_UNIT_TERMINATED);
     if (u->flags & UF_DETACHED) {
-        coexec__unit_release(xs, u);
+        /* Inline for a tasklet, the most frequent detached unit. */
+        if (tasklet)
+            unit_release(xs, u);
+        else
+            coexec__unit_release(xs, u);
         return;
     }
     if (u->rflags & RF_INPLACE) {
