@@ -652,8 +652,8 @@ COEXEC_API int coexec_yield(void)
 {
     struct coexec_xstream_rec *xs = xs_self_entry();
     struct coexec_unit_rec *u;
-    if (LIKELY(xs != NULL) && LIKELY(rt_on()) && LIKELY((u = xs->cur) != NULL) &&
-        LIKELY(yield_direct(xs, u)))
+    if (LIKELY(xs != NULL) && LIKELY(rt_on()) &&
+        LIKELY((u = xs->cur) != NULL) && LIKELY(yield_direct(xs, u)))
         return COEXEC_OK;
     return yield_general();
 }
