@@ -164,6 +164,7 @@ struct ABT_pool_opaque {
     void *data;              /* ABT_pool_set_data */
     struct abtx_pool_def *def; /* NULL: a built-in kind */
     ABT_pool_config config;
+    int init_rc;             /* what the user's init returned, if it failed */
     struct ABT_pool_opaque *next; /* the registry */
 };
 
@@ -186,6 +187,7 @@ struct ABT_sched_opaque {
     void *data;              /* ABT_sched_set_data */
     ABT_sched_def def;       /* user-defined: def.run non-NULL */
     ABT_sched_config config;
+    int init_rc;             /* what def.init returned, if it failed */
     int num_pools;
     ABT_pool *pools;
     /* The handle ABT_self_get_thread gives inside a user scheduler's run

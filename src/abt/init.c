@@ -575,6 +575,7 @@ int ABT_info_print_all_xstreams(FILE *fp)
 
 int ABT_info_print_xstream(FILE *fp, ABT_xstream xstream)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     fprintf(fp, "ES rank %d (%p)\n", xstream->rank, (void *)xstream);
@@ -583,6 +584,7 @@ int ABT_info_print_xstream(FILE *fp, ABT_xstream xstream)
 
 int ABT_info_print_sched(FILE *fp, ABT_sched sched)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     fprintf(fp, "scheduler %p: %d pool(s)\n", (void *)sched, sched->num_pools);
@@ -591,6 +593,7 @@ int ABT_info_print_sched(FILE *fp, ABT_sched sched)
 
 int ABT_info_print_pool(FILE *fp, ABT_pool pool)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     size_t n = 0;
@@ -601,6 +604,7 @@ int ABT_info_print_pool(FILE *fp, ABT_pool pool)
 
 int ABT_info_print_thread(FILE *fp, ABT_thread thread)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     fprintf(fp, "%s %" PRIu64 " (%p)\n", thread->is_ult ? "ULT" : "tasklet",
@@ -610,6 +614,7 @@ int ABT_info_print_thread(FILE *fp, ABT_thread thread)
 
 int ABT_info_print_task(FILE *fp, ABT_task task)
 {
+    ABTX_CHECK_INIT();
     return abtx_thread(task) ? ABT_info_print_thread(fp, task)
                              : ABT_ERR_INV_TASK;
 }

@@ -23,15 +23,28 @@
 
 #include "abt_internal.h"
 
-#define KEYS_MAX 4096
-#define KEY_MAGIC 0x4142544b
+#define KEY_BITS 12
+#define KEYS_MAX (1u << KEY_BITS)
 
-struct ABT_key_opaque {
-    uint32_t magic;
-    uint32_t index;
-    uint32_t gen;
-    void (*dtor)(void *);
-};
+/* A key's handle points to no memory: it is its slot and the slot's
+ * generation when it was made, (gen << KEY_BITS | slot) << 1 | 1. So a
+ * key freed already (or a copy of it), ABT_KEY_NULL and any other value
+ * are refused by comparing numbers, never by reading memory that may have
+ * been freed. (Pointers to memory are even; a handle is odd.) */
+static ABT_key key_make(uint32_t slot, uint32_t gen)
+{
+    return (ABT_key)(((uintptr_t)gen << KEY_BITS | slot) << 1 | 1);
+}
+
+static uint32_t kslot(ABT_key k)
+{
+    return (uint32_t)((uintptr_t)k >> 1) & (KEYS_MAX - 1);
+}
+
+static uint32_t kgen(ABT_key k)
+{
+    return (uint32_t)((uintptr_t)k >> (KEY_BITS + 1));
+}
 
 /* A value whose entry a newer key's set took over, kept for its
  * destructor. */
@@ -60,6 +73,8 @@ struct abtx_ktab {
  * abtx_lock, read by atomics. Generations only grow, also across
  * ABT_finalize and ABT_init, so an old key is never valid again. */
 static atomic_uint slot_gen[KEYS_MAX];
+/* The destructor of the live key of each slot. */
+static void (*_Atomic slot_dtor[KEYS_MAX])(void *);
 
 static void klock(ABT_thread t)
 {
@@ -74,9 +89,11 @@ static void kunlock(ABT_thread t)
 
 static bool key_live(ABT_key k)
 {
-    return k && k->magic == KEY_MAGIC && k->index < KEYS_MAX &&
-           atomic_load_explicit(&slot_gen[k->index], memory_order_acquire) ==
-               k->gen;
+    if (!((uintptr_t)k & 1))
+        return false;
+    uint32_t i = kslot(k);
+    return key_make(i, atomic_load_explicit(&slot_gen[i],
+                                            memory_order_acquire)) == k;
 }
 
 int ABT_key_create(void (*destructor)(void *value), ABT_key *newkey)
@@ -84,27 +101,21 @@ int ABT_key_create(void (*destructor)(void *value), ABT_key *newkey)
     ABTX_CHECK_INIT();
     if (!newkey)
         return ABT_ERR_INV_ARG;
-    ABT_key k = malloc(sizeof(*k));
-    if (!k)
-        return ABT_ERR_MEM;
+    ABT_key k = ABT_KEY_NULL;
     pthread_mutex_lock(&abtx_lock);
-    uint32_t i;
-    for (i = 0; i < KEYS_MAX; i++) {
+    for (uint32_t i = 0; i < KEYS_MAX; i++) {
         unsigned g = atomic_load_explicit(&slot_gen[i], memory_order_relaxed);
         if (!(g & 1)) {
+            atomic_store_explicit(&slot_dtor[i], destructor,
+                                  memory_order_relaxed);
             atomic_store_explicit(&slot_gen[i], g + 1, memory_order_release);
-            k->index = i;
-            k->gen = g + 1;
+            k = key_make(i, g + 1);
             break;
         }
     }
     pthread_mutex_unlock(&abtx_lock);
-    if (i == KEYS_MAX) {
-        free(k);
-        return ABT_ERR_MEM;
-    }
-    k->dtor = destructor;
-    k->magic = KEY_MAGIC;
+    if (!k)
+        return ABT_ERR_MEM; /* every slot is taken */
     *newkey = k;
     return ABT_SUCCESS;
 }
@@ -116,12 +127,15 @@ int ABT_key_free(ABT_key *key)
     ABT_key k = *key;
     pthread_mutex_lock(&abtx_lock);
     /* Values units still hold stay, for their destructors at the units'
-     * release (as in Argobots). */
-    atomic_store_explicit(&slot_gen[k->index], k->gen + 1,
-                          memory_order_release);
+     * release (as in Argobots). Only the live key moves the generation
+     * on: of two frees of copies of k, one succeeds. */
+    unsigned g = kgen(k);
+    bool ok = atomic_compare_exchange_strong_explicit(
+        &slot_gen[kslot(k)], &g, g + 1, memory_order_acq_rel,
+        memory_order_relaxed);
     pthread_mutex_unlock(&abtx_lock);
-    k->magic = 0;
-    free(k);
+    if (!ok)
+        return ABT_ERR_INV_KEY;
     *key = ABT_KEY_NULL;
     return ABT_SUCCESS;
 }
@@ -131,8 +145,9 @@ static void *kget(ABT_thread t, ABT_key k)
 {
     klock(t);
     struct abtx_ktab *tab = t->keys;
-    void *v = tab && k->index < tab->cap && tab->e[k->index].gen == k->gen
-                  ? tab->e[k->index].value
+    uint32_t i = kslot(k);
+    void *v = tab && i < tab->cap && tab->e[i].gen == kgen(k)
+                  ? tab->e[i].value
                   : NULL;
     kunlock(t);
     return v;
@@ -140,11 +155,14 @@ static void *kget(ABT_thread t, ABT_key k)
 
 static int kset(ABT_thread t, ABT_key k, void *value)
 {
+    uint32_t i = kslot(k), gen = kgen(k);
+    void (*dtor)(void *) =
+        atomic_load_explicit(&slot_dtor[i], memory_order_relaxed);
     klock(t);
     struct abtx_ktab *tab = t->keys;
-    if (!tab || tab->cap <= k->index) {
+    if (!tab || tab->cap <= i) {
         uint32_t cap = tab ? tab->cap : 0, ncap = cap ? cap : 8;
-        while (ncap <= k->index)
+        while (ncap <= i)
             ncap *= 2;
         struct abtx_ktab *n =
             realloc(tab, sizeof(*n) + ncap * sizeof(n->e[0]));
@@ -159,22 +177,22 @@ static int kset(ABT_thread t, ABT_key k, void *value)
         t->keys = tab = n;
         abtx_rec_cold(t);
     }
-    if (tab->e[k->index].gen != k->gen && tab->e[k->index].value &&
-        tab->e[k->index].dtor) {
+    if (tab->e[i].gen != gen && tab->e[i].value &&
+        tab->e[i].dtor) {
         /* A freed key's value in this slot: kept for its destructor. */
         struct abtx_orphan *o = malloc(sizeof(*o));
         if (!o) {
             kunlock(t);
             return ABT_ERR_MEM;
         }
-        o->dtor = tab->e[k->index].dtor;
-        o->value = tab->e[k->index].value;
+        o->dtor = tab->e[i].dtor;
+        o->value = tab->e[i].value;
         o->next = tab->orphans;
         tab->orphans = o;
     }
-    tab->e[k->index].value = value;
-    tab->e[k->index].dtor = k->dtor;
-    tab->e[k->index].gen = k->gen;
+    tab->e[i].value = value;
+    tab->e[i].dtor = dtor;
+    tab->e[i].gen = gen;
     kunlock(t);
     return ABT_SUCCESS;
 }

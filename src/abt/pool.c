@@ -257,6 +257,7 @@ static int up_init(coexec_pool_t cp, void *arg, void **state)
         rc = p->def->init(p, p->config);
     else if (p->def->d.p_init)
         rc = p->def->d.p_init(p, p->config);
+    p->init_rc = rc; /* ABT_pool_create returns it, as Argobots */
     return rc ? COEXEC_EINVAL : COEXEC_OK;
 }
 
@@ -486,7 +487,9 @@ int ABT_pool_create(ABT_pool_user_def def, ABT_pool_config config,
                                      COEXEC_ACCESS_MPMC, p, &cp);
     if (rc) {
         p->magic = ABTX_FREED;
-        return abtx_err(rc, ABT_ERR_INV_POOL_USER_DEF, ABT_ERR_POOL);
+        return p->init_rc ? p->init_rc
+                          : abtx_err(rc, ABT_ERR_INV_POOL_USER_DEF,
+                                     ABT_ERR_POOL);
     }
     p->cp = cp;
     *newpool = p;
@@ -903,6 +906,7 @@ int ABT_pool_get_access(ABT_pool pool, ABT_pool_access *access)
 {
     if (!access)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     *access = pool->access;
@@ -913,6 +917,7 @@ int ABT_pool_get_size(ABT_pool pool, size_t *size)
 {
     if (!size)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     if (pool->def && (pool->def->get_size || pool->def->d.p_get_size)) {
@@ -933,6 +938,7 @@ int ABT_pool_is_empty(ABT_pool pool, ABT_bool *is_empty)
 {
     if (!is_empty)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (abtx_pool(pool) && pool->def && pool->def->is_empty) {
         *is_empty = pool->def->is_empty(pool) ? ABT_TRUE : ABT_FALSE;
         return ABT_SUCCESS;
@@ -946,6 +952,7 @@ int ABT_pool_is_empty(ABT_pool pool, ABT_bool *is_empty)
 
 int ABT_pool_set_data(ABT_pool pool, void *data)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     pool->data = data;
@@ -956,6 +963,7 @@ int ABT_pool_get_data(ABT_pool pool, void **data)
 {
     if (!data)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     *data = pool->data;
@@ -966,6 +974,7 @@ int ABT_pool_get_id(ABT_pool pool, int *id)
 {
     if (!id)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     *id = pool->id;

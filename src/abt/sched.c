@@ -248,20 +248,32 @@ int abtx_sched_release(ABT_sched s)
     return ABT_SUCCESS;
 }
 
+/* Frees the pools of pools[0..n) that pools_fill made (given NULL or
+ * ABT_POOL_NULL there): a creation that failed after it leaves none. */
+static void pools_unfill(int n, const ABT_pool *given, const ABT_pool *pools)
+{
+    for (int i = 0; i < n; i++)
+        if (!given || given[i] == ABT_POOL_NULL)
+            ABTX_IGNORE(abtx_pool_release(pools[i]));
+}
+
 /* Fills pools[0..n) from given (entries may be ABT_POOL_NULL, or given
- * NULL): missing ones are new automatic FIFO pools. */
+ * NULL): missing ones are new automatic FIFO pools. On an error, none of
+ * those it made is left. */
 static int pools_fill(int n, const ABT_pool *given, ABT_pool *pools,
                       coexec_pool_t *cpools)
 {
     for (int i = 0; i < n; i++) {
         ABT_pool p = given ? given[i] : ABT_POOL_NULL;
-        if (p == ABT_POOL_NULL) {
-            int rc = ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPSC,
-                                           ABT_TRUE, &p);
-            if (rc)
-                return rc;
-        } else if (!abtx_pool(p)) {
-            return ABT_ERR_INV_POOL;
+        int rc = ABT_SUCCESS;
+        if (p == ABT_POOL_NULL)
+            rc = ABT_pool_create_basic(ABT_POOL_FIFO, ABT_POOL_ACCESS_MPSC,
+                                       ABT_TRUE, &p);
+        else if (!abtx_pool(p))
+            rc = ABT_ERR_INV_POOL;
+        if (rc) {
+            pools_unfill(i, given, pools);
+            return rc;
         }
         pools[i] = p;
         cpools[i] = p->cp;
@@ -309,14 +321,17 @@ int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
         cfg.event_freq = (unsigned)freq;
     coexec_sched_t cs;
     rc = coexec_sched_create(kind, cps, n, &cfg, &cs);
-    if (rc)
+    if (rc) {
+        pools_unfill(n, pools, ps);
         return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_SCHED);
+    }
     bool automatic =
         abtx_sched_config_int(config, ABT_sched_config_automatic.idx,
                               ABT_TRUE) == ABT_TRUE;
     ABT_sched s = abtx_sched_wrap(cs, predef, n, ps, automatic, false);
     if (!s) {
         ABTX_IGNORE(coexec_sched_free(&cs));
+        pools_unfill(n, pools, ps);
         return ABT_ERR_MEM;
     }
     s->config = config;
@@ -342,9 +357,9 @@ static int us_init(coexec_sched_t cs, void *arg, void **state)
     ABT_sched s = arg;
     s->cs = cs;
     *state = s;
-    if (s->def.init && s->def.init(s, s->config) != ABT_SUCCESS)
-        return COEXEC_EINVAL;
-    return COEXEC_OK;
+    /* ABT_sched_create returns what a failed init returned, as Argobots. */
+    s->init_rc = s->def.init ? s->def.init(s, s->config) : ABT_SUCCESS;
+    return s->init_rc ? COEXEC_EINVAL : COEXEC_OK;
 }
 
 /* The user scheduler whose run function this OS thread is in (a
@@ -459,15 +474,18 @@ int ABT_sched_create(ABT_sched_def *def, int num_pools, ABT_pool *pools,
     int n = num_pools > 0 ? num_pools : 1;
     ABT_pool ps[n];
     coexec_pool_t cps[n];
-    int rc = pools_fill(n, num_pools > 0 ? pools : NULL, ps, cps);
+    const ABT_pool *given = num_pools > 0 ? pools : NULL;
+    int rc = pools_fill(n, given, ps, cps);
     if (rc)
         return rc;
     bool automatic = abtx_sched_config_int(config, ABT_sched_config_automatic.idx,
                                            ABT_FALSE) == ABT_TRUE;
     ABT_sched s = abtx_sched_wrap((coexec_sched_t){0}, ABT_SCHED_DEFAULT, n,
                                   ps, automatic, false);
-    if (!s)
+    if (!s) {
+        pools_unfill(n, given, ps);
         return ABT_ERR_MEM;
+    }
     s->def = *def;
     s->config = config;
     coexec_sched_config_t cfg;
@@ -481,7 +499,9 @@ int ABT_sched_create(ABT_sched_def *def, int num_pools, ABT_pool *pools,
         s->magic = ABTX_FREED;
         for (int i = 0; i < n; i++)
             atomic_fetch_sub(&ps[i]->num_scheds, 1);
-        return abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_SCHED);
+        pools_unfill(n, given, ps);
+        return s->init_rc ? s->init_rc
+                          : abtx_err(rc, ABT_ERR_INV_POOL, ABT_ERR_SCHED);
     }
     s->cs = cs;
     *newsched = s;
@@ -511,6 +531,7 @@ int ABT_sched_free(ABT_sched *sched)
 
 int ABT_sched_set_data(ABT_sched sched, void *data)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     sched->data = data;
@@ -521,6 +542,7 @@ int ABT_sched_get_data(ABT_sched sched, void **data)
 {
     if (!data)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     *data = sched->data;
@@ -531,6 +553,7 @@ int ABT_sched_get_num_pools(ABT_sched sched, int *num_pools)
 {
     if (!num_pools)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     *num_pools = sched->num_pools;
@@ -540,9 +563,13 @@ int ABT_sched_get_num_pools(ABT_sched sched, int *num_pools)
 int ABT_sched_get_pools(ABT_sched sched, int max_pools, int idx,
                         ABT_pool *pools)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
-    if (idx < 0 || idx + max_pools > sched->num_pools)
+    if (max_pools < 0 || idx < 0 || (max_pools > 0 && !pools))
+        return ABT_ERR_INV_ARG;
+    /* In long arithmetic: idx + max_pools may pass INT_MAX. */
+    if ((long long)idx + max_pools > sched->num_pools)
         return ABT_ERR_SCHED;
     for (int i = 0; i < max_pools; i++)
         pools[i] = sched->pools[idx + i];
@@ -554,6 +581,7 @@ int ABT_sched_get_size(ABT_sched sched, size_t *size)
     if (!size)
         return ABT_ERR_INV_ARG;
     *size = 0;
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     size_t sum = 0;
@@ -571,12 +599,38 @@ int ABT_sched_get_total_size(ABT_sched sched, size_t *size)
     return ABT_sched_get_size(sched, size);
 }
 
+/* The live stream sched is the main scheduler of, or NULL. */
+static ABT_xstream main_stream_of(ABT_sched sched)
+{
+    ABT_xstream found = NULL;
+    pthread_mutex_lock(&abtx_lock);
+    for (ABT_xstream x = abtx_g.xstreams; x && !found; x = x->next)
+        if (x->magic == ABTX_XSTREAM && !x->joined && x->sched == sched)
+            found = x;
+    pthread_mutex_unlock(&abtx_lock);
+    return found;
+}
+
 int ABT_sched_finish(ABT_sched sched)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
-    return abtx_err(coexec_sched_finish(sched->cs), ABT_ERR_INV_SCHED,
-                    ABT_ERR_SCHED);
+    int rc = coexec_sched_finish(sched->cs);
+    if (rc == COEXEC_ESTATE) {
+        /* Not stacked. A stream's main scheduler: as in Argobots, its
+         * stream ends once its pools are empty (the primary cannot end:
+         * ABT_ERR_SCHED). One that nothing runs has nothing to finish. */
+        ABT_xstream x = main_stream_of(sched);
+        if (!x)
+            return ABT_SUCCESS;
+        if (x->primary)
+            return ABT_ERR_SCHED;
+        rc = coexec_xstream_stop(x->cx);
+        if (rc == COEXEC_ESTATE)
+            return ABT_SUCCESS; /* stopping or stopped already */
+    }
+    return abtx_err(rc, ABT_ERR_INV_SCHED, ABT_ERR_SCHED);
 }
 
 int ABT_sched_exit(ABT_sched sched)
@@ -589,6 +643,7 @@ int ABT_sched_has_to_stop(ABT_sched sched, ABT_bool *stop)
     if (!stop)
         return ABT_ERR_INV_ARG;
     *stop = ABT_FALSE;
+    ABTX_CHECK_INIT();
     if (!abtx_sched(sched))
         return ABT_ERR_INV_SCHED;
     if (coexec_self_caller() == COEXEC_CALLER_EXTERNAL)

@@ -671,6 +671,10 @@ int ABT_eventual_reset(ABT_eventual eventual)
 struct ABT_future_opaque {
     coexec_future_t f;
     void (*cb)(void **arg);
+    /* Created with no compartment: ready from the start and after every
+     * reset, its callback never called (Argobots). Its coexec future has
+     * one compartment, set (with no callback) whenever it is reset. */
+    bool empty;
 };
 
 static void future_cb(void **values, size_t n, void *arg)
@@ -689,8 +693,12 @@ int ABT_future_create(uint32_t compartments, void (*cb_func)(void **arg),
     if (!f)
         return ABT_ERR_MEM;
     f->cb = cb_func;
-    int rc = coexec_future_init(&f->f, compartments, cb_func ? future_cb : NULL,
-                                f);
+    f->empty = compartments == 0;
+    int rc = f->empty ? coexec_future_init(&f->f, 1, NULL, NULL)
+                      : coexec_future_init(&f->f, compartments,
+                                           cb_func ? future_cb : NULL, f);
+    if (!rc && f->empty && (rc = coexec_future_set(&f->f, NULL)) != 0)
+        ABTX_IGNORE(coexec_future_destroy(&f->f));
     if (rc) {
         abtx_live_free(&f, ABTX_L_FUTURE);
         return abtx_err(rc, ABT_ERR_INV_FUTURE, ABT_ERR_FUTURE);
@@ -768,5 +776,7 @@ int ABT_future_reset(ABT_future future)
     int rc;
     while ((rc = coexec_future_reset(&future->f)) == COEXEC_EAGAIN)
         abtx_wait_turn(); /* the callback still runs */
+    if (!rc && future->empty)
+        rc = coexec_future_set(&future->f, NULL); /* ready again */
     return future_error(rc);
 }

@@ -650,7 +650,8 @@ int ABT_thread_create_many(int num_threads, ABT_pool *pool_list,
                            void (**thread_func_list)(void *), void **arg_list,
                            ABT_thread_attr attr, ABT_thread *newthread_list)
 {
-    if (num_threads < 0)
+    if (num_threads < 0 ||
+        (num_threads > 0 && (!pool_list || !thread_func_list)))
         return ABT_ERR_INV_ARG;
     for (int i = 0; i < num_threads; i++) {
         int rc = ABT_thread_create(pool_list[i], thread_func_list[i],
@@ -914,6 +915,8 @@ int ABT_task_free(ABT_task *task)
 
 int ABT_thread_join_many(int num_threads, ABT_thread *thread_list)
 {
+    if (num_threads > 0 && !thread_list)
+        return ABT_ERR_INV_ARG;
     for (int i = 0; i < num_threads; i++) {
         int rc = ABT_thread_join(thread_list[i]);
         if (rc)
@@ -925,6 +928,8 @@ int ABT_thread_join_many(int num_threads, ABT_thread *thread_list)
 int ABT_thread_free_many(int num_threads, ABT_thread *thread_list)
 {
     ABTX_CHECK_INIT();
+    if (num_threads > 0 && !thread_list)
+        return ABT_ERR_INV_ARG;
     for (int i = 0; i < num_threads; i++) {
         int rc = ABT_thread_free(&thread_list[i]);
         if (rc)
@@ -948,11 +953,14 @@ static int unit_revive(ABT_pool pool, void (*fn)(void *), void *arg,
     if (rc)
         return abtx_err(rc, inv, inv);
     if (st != COEXEC_UNIT_TERMINATED)
-        return ult ? ABT_ERR_THREAD : ABT_ERR_TASK;
+        return inv; /* Argobots' code for a unit not terminated */
     if (!abtx_unit_joined(t) && (rc = unit_wait(t, abtx_cur_get())) &&
         rc != COEXEC_ENOMEM)
         return join_error(rc, inv);
+    /* The same stack size, and the program's own stack if it gave one
+     * (Argobots revives a ULT on the stack it had). */
     struct ABT_thread_attr_opaque a = {.stacksize = t->stacksize,
+                                       .stack = t->user_stack,
                                        .migratable = t->migratable};
     return unit_start(pool, fn, arg, ult ? &a : NULL, ult, false, t, NULL,
                       child_first);
@@ -1089,6 +1097,7 @@ int ABT_thread_get_id(ABT_thread thread, ABT_thread_id *thread_id)
 {
     if (!thread_id)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *thread_id = abtx_unit_id(thread);
@@ -1099,6 +1108,7 @@ int ABT_task_get_id(ABT_task task, ABT_unit_id *task_id)
 {
     if (!task_id)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(task))
         return ABT_ERR_INV_TASK;
     *task_id = abtx_unit_id(task);
@@ -1513,6 +1523,7 @@ int ABT_thread_get_last_pool(ABT_thread thread, ABT_pool *pool)
 {
     if (!pool)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *pool = thread->pool;
@@ -1523,6 +1534,7 @@ int ABT_thread_get_last_pool_id(ABT_thread thread, int *id)
 {
     if (!id)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *id = abtx_pool(thread->pool) ? thread->pool->id : -1;
@@ -1543,6 +1555,7 @@ int ABT_thread_get_unit(ABT_thread thread, ABT_unit *unit)
 {
     if (!unit)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *unit = thread->unit ? thread->unit : (ABT_unit)thread;
@@ -1566,6 +1579,7 @@ int ABT_thread_is_primary(ABT_thread thread, ABT_bool *is_primary)
 {
     if (!is_primary)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *is_primary = thread->is_main ? ABT_TRUE : ABT_FALSE;
@@ -1576,6 +1590,7 @@ int ABT_thread_is_unnamed(ABT_thread thread, ABT_bool *is_unnamed)
 {
     if (!is_unnamed)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *is_unnamed = thread->detached ? ABT_TRUE : ABT_FALSE;
@@ -1586,6 +1601,7 @@ int ABT_thread_get_stacksize(ABT_thread thread, size_t *stacksize)
 {
     if (!stacksize)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *stacksize = thread->is_ult ? thread->stacksize : 0;
@@ -1639,6 +1655,7 @@ void abtx_thread_stack(ABT_thread t, void **addr, size_t *size)
 
 int ABT_thread_get_stack(ABT_thread thread, void **stackaddr, size_t *stacksize)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     void *a;
@@ -1668,6 +1685,7 @@ int ABT_thread_get_last_xstream(ABT_thread thread, ABT_xstream *xstream)
 {
     if (!xstream)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *xstream = last_xstream(thread);
@@ -1678,6 +1696,7 @@ int ABT_task_get_xstream(ABT_task task, ABT_xstream *xstream)
 {
     if (!xstream)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(task))
         return ABT_ERR_INV_TASK;
     *xstream = last_xstream(task);
@@ -1686,6 +1705,7 @@ int ABT_task_get_xstream(ABT_task task, ABT_xstream *xstream)
 
 int ABT_thread_set_arg(ABT_thread thread, void *arg)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     thread->arg = arg;
@@ -1696,6 +1716,7 @@ int ABT_thread_get_arg(ABT_thread thread, void **arg)
 {
     if (!arg)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *arg = thread->arg;
@@ -1706,6 +1727,7 @@ int ABT_task_get_arg(ABT_task task, void **arg)
 {
     if (!arg)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(task))
         return ABT_ERR_INV_TASK;
     *arg = task->arg;
@@ -1722,6 +1744,7 @@ int ABT_thread_get_thread_func(ABT_thread thread, void (**thread_func)(void *))
 
 int ABT_thread_set_migratable(ABT_thread thread, ABT_bool migratable)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     if (thread->is_main)
@@ -1740,6 +1763,7 @@ int ABT_thread_is_migratable(ABT_thread thread, ABT_bool *is_migratable)
 {
     if (!is_migratable)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     *is_migratable = thread->migratable && !thread->is_main ? ABT_TRUE
@@ -1759,6 +1783,7 @@ int ABT_task_is_migratable(ABT_task task, ABT_bool *flag)
 
 int ABT_thread_get_attr(ABT_thread thread, ABT_thread_attr *attr)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_thread(thread))
         return ABT_ERR_INV_THREAD;
     if (!thread->is_ult)
@@ -1795,7 +1820,7 @@ int ABT_thread_migrate_to_pool(ABT_thread thread, ABT_pool pool)
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
     if (!thread->migratable || thread->is_main)
-        return ABT_ERR_MIGRATION_NA;
+        return ABT_ERR_INV_THREAD; /* Argobots' code: not migratable */
     ABT_thread self = abtx_cur_get();
     int rc = coexec_thread_migrate_to(
         thread->th, pool->cp);
@@ -1868,9 +1893,13 @@ int ABT_thread_set_associated_pool(ABT_thread thread, ABT_pool pool)
     if (thread->is_ult && thread->u.p) {
         int rc = coexec_thread_set_home(thread->th, pool->cp);
         abtx_cur_set(self);
+        /* EPERM: the primary's main ULT, which only the primary runs,
+         * and a pool the primary's scheduler does not take from. */
         if (rc)
             return abtx_err(rc, ABT_ERR_INV_THREAD,
-                            rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
+                            rc == COEXEC_ESTATE  ? ABT_ERR_THREAD
+                            : rc == COEXEC_EPERM ? ABT_ERR_INV_THREAD
+                                                 : ABT_ERR_POOL);
     }
     /* The running caller is in no pool: the unit a user-defined pool made
      * for it goes now (a queued unit's goes when it moves). */

@@ -239,7 +239,7 @@ int ABT_xstream_revive(ABT_xstream xstream)
     if (!abtx_xstream(xstream) || xstream->primary)
         return ABT_ERR_INV_XSTREAM;
     if (!xstream->joined)
-        return ABT_ERR_XSTREAM_STATE;
+        return ABT_ERR_INV_XSTREAM; /* not terminated: Argobots' code */
     coexec_xstream_t old = xstream->cx;
     int rc = coexec_xstream_free(&old);
     if (rc)
@@ -290,6 +290,7 @@ int ABT_xstream_get_rank(ABT_xstream xstream, int *rank)
 {
     if (!rank)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     *rank = xstream->rank;
@@ -321,6 +322,7 @@ int ABT_xstream_get_main_sched(ABT_xstream xstream, ABT_sched *sched)
 {
     if (!sched)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     *sched = xstream->sched;
@@ -330,8 +332,11 @@ int ABT_xstream_get_main_sched(ABT_xstream xstream, ABT_sched *sched)
 int ABT_xstream_get_main_pools(ABT_xstream xstream, int max_pools,
                                ABT_pool *pools)
 {
+    ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream) || !xstream->sched)
         return ABT_ERR_INV_XSTREAM;
+    if (max_pools > 0 && !pools)
+        return ABT_ERR_INV_ARG;
     ABT_sched s = xstream->sched;
     for (int i = 0; i < max_pools && i < s->num_pools; i++)
         pools[i] = s->pools[i];
@@ -443,11 +448,15 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
     bool own = xstream == abtx_xstream_self() && self && self->is_ult;
     ABT_pool self_pool = own ? self->pool : ABT_POOL_NULL;
     bool moved = false;
+    ABT_pool to = ABT_POOL_NULL;
     if (own && sched->num_pools > 0) {
-        ABT_pool to = abtx_pool(self_pool) && sched_has_pool(sched, self_pool)
-                          ? self_pool
-                          : sched->pools[0];
-        moved = ABT_thread_set_associated_pool(self, to) == ABT_SUCCESS;
+        to = abtx_pool(self_pool) && sched_has_pool(sched, self_pool)
+                 ? self_pool
+                 : sched->pools[0];
+        /* The primary's main ULT may only be given a pool of its stream's
+         * scheduler: its home is set once the switch is made (below). */
+        if (!self->is_main)
+            moved = ABT_thread_set_associated_pool(self, to) == ABT_SUCCESS;
     }
     /* The records first: other units of the stream run during the wait. */
     abtx_xstream_prune_retired(xstream);
@@ -466,8 +475,11 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
     int rc = coexec_xstream_set_main_sched(xstream->cx, sched->cs);
     if (own)
         abtx_cur_set(self);
-    if (!rc)
+    if (!rc) {
+        if (to && self->is_main) /* switched: the caller waited for it */
+            ABTX_IGNORE(ABT_thread_set_associated_pool(self, to));
         return ABT_SUCCESS;
+    }
     /* Refused before anything changed: undo. */
     xstream->sched = old;
     sched->used = was_stacked;
@@ -509,6 +521,7 @@ int ABT_xstream_get_state(ABT_xstream xstream, ABT_xstream_state *state)
 {
     if (!state)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     coexec_xstream_state_t s = COEXEC_XSTREAM_TERMINATED;
@@ -547,6 +560,7 @@ int ABT_xstream_is_primary(ABT_xstream xstream, ABT_bool *is_primary)
 {
     if (!is_primary)
         return ABT_ERR_INV_ARG;
+    ABTX_CHECK_INIT();
     if (!abtx_xstream(xstream))
         return ABT_ERR_INV_XSTREAM;
     *is_primary = xstream->primary ? ABT_TRUE : ABT_FALSE;

@@ -25,6 +25,7 @@
  *   errors    error strings, info queries, outputs after an error
  * The v1x suite (test_abt_v1x.c) checks Argobots 1.x's rules call by call.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -3636,10 +3637,218 @@ static void test_errors_null_output_pointers(void)
     AT_OK(ABT_finalize());
 }
 
+/* Hostile inputs: array arguments out of range or NULL, calls in a wrong
+ * state, stale handles. Each gets Argobots' documented code and leaves the
+ * runtime working. */
+static atomic_int hi_future_cb_calls;
+
+static void hi_future_cb(void **values)
+{
+    (void)values;
+    atomic_fetch_add(&hi_future_cb_calls, 1);
+}
+
+static int hi_failing_init(ABT_sched sched, ABT_sched_config config)
+{
+    (void)sched;
+    (void)config;
+    return ABT_ERR_OTHER;
+}
+
+static void hi_sched_run(ABT_sched sched)
+{
+    (void)sched;
+}
+
+static void hi_spin_until(void *arg)
+{
+    atomic_int *go = arg;
+    while (!atomic_load(go))
+        AT_CHECK_OK(ABT_thread_yield());
+}
+
+static void test_errors_hostile_inputs(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    ABT_xstream self, x;
+    AT_OK(ABT_xstream_self(&self));
+    AT_OK(ABT_xstream_create(ABT_SCHED_NULL, &x));
+    ABT_pool xpool, mine = at_main_pool();
+    AT_OK(ABT_xstream_get_main_pools(x, 1, &xpool));
+    ABT_sched sc;
+    AT_OK(ABT_xstream_get_main_sched(self, &sc));
+    int n = 0;
+    AT_OK(ABT_sched_get_num_pools(sc, &n));
+    CU_ASSERT(n >= 1);
+
+    /* Pool arrays: idx + max_pools past INT_MAX, negative counts, NULL. */
+    ABT_pool ps[4] = {ABT_POOL_NULL};
+    CU_ASSERT_EQUAL(ABT_sched_get_pools(sc, INT_MAX, 1, ps), ABT_ERR_SCHED);
+    CU_ASSERT_EQUAL(ABT_sched_get_pools(sc, 1, INT_MAX, ps), ABT_ERR_SCHED);
+    CU_ASSERT_EQUAL(ABT_sched_get_pools(sc, -1, 0, ps), ABT_ERR_INV_ARG);
+    CU_ASSERT_EQUAL(ABT_sched_get_pools(sc, 1, -1, ps), ABT_ERR_INV_ARG);
+    CU_ASSERT_EQUAL(ABT_sched_get_pools(sc, 1, 0, NULL), ABT_ERR_INV_ARG);
+    CU_ASSERT_EQUAL(ABT_sched_get_pools(sc, n + 1, 0, ps), ABT_ERR_SCHED);
+    AT_OK(ABT_sched_get_pools(sc, 0, 0, NULL));
+    AT_OK(ABT_sched_get_pools(sc, 1, 0, ps));
+    CU_ASSERT_PTR_EQUAL(ps[0], mine);
+    CU_ASSERT_EQUAL(ABT_xstream_get_main_pools(x, 1, NULL), ABT_ERR_INV_ARG);
+    CU_ASSERT_EQUAL(ABT_thread_create_many(1, NULL, NULL, NULL,
+                                           ABT_THREAD_ATTR_NULL, NULL),
+                    ABT_ERR_INV_ARG);
+    CU_ASSERT_EQUAL(ABT_thread_join_many(1, NULL), ABT_ERR_INV_ARG);
+    CU_ASSERT_EQUAL(ABT_thread_free_many(1, NULL), ABT_ERR_INV_ARG);
+
+    /* The primary's main ULT: only the primary runs it, so it may not be
+     * given another stream's pool (nor be migrated); its own is fine. */
+    CU_ASSERT_EQUAL(ABT_self_set_associated_pool(xpool), ABT_ERR_INV_THREAD);
+    ABT_thread me;
+    AT_OK(ABT_self_get_thread(&me));
+    CU_ASSERT_EQUAL(ABT_thread_migrate_to_pool(me, xpool), ABT_ERR_INV_THREAD);
+    AT_OK(ABT_self_set_associated_pool(mine));
+    AT_OK(ABT_self_yield());
+    ABT_pool last = ABT_POOL_NULL;
+    AT_OK(ABT_self_get_last_pool(&last));
+    CU_ASSERT_PTR_EQUAL(last, mine);
+
+    /* Revives of units that have not terminated, and of a running stream. */
+    atomic_int go = 0;
+    ABT_thread t;
+    ABT_thread_attr pinned;
+    AT_OK(ABT_thread_attr_create(&pinned));
+    AT_OK(ABT_thread_attr_set_migratable(pinned, ABT_FALSE));
+    AT_OK(ABT_thread_create(xpool, hi_spin_until, &go, pinned, &t));
+    CU_ASSERT_EQUAL(ABT_thread_revive(xpool, hi_spin_until, &go, &t),
+                    ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_thread_migrate_to_pool(t, mine), ABT_ERR_INV_THREAD);
+    CU_ASSERT_EQUAL(ABT_xstream_revive(x), ABT_ERR_INV_XSTREAM);
+    atomic_store(&go, 1);
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(ABT_thread_attr_free(&pinned));
+    ABT_task k;
+    AT_OK(ABT_task_create(mine, noop_fn, NULL, &k));
+    CU_ASSERT_EQUAL(ABT_task_revive(mine, noop_fn, NULL, &k), ABT_ERR_INV_TASK);
+    AT_OK(ABT_task_free(&k));
+
+    /* A future of no compartment is ready at once and after each reset;
+     * its callback is never called, and a set is one too many. */
+    ABT_future f;
+    atomic_store(&hi_future_cb_calls, 0);
+    AT_OK(ABT_future_create(0, hi_future_cb, &f));
+    ABT_bool ready = ABT_FALSE;
+    AT_OK(ABT_future_test(f, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_TRUE);
+    AT_OK(ABT_future_wait(f));
+    CU_ASSERT_EQUAL(ABT_future_set(f, NULL), ABT_ERR_FUTURE);
+    AT_OK(ABT_future_reset(f));
+    ready = ABT_FALSE;
+    AT_OK(ABT_future_test(f, &ready));
+    CU_ASSERT_EQUAL(ready, ABT_TRUE);
+    AT_OK(ABT_future_wait(f));
+    AT_OK(ABT_future_free(&f));
+    CU_ASSERT_EQUAL(atomic_load(&hi_future_cb_calls), 0);
+
+    /* A scheduler whose init fails: its code comes back; the pool made for
+     * it goes with it (ABT_finalize would say it was never freed). */
+    ABT_sched_def fdef = {.type = ABT_SCHED_TYPE_ULT,
+                          .init = hi_failing_init,
+                          .run = hi_sched_run};
+    ABT_sched bad = ABT_SCHED_NULL;
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(ABT_sched_create(&fdef, 0, NULL, ABT_SCHED_CONFIG_NULL,
+                                         &bad),
+                        ABT_ERR_OTHER);
+    CU_ASSERT_PTR_EQUAL(bad, ABT_SCHED_NULL);
+
+    /* ABT_sched_finish: nothing to do for a scheduler nothing runs; a
+     * secondary stream's main scheduler ends its stream; the primary's
+     * cannot end. */
+    ABT_sched idle;
+    AT_OK(ABT_sched_create_basic(ABT_SCHED_DEFAULT, 0, NULL,
+                                 ABT_SCHED_CONFIG_NULL, &idle));
+    AT_OK(ABT_sched_finish(idle));
+    AT_OK(ABT_sched_free(&idle));
+    CU_ASSERT_EQUAL(ABT_sched_finish(sc), ABT_ERR_SCHED);
+    ABT_sched xsc;
+    AT_OK(ABT_xstream_get_main_sched(x, &xsc));
+    AT_OK(ABT_sched_finish(xsc));
+    ABT_xstream_state st = ABT_XSTREAM_STATE_RUNNING;
+    for (long spins = 0; spins < 100000000L; spins++) {
+        AT_OK(ABT_xstream_get_state(x, &st));
+        if (st == ABT_XSTREAM_STATE_TERMINATED)
+            break;
+        AT_OK(ABT_self_yield());
+    }
+    CU_ASSERT_EQUAL(st, ABT_XSTREAM_STATE_TERMINATED);
+    AT_OK(ABT_xstream_free(&x));
+
+    /* Keys: a freed key, a copy of it, and a handle of another kind. */
+    ABT_key key, copy;
+    void *v = GARBAGE;
+    AT_OK(ABT_key_create(NULL, &key));
+    copy = key;
+    AT_OK(ABT_key_set(key, &go));
+    AT_OK(ABT_key_get(key, &v));
+    CU_ASSERT_PTR_EQUAL(v, &go);
+    AT_OK(ABT_key_free(&key));
+    CU_ASSERT_EQUAL(ABT_key_free(&copy), ABT_ERR_INV_KEY);
+    CU_ASSERT_EQUAL(ABT_key_set(copy, &go), ABT_ERR_INV_KEY);
+    CU_ASSERT_EQUAL(ABT_key_get(copy, &v), ABT_ERR_INV_KEY);
+    ABT_key foreign = (ABT_key)(void *)mine;
+    CU_ASSERT_EQUAL(ABT_key_set(foreign, &go), ABT_ERR_INV_KEY);
+    CU_ASSERT_EQUAL(ABT_key_free(&foreign), ABT_ERR_INV_KEY);
+    /* A new key in the freed one's slot does not make the copy live. */
+    AT_OK(ABT_key_create(NULL, &key));
+    CU_ASSERT_EQUAL(ABT_key_set(copy, &go), ABT_ERR_INV_KEY);
+    AT_OK(ABT_key_get(key, &v));
+    CU_ASSERT_PTR_NULL(v);
+    AT_OK(ABT_key_free(&key));
+    AT_OK(ABT_finalize());
+
+    /* After the last finalize, handles are refused without their records
+     * (freed by then) being read. */
+    size_t sz = 1;
+    CU_ASSERT_EQUAL(ABT_pool_get_size(mine, &sz), ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_sched_get_num_pools(sc, &n), ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_xstream_get_rank(self, &n), ABT_ERR_UNINITIALIZED);
+    CU_ASSERT_EQUAL(ABT_thread_get_arg(t, &v), ABT_ERR_UNINITIALIZED);
+}
+
+/* A ULT revived keeps the stack the program gave it. */
+static void test_thread_revive_user_stack(void)
+{
+    AT_OK(ABT_init(0, NULL));
+    size_t size = 64 * 1024;
+    void *stack = NULL;
+    CU_ASSERT_EQUAL_FATAL(posix_memalign(&stack, 64, size), 0);
+    ABT_thread_attr attr;
+    AT_OK(ABT_thread_attr_create(&attr));
+    AT_OK(ABT_thread_attr_set_stack(attr, stack, size));
+    ABT_thread t;
+    AT_OK(ABT_thread_create(at_main_pool(), noop_fn, NULL, attr, &t));
+    AT_OK(ABT_thread_join(t));
+    void *addr[2] = {NULL, NULL};
+    size_t sz[2] = {0, 0};
+    AT_OK(ABT_thread_get_stack(t, &addr[0], &sz[0]));
+    AT_OK(ABT_thread_revive(at_main_pool(), noop_fn, NULL, &t));
+    AT_OK(ABT_thread_get_stack(t, &addr[1], &sz[1]));
+    AT_OK(ABT_thread_join(t));
+    CU_ASSERT_PTR_EQUAL(addr[0], stack);
+    CU_ASSERT_PTR_EQUAL(addr[1], stack);
+    CU_ASSERT_EQUAL(sz[0], size);
+    CU_ASSERT_EQUAL(sz[1], size);
+    AT_OK(ABT_thread_free(&t));
+    AT_OK(ABT_thread_attr_free(&attr));
+    AT_OK(ABT_finalize());
+    free(stack);
+}
+
 static const ch_test_t errors_tests[] = {
     {"codes", test_errors},
     {"null_outputs", test_errors_null_outputs},
     {"null_output_pointers", test_errors_null_output_pointers},
+    {"hostile_inputs", test_errors_hostile_inputs},
+    {"revive_keeps_user_stack", test_thread_revive_user_stack},
     {NULL, NULL}};
 
 static const ch_suite_t suites[] = {
