@@ -412,13 +412,11 @@ COEXEC_API COEXEC_NODISCARD int coexec_thread_migrate_to(coexec_thread_t t,
  * Makes pool t's home without switching: as coexec_thread_migrate_to, but
  * the caller itself goes on running and moves when it next yields or
  * parks. A pinned ULT, and the primary's main ULT, may be given a home
- * this way too; the main ULT still runs only on its own stream, so its
- * new home must be a pool of that stream's main scheduler (or of the one
- * it is switching to).
+ * this way too: the main ULT still runs only on its own stream, so give
+ * it a pool that stream serves.
  * Context: any thread; a ULT for itself. Switches: never.
  * Returns: COEXEC_OK; COEXEC_EHANDLE; COEXEC_EPERM (a stacked scheduler's
- * unit, or the main ULT and a pool its stream's scheduler does not take
- * from); COEXEC_ESTATE (t finished); COEXEC_EACCESS; COEXEC_ENOTINIT.
+ * unit); COEXEC_ESTATE (t finished); COEXEC_EACCESS; COEXEC_ENOTINIT.
  */
 COEXEC_API COEXEC_NODISCARD int coexec_thread_set_home(coexec_thread_t t,
                                                        coexec_pool_t pool);

@@ -479,6 +479,10 @@ int abtx_sched_new_basic(ABT_sched_predef predef, int num_pools,
 ABT_xstream abtx_xstream_self(void);
 /* Frees the automatic schedulers x replaced that no stream runs any more. */
 void abtx_xstream_prune_retired(ABT_xstream x);
+/* Would the primary's main ULT, homed in p, never run again? When p is a
+ * pool of another live stream's main scheduler and not of the primary's:
+ * only the primary runs it (coexec), where Argobots would move it. */
+bool abtx_main_home_stranded(ABT_pool p);
 /* Gives the primary its first scheduler back (the caller is the main ULT)
  * and frees what it replaced: ABT_finalize, before coexec_finalize. */
 void abtx_xstream_restore_primary(void);

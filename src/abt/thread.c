@@ -1889,17 +1889,18 @@ int ABT_thread_set_associated_pool(ABT_thread thread, ABT_pool pool)
         return ABT_ERR_INV_THREAD;
     if (!abtx_pool(pool))
         return ABT_ERR_INV_POOL;
+    /* The primary's main ULT in another stream's pool would wait there
+     * for ever (a pool nothing serves yet, as one of a scheduler the
+     * primary is about to get, is allowed, as in Argobots). */
+    if (thread->is_main && abtx_main_home_stranded(pool))
+        return ABT_ERR_INV_THREAD;
     ABT_thread self = abtx_cur_get();
     if (thread->is_ult && thread->u.p) {
         int rc = coexec_thread_set_home(thread->th, pool->cp);
         abtx_cur_set(self);
-        /* EPERM: the primary's main ULT, which only the primary runs,
-         * and a pool the primary's scheduler does not take from. */
         if (rc)
             return abtx_err(rc, ABT_ERR_INV_THREAD,
-                            rc == COEXEC_ESTATE  ? ABT_ERR_THREAD
-                            : rc == COEXEC_EPERM ? ABT_ERR_INV_THREAD
-                                                 : ABT_ERR_POOL);
+                            rc == COEXEC_ESTATE ? ABT_ERR_THREAD : ABT_ERR_POOL);
     }
     /* The running caller is in no pool: the unit a user-defined pool made
      * for it goes now (a queued unit's goes when it moves). */

@@ -377,6 +377,23 @@ static bool sched_has_pool(ABT_sched s, ABT_pool p)
     return false;
 }
 
+bool abtx_main_home_stranded(ABT_pool p)
+{
+    bool mine = false, other = false;
+    pthread_mutex_lock(&abtx_lock);
+    for (ABT_xstream x = abtx_g.xstreams; x; x = x->next) {
+        if (x->magic != ABTX_XSTREAM || x->joined || !abtx_sched(x->sched) ||
+            !sched_has_pool(x->sched, p))
+            continue;
+        if (x->primary)
+            mine = true;
+        else
+            other = true;
+    }
+    pthread_mutex_unlock(&abtx_lock);
+    return other && !mine;
+}
+
 /* Who may change xstream's main scheduler, as in Argobots 1.x: a ULT
  * (an external thread: ABT_ERR_INV_XSTREAM, a tasklet: ABT_ERR_INV_THREAD)
  * of that stream while it runs, or of any stream once it has terminated

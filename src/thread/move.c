@@ -5,7 +5,6 @@
 
 #include "base/global.h"
 #include "pool/pool.h"
-#include "sched/sched.h"
 #include "thread/engine.h"
 #include "thread/unit.h"
 #include "xstream/xstream.h"
@@ -214,18 +213,6 @@ static bool unit_movable(struct coexec_unit_rec *u)
            !(atom_load_rlx_u32(&u->attrs) & UA_PINNED);
 }
 
-/* May the primary's main ULT, which only the primary runs, live in p?
- * When the primary's scheduler, or the one it is switching to, takes from
- * p (a later switch gives it a pool of the new one if need be). Any other
- * home would leave it queued where nothing ever runs it. */
-static bool main_home_ok(const struct coexec_pool_rec *p)
-{
-    struct coexec_xstream_rec *x = coexec__g.primary;
-    struct coexec_sched_rec *s = atom_load_acq_ptr(&x->sched);
-    struct coexec_sched_rec *r = atom_load_acq_ptr(&x->sched_req);
-    return (s && sched_has_pool(s, p)) || (r && sched_has_pool(r, p));
-}
-
 /* Moves t (a ULT) so that its home becomes `to` (or, for a stream, that
  * stream's migration pool; bound_xs is then non-NULL). With later, the
  * caller moving itself does not yield: it moves at its next push, and a
@@ -238,8 +225,6 @@ static int migrate(coexec_thread_t t, struct coexec_pool_rec *to,
         return rc;
     struct coexec_unit_rec *u = t.p;
     if (later ? (u->flags & UF_SCHED) != 0 : !unit_movable(u))
-        return COEXEC_EPERM;
-    if (later && u->kind == UNIT_MAIN && !main_home_ok(to))
         return COEXEC_EPERM;
     if (atom_load_acq_u32(&u->state) == COEXEC_UNIT_TERMINATED ||
         join_finished(atom_load_acq_uptr(&u->join)))

@@ -1189,13 +1189,6 @@ static void t_migrate_errors(void)
     coexec_thread_t me = self_thread();
     CH_ASSERT_RC(coexec_thread_migrate_to(me, b.pool), COEXEC_EPERM);
     CH_ASSERT_RC(coexec_thread_migrate_to_xstream(me, b.xs), COEXEC_EPERM);
-    /* Nor may it be given a home that only another stream (or nobody)
-     * serves: it would never run again. A pool of its own stream's
-     * scheduler is fine, and it still runs after the refusals. */
-    CH_ASSERT_RC(coexec_thread_set_home(me, b.pool), COEXEC_EPERM);
-    CH_ASSERT_RC(coexec_thread_set_home(me, q), COEXEC_EPERM);
-    CH_ASSERT_OK(coexec_thread_set_home(me, main_pool()));
-    CH_ASSERT_OK(coexec_yield());
     /* Bad handles. */
     atomic_int r1 = -1, r2 = -1, r3 = -1, r4 = -1;
     coexec_thread_t t;
