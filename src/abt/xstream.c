@@ -470,8 +470,10 @@ int ABT_xstream_set_main_sched(ABT_xstream xstream, ABT_sched sched)
         to = abtx_pool(self_pool) && sched_has_pool(sched, self_pool)
                  ? self_pool
                  : sched->pools[0];
-        /* The primary's main ULT may only be given a pool of its stream's
-         * scheduler: its home is set once the switch is made (below). */
+        /* The primary's main ULT: a pool the new scheduler shares with
+         * another stream may be refused before the switch
+         * (abtx_main_home_stranded), so its home is set once the switch
+         * is made (below). */
         if (!self->is_main)
             moved = ABT_thread_set_associated_pool(self, to) == ABT_SUCCESS;
     }
